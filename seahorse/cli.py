@@ -1,0 +1,171 @@
+"""The `seahorse` command: parse arguments, call one Engine method, print the result.
+
+Errors become one line on stderr and a non-zero exit code; `--json` prints machine-readable
+output on stdout for scripts and agents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+# numpy and onnxruntime fight over 2 cores; one BLAS thread keeps both fast.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from . import __version__  # noqa: E402
+from .errors import SeahorseError  # noqa: E402
+
+log = logging.getLogger("seahorse")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", help="SQLite file (default $SEAHORSE_DB or ./data/knowledge_graph.db)")
+    common.add_argument("--json", action="store_true", help="print JSON on stdout")
+    common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+
+    p = argparse.ArgumentParser(prog="seahorse", description=(
+        "Local knowledge engine: index text into a graph in one SQLite file and search it "
+        "with personalized PageRank."))
+    p.add_argument("--version", action="version", version=f"seahorse {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    ix = sub.add_parser("index", parents=[common], help="add text, a file or a directory")
+    what = ix.add_mutually_exclusive_group(required=True)
+    what.add_argument("--text", help="a text to index")
+    what.add_argument("--file", help="a .txt/.md/.rst file to index")
+    what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .rst)")
+    ix.add_argument("--source", help="name of the source for --text (default text:<hash>)")
+    ix.add_argument("--title", help="title for --text or --file")
+
+    se = sub.add_parser("search", parents=[common], help="ask a question")
+    se.add_argument("query", help="the question")
+    se.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+
+    sub.add_parser("stats", parents=[common], help="counts, profile and node budget in force")
+
+    de = sub.add_parser("delete", parents=[common], help="delete a document by id or source")
+    de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
+
+    op = sub.add_parser("optimize-graph", parents=[common],
+                        help="rebuild synonym edges at a threshold, drop orphan phrases")
+    op.add_argument("--threshold", type=float, default=0.8,
+                    help="cosine similarity for a synonym edge (default 0.8)")
+    return p
+
+
+def _engine(args: argparse.Namespace):
+    from .config import load_settings
+    from .engine import Engine
+
+    return Engine(load_settings(db_path=args.db))
+
+
+def _progress(n: int, total: int, path: str) -> None:
+    if sys.stderr.isatty() or n == total or n % 50 == 0:
+        print(f"\r[{n}/{total}] {path[-60:]:<60}", end="" if n < total else "\n",
+              file=sys.stderr, flush=True)
+
+
+def cmd_index(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        if args.text is not None:
+            return eng.index_text(args.text, source=args.source, title=args.title).as_dict()
+        if args.file is not None:
+            return eng.index_file(args.file, title=args.title).as_dict()
+        results, skipped = eng.index_dir(args.dir, progress=None if args.json else _progress)
+        counts: dict[str, int] = {}
+        for r in results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        return {"documents": [r.as_dict() for r in results], "skipped": skipped, **counts}
+
+
+def cmd_search(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.search(args.query, top_k=args.top_k).as_dict()
+
+
+def cmd_stats(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.stats()
+
+
+def cmd_delete(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.delete(args.ref)
+
+
+def cmd_optimize(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.optimize_graph(args.threshold)
+
+
+def _human(command: str, out: Any) -> str:
+    if command == "search":
+        lines = []
+        if not out["hits"]:
+            lines.append("no results" + (f" ({out['reason']})" if out.get("reason") else ""))
+        for rank, h in enumerate(out["hits"], 1):
+            lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  (passage {h['id']})")
+            lines.append("   " + h["text"].replace("\n", " ")[:300])
+            why = [f"{e['phrase']!r}" + (" (seed)" if e["seed"] else
+                   f" (via {e['via']['phrase']!r})" if "via" in e else "")
+                   for e in h["evidence"]["phrases"]]
+            if why:
+                lines.append("   why: " + ", ".join(why) + f"; dense {h['evidence']['dense']}")
+        return "\n".join(lines)
+    if command == "index" and "documents" in out:
+        n = len(out["documents"])
+        parts = [f"{out.get(k, 0)} {k}" for k in ("added", "updated", "unchanged")]
+        text = f"indexed {n} files: " + ", ".join(parts)
+        if out["skipped"]:
+            text += f"; skipped {len(out['skipped'])}:\n" + "\n".join(
+                f"  {s['path']}: {s['reason']}" for s in out["skipped"])
+        return text
+    if command == "index":
+        return (f"{out['status']} document {out['doc_id']} ({out['source']}), "
+                f"{out['passages']} passage(s)")
+    if command == "stats":
+        b = out["budget"]
+        return "\n".join([
+            f"database   {out['db']} ({out['db_bytes'] / 1048576:.1f} MB)",
+            f"documents  {out['documents']}",
+            "nodes      " + ", ".join(f"{k} {v}" for k, v in sorted(out["nodes"].items())),
+            "edges      " + ", ".join(f"{k} {v}" for k, v in sorted(out["edges"].items())),
+            f"embedder   {out['embedder']} ({out['dim']}-d); phrases {out['phrase_embedder']}",
+            f"profile    {b['profile']} (requested {b['requested']}), "
+            f"node budget {b['node_budget']}",
+        ])
+    return json.dumps(out, indent=2)
+
+
+COMMANDS = {"index": cmd_index, "search": cmd_search, "stats": cmd_stats,
+            "delete": cmd_delete, "optimize-graph": cmd_optimize}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        stream=sys.stderr, format="seahorse: %(message)s")
+    try:
+        out = COMMANDS[args.command](args)
+    except SeahorseError as exc:
+        print(f"seahorse: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("seahorse: interrupted", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(_human(args.command, out))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""The engine facade: the one public entry point the CLI and the MCP server call."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from . import __version__
+from .budget import Budget, compute_budget
+from .config import Settings, load_settings
+from .embed import Embedder, make_embedders
+from .errors import InvalidInput, NotFound, SchemaMismatch
+from .extract import Extractor, Phrase, default_extractor
+from .retrieval import RetrievalIndex, SearchResult, search
+from .storage import SQLiteStore
+from .text import chunk, clean, content_hash, normalise_phrase, split_sentences
+
+log = logging.getLogger("seahorse")
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
+FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
+SYNONYM_BLOCK = 4096
+
+
+@dataclass
+class Prepared:
+    """A document chunked, extracted and embedded, ready to be written in one transaction."""
+
+    source: str
+    title: str | None
+    text: str
+    digest: str
+    metadata: dict | None
+    passages: list[str] = field(default_factory=list)
+    phrases: list[list[Phrase]] = field(default_factory=list)  # per passage
+    # per passage: (sentence index, sentence text, phrase keys)
+    facts: list[list[tuple[int, str, list[str]]]] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    fact_vectors: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass
+class IndexResult:
+    doc_id: int
+    source: str
+    status: str  # added | updated | unchanged
+    passages: int
+
+    def as_dict(self) -> dict:
+        return {"doc_id": self.doc_id, "source": self.source, "status": self.status,
+                "passages": self.passages}
+
+
+class Engine:
+    """Index text into the graph, search it, delete from it. Models load on first use."""
+
+    def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
+                 phrase_embedder=None, extractor: Extractor | None = None) -> None:
+        self.settings = settings or load_settings()
+        self.store = SQLiteStore(self.settings.db_path)
+        if embedder is None:
+            embedder, default_phrases = make_embedders(self.settings.embedder)
+            phrase_embedder = phrase_embedder or default_phrases
+        self.embedder = embedder
+        self.phrase_embedder = phrase_embedder or make_embedders("hash")[1]
+        self.extractor = extractor or default_extractor()
+        self._check_meta()
+        self._index: RetrievalIndex | None = None
+        self._phrase_cache: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._budget: Budget | None = None
+
+    # ----- lifecycle --------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_meta(self) -> None:
+        meta = self.store.meta()
+        want = {"embedder": self.embedder.name, "dim": str(self.embedder.dim),
+                "phrase_embedder": self.phrase_embedder.name, "extractor": self.extractor.name}
+        if "embedder" not in meta:
+            if not self.store.read_only:
+                self.store.set_meta(**want, writer_version=__version__)
+            return
+        for key, value in want.items():
+            if meta.get(key) != value:
+                raise SchemaMismatch(
+                    f"{self.store.path} was built with {key}={meta.get(key)!r}, this run uses "
+                    f"{value!r}; set SEAHORSE_EMBEDDER to match, or index into a new database "
+                    "(SEAHORSE_DB=other.db) and delete the old one"
+                )
+
+    # ----- indexing ---------------------------------------------------------------------
+    def index_text(self, text: str, *, source: str | None = None, title: str | None = None,
+                   metadata: dict | None = None) -> IndexResult:
+        return self.index_many([(text, source, title, metadata)])[0]
+
+    def index_file(self, path: str | Path, *, title: str | None = None) -> IndexResult:
+        p = Path(path)
+        text = read_text_file(p, self.settings.max_file_mb)
+        return self.index_text(text, source=str(p.resolve()), title=title)
+
+    def index_dir(self, path: str | Path, *, progress: Callable[[int, int, str], None] | None = None
+                  ) -> tuple[list[IndexResult], list[dict]]:
+        root = Path(path)
+        if not root.exists():
+            raise NotFound(f"{root} does not exist")
+        if not root.is_dir():
+            raise InvalidInput(f"{root} is not a directory; use --file for one file")
+        root_real = root.resolve()
+        files, skipped = [], []
+        for p in sorted(root.rglob("*")):
+            if not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES:
+                continue
+            real = p.resolve()
+            if root_real not in real.parents:
+                skipped.append({"path": str(p), "reason": "symlink leaves the directory"})
+                continue
+            files.append(p)
+        results = []
+        for n, p in enumerate(files, 1):
+            if progress:
+                progress(n, len(files), str(p))
+            try:
+                results.append(self.index_file(p))
+            except InvalidInput as exc:
+                skipped.append({"path": str(p), "reason": str(exc)})
+        return results, skipped
+
+    def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
+                   batch_size: int = 64) -> list[IndexResult]:
+        """Index (text, source, title, metadata) items; each document is one transaction."""
+        results: list[IndexResult] = []
+        for start in range(0, len(items), batch_size):
+            batch = [self._prepare(*item) for item in items[start:start + batch_size]]
+            todo = []
+            for prep in batch:
+                old = self.store.document_by_source(prep.source)
+                if old is not None and old[3] == prep.digest:
+                    results.append(IndexResult(old[0], prep.source, "unchanged",
+                                               self._passage_count(old[0])))
+                else:
+                    todo.append((prep, old))
+                    results.append(None)  # type: ignore[arg-type]
+            self._embed([p for p, _ in todo])
+            it = iter(todo)
+            for k, res in enumerate(results):
+                if res is None:
+                    prep, old = next(it)
+                    results[k] = self._write(prep, old)
+        return results
+
+    def _passage_count(self, doc_id: int) -> int:
+        return self.store.db.execute(
+            "SELECT count(*) FROM nodes WHERE doc_id=?", (doc_id,)).fetchone()[0]
+
+    def _prepare(self, text: str, source: str | None, title: str | None,
+                 metadata: dict | None) -> Prepared:
+        if not isinstance(text, str):
+            raise InvalidInput("text must be a string")
+        body = clean(text).strip()
+        if not body:
+            raise InvalidInput("text is empty: nothing to index")
+        title = clean(title).strip() or None if title else None
+        digest = content_hash((title or "") + "\x00" + body)
+        source = source or f"text:{digest[:16]}"
+        prep = Prepared(source, title, body, digest, metadata)
+        title_phrases = self.extractor.extract(title) if title else []
+        for passage in chunk(body, self.settings.chunk_chars):
+            sentences = split_sentences(passage)
+            per_sentence = [self.extractor.extract(passage[a:b]) for a, b in sentences]
+            phrases = {p.key: p for p in title_phrases}
+            for group in per_sentence:
+                for p in group:
+                    phrases.setdefault(p.key, p)
+            facts = []
+            for i, (a, b) in enumerate(sentences):
+                keys = sorted({p.key for p in per_sentence[i]})
+                if keys:
+                    facts.append((i, passage[a:b], keys))
+            prep.passages.append(passage)
+            prep.phrases.append(list(phrases.values()))
+            prep.facts.append(facts)
+        return prep
+
+    def _embed_input(self, prep: Prepared, passage: str) -> tuple[str, int]:
+        if prep.title:
+            return f"{prep.title}\n{passage}", len(prep.title) + 1
+        return passage, 0
+
+    def _embed(self, preps: list[Prepared]) -> None:
+        """Embed passages and pool their fact windows, reusing cached vectors by content hash."""
+        texts, spans, owners = [], [], []
+        for prep in preps:
+            prep.vectors = np.zeros((len(prep.passages), self.embedder.dim), np.float32)
+            prep.fact_vectors = [np.zeros((0, self.embedder.dim), np.float32)] * len(prep.passages)
+            for k, passage in enumerate(prep.passages):
+                text, shift = self._embed_input(prep, passage)
+                cached = self.store.cached_embedding(content_hash(text), self.embedder.name)
+                n_facts = len(prep.facts[k])
+                if cached is not None:
+                    mat = np.frombuffer(cached, np.float32).reshape(-1, self.embedder.dim)
+                    if len(mat) == 1 + n_facts:
+                        prep.vectors[k] = mat[0]
+                        prep.fact_vectors[k] = mat[1:]
+                        continue
+                sentences = split_sentences(passage)
+                groups = []
+                for i, _text, _keys in prep.facts[k]:
+                    lo, hi = max(0, i - FACT_WINDOW), min(len(sentences) - 1, i + FACT_WINDOW)
+                    ranges = [(sentences[lo][0] + shift, sentences[hi][1] + shift)]
+                    if shift:
+                        ranges.append((0, shift - 1))
+                    groups.append(ranges)
+                texts.append(text)
+                spans.append(groups)
+                owners.append((prep, k))
+        if not texts:
+            return
+        vecs, pooled = self.embedder.embed_spans(texts, spans)
+        with self.store.atomic():
+            for (prep, k), text, v, f in zip(owners, texts, vecs, pooled):
+                prep.vectors[k] = v
+                prep.fact_vectors[k] = f
+                data = np.vstack([v[None, :], f]).astype(np.float32).tobytes()
+                self.store.cache_embedding(content_hash(text), self.embedder.name, data)
+
+    def _write(self, prep: Prepared, old: tuple | None) -> IndexResult:
+        assert prep.vectors is not None
+        with self.store.atomic():
+            if old is not None:
+                self.store.delete_document(old[0])
+            doc_id = self.store.insert_document(prep.source, prep.title, prep.digest, prep.metadata)
+            new_phrases: list[int] = []
+            for k, passage in enumerate(prep.passages):
+                pid = self.store.add_passage(doc_id, k, passage)
+                surfaces = {p.key: p.text for p in prep.phrases[k]}
+                ids, created = self.store.upsert_phrases(surfaces)
+                new_phrases += [ids[p.key] for p in prep.phrases[k]
+                                if ids[p.key] in created and _wants_vector(p)]
+                self.store.add_edges((pid, ids[key], "context", 1.0) for key in surfaces)
+                self.store.set_vectors("dense", [(pid, prep.vectors[k])])
+                self.store.add_facts(
+                    (pid, n, text, [ids[key] for key in keys], prep.fact_vectors[k][n])
+                    for n, (_i, text, keys) in enumerate(prep.facts[k]))
+            self._link_synonyms(new_phrases)
+            self.store.bump_version()
+        self._after_write()
+        status = "updated" if old is not None else "added"
+        return IndexResult(doc_id, prep.source, status, len(prep.passages))
+
+    # ----- synonyms ---------------------------------------------------------------------
+    def _phrase_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        version = self.store.graph_version()
+        if self._phrase_cache is None or self._phrase_cache[0] != version:
+            ids, mat = self.store.load_vectors("phrase", self.phrase_embedder.dim)
+            self._phrase_cache = (version, ids, mat)
+        return self._phrase_cache[1], self._phrase_cache[2]
+
+    def _link_synonyms(self, new_ids: list[int], threshold: float | None = None) -> int:
+        """Synonym edges from new phrases to their nearest neighbours (cosine >= threshold)."""
+        if not new_ids:
+            return 0
+        threshold = self.settings.synonym_threshold if threshold is None else threshold
+        ids, mat = self._phrase_vectors()
+        texts = dict(self.store.db.execute(
+            f"SELECT id, text FROM nodes WHERE id IN ({','.join('?' * len(new_ids))})", new_ids))
+        new_ids = [i for i in new_ids if i in texts]
+        vecs = self.phrase_embedder.embed([texts[i] for i in new_ids])
+        self.store.set_vectors("phrase", zip(new_ids, vecs))
+        all_ids = np.concatenate([ids, np.array(new_ids, dtype=np.int64)])
+        all_mat = np.vstack([mat, vecs]) if len(mat) else vecs
+        made = self._nearest_edges(vecs, np.array(new_ids), all_ids, all_mat, threshold)
+        version = self.store.graph_version()
+        self._phrase_cache = (version + 1, all_ids, all_mat)  # the caller bumps once after
+        return made
+
+    def _nearest_edges(self, queries: np.ndarray, query_ids: np.ndarray, ids: np.ndarray,
+                       mat: np.ndarray, threshold: float) -> int:
+        k = self.settings.synonym_neighbours
+        edges = []
+        for start in range(0, len(queries), SYNONYM_BLOCK):
+            sims = queries[start:start + SYNONYM_BLOCK] @ mat.T
+            for r, row in enumerate(sims):
+                me = query_ids[start + r]
+                cand = np.argpartition(-row, min(k, len(row) - 1))[:k + 1]
+                for c in cand:
+                    if ids[c] != me and row[c] >= threshold:
+                        edges.append((int(me), int(ids[c]), "synonym", float(row[c])))
+        # add_edges accumulates weight on repeats; synonym weight must stay the cosine.
+        unique = {(min(a, b), max(a, b)): (a, b, kd, w) for a, b, kd, w in edges}
+        self.store.db.executemany(
+            "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
+            [(a, b, kd, w) for (a, b), (_x, _y, kd, w) in unique.items()])
+        return len(unique)
+
+    def optimize_graph(self, threshold: float) -> dict:
+        """Rebuild every synonym edge at ``threshold`` and drop orphan phrases."""
+        if not 0.0 < threshold <= 1.0:
+            raise InvalidInput("threshold must be in (0, 1]")
+        before = self.store.counts()
+        with self.store.atomic():
+            removed = self.store.delete_edges("synonym")
+            orphans = self.store.delete_orphan_phrases()
+            ids, mat = self.store.load_vectors("phrase", self.phrase_embedder.dim)
+            made = self._nearest_edges(mat, ids, ids, mat, threshold) if len(ids) else 0
+            self.store.set_meta(synonym_threshold=str(threshold))
+            self.store.bump_version()
+        self._after_write()
+        self.store.db.execute("PRAGMA optimize")
+        return {"threshold": threshold, "synonym_edges_removed": removed,
+                "synonym_edges_added": made, "orphan_phrases_removed": orphans,
+                "before": before, "after": self.store.counts()}
+
+    def _after_write(self) -> None:
+        self._index = None
+
+    # ----- delete -----------------------------------------------------------------------
+    def delete(self, ref: str | int) -> dict:
+        """Delete a document by id or source, with every node and edge only it contributed."""
+        doc = None
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+            doc = self.store.document(int(ref))
+        if doc is None and isinstance(ref, str):
+            doc = self.store.document_by_source(ref)
+            if doc is None and os.path.exists(ref):
+                doc = self.store.document_by_source(str(Path(ref).resolve()))
+        if doc is None:
+            raise NotFound(f"no document {ref!r}; `seahorse stats --json` lists counts, "
+                           "`seahorse search` shows sources")
+        with self.store.atomic():
+            removed = self.store.delete_document(doc[0])
+        self._after_write()
+        return {"doc_id": doc[0], "source": doc[1], "deleted": True, **removed}
+
+    # ----- search -----------------------------------------------------------------------
+    def budget(self) -> Budget:
+        if self._budget is None:
+            s = self.settings
+            self._budget = compute_budget(s.profile, s.memory_alpha, s.node_max)
+        return self._budget
+
+    def retrieval_index(self) -> RetrievalIndex:
+        if self._index is None or self._index.version != self.store.graph_version():
+            self._index = RetrievalIndex(self.store, self.embedder.dim)
+        return self._index
+
+    def search(self, query: str, top_k: int = 5) -> SearchResult:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query is empty: ask a question")
+        if len(query) > 10_000:
+            raise InvalidInput("query is over 10,000 characters; shorten it")
+        if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+            raise InvalidInput("top_k must be an integer from 1 to 1000")
+        return search(self.retrieval_index(), self.store, self.embedder, self.extractor,
+                      self.settings, query.strip(), top_k, self.budget().node_budget)
+
+    def stats(self) -> dict:
+        meta = self.store.meta()
+        return {"db": str(self.store.path), "db_bytes": self.store.file_size(),
+                **self.store.counts(), "embedder": meta.get("embedder", self.embedder.name),
+                "dim": int(meta.get("dim", self.embedder.dim)),
+                "phrase_embedder": meta.get("phrase_embedder"), "extractor": meta.get("extractor"),
+                "schema_version": int(meta.get("schema_version", 0)),
+                "writer_version": meta.get("writer_version"), "budget": self.budget().as_dict(),
+                "read_only": self.store.read_only}
+
+
+def _wants_vector(p: Phrase) -> bool:
+    """Synonym candidates: entities and multi-word concepts (single words would be O(n^2))."""
+    return p.kind == "entity" or " " in p.key
+
+
+def read_text_file(p: Path, max_mb: float) -> str:
+    """Read a UTF-8 text file, refusing missing, huge, binary or malformed input clearly."""
+    if not p.exists():
+        raise NotFound(f"{p} does not exist")
+    if p.is_dir():
+        raise InvalidInput(f"{p} is a directory; use --dir")
+    size = p.stat().st_size
+    if size > max_mb * 1024 * 1024:
+        raise InvalidInput(f"{p} is {size / 1048576:.1f} MB, over the {max_mb:g} MB limit; "
+                           "split it or raise SEAHORSE_MAX_FILE_MB")
+    data = p.read_bytes()
+    if b"\x00" in data[:65536]:
+        raise InvalidInput(f"{p} looks binary (NUL bytes); only text files are indexed")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{p} is not valid UTF-8 (byte {exc.start}); convert it, e.g. "
+                           "`iconv -f latin1 -t utf-8`") from None

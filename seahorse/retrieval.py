@@ -1,0 +1,201 @@
+"""Query path: seed the graph HippoRAG-2 style, walk it, explain what the walk found.
+
+Seeds (all computed from caches built at index time, nothing recomputed per query):
+* passages: min-max dense cosine x ``passage_prior``, plus min-max BM25 x ``lexical_prior``;
+* phrases of the best-matching facts (sentence windows pooled from the passage's own token
+  states): fact score / number of passages holding the phrase;
+* phrases of the query itself that exist as nodes (exact normalised match), same scale.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import Settings
+from .embed import Embedder
+from .extract import Extractor
+from .graph import GraphCache
+from .storage import SQLiteStore
+from .text import fts_match, query_terms
+
+LEXICAL_CANDIDATES = 100
+
+
+@dataclass
+class Hit:
+    id: int
+    kind: str
+    text: str
+    score: float
+    source: str
+    title: str | None
+    doc_id: int | None
+    evidence: dict
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "score": self.score, "source": self.source,
+                "title": self.title, "doc_id": self.doc_id, "text": self.text,
+                "evidence": self.evidence}
+
+
+@dataclass
+class SearchResult:
+    query: str
+    hits: list[Hit]
+    info: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"query": self.query, "hits": [h.as_dict() for h in self.hits], **self.info}
+
+
+class RetrievalIndex:
+    """Everything the query path reads, loaded from the store for one graph_version."""
+
+    def __init__(self, store: SQLiteStore, dim: int) -> None:
+        self.version = store.graph_version()
+        self.graph = GraphCache.build(self.version, store.load_nodes(), store.load_edges())
+        g = self.graph
+        ids, mat = store.load_vectors("dense", dim)
+        self.passage_idx = np.array([g.index[int(i)] for i in ids], dtype=np.int64)
+        self.passage_vecs = mat
+        self.passage_row = {int(v): r for r, v in enumerate(self.passage_idx)}
+        fact_passages, fact_phrases, self.fact_vecs = store.load_facts(dim)
+        self.fact_passage_idx = np.array([g.index[int(i)] for i in fact_passages], dtype=np.int64)
+        self.fact_phrase_idx = [np.array([g.index[i] for i in ph if i in g.index], dtype=np.int64)
+                                for ph in fact_phrases]
+        rows = store.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
+        self.phrase_by_key = {key: g.index[i] for i, key, _t in rows}
+        self.label = {g.index[i]: text for i, _k, text in rows}
+        # Passages holding each phrase = its context-edge count.
+        is_passage = (g.kinds == "passage").astype(np.float64)
+        self.passage_count = np.asarray((g.adj > 0).astype(np.float64) @ is_passage).ravel()
+
+
+def _minmax(v: np.ndarray) -> np.ndarray:
+    if v.size == 0:
+        return v
+    lo, hi = float(v.min()), float(v.max())
+    return np.zeros_like(v) if hi - lo < 1e-12 else (v - lo) / (hi - lo)
+
+
+def _seed_phrases(index: RetrievalIndex, q: np.ndarray, query: str, extractor: Extractor,
+                  settings: Settings, seeds: np.ndarray) -> dict[int, float]:
+    phrase_seed: dict[int, float] = {}
+    top_fact = 0.0
+    if len(index.fact_vecs):
+        scores = index.fact_vecs @ q
+        k = min(settings.fact_top_k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top_fact = float(scores[top].max())
+        for f in top:
+            for j in index.fact_phrase_idx[f]:
+                share = float(scores[f]) / max(1.0, index.passage_count[j])
+                phrase_seed[int(j)] = max(phrase_seed.get(int(j), 0.0), share)
+    weight = top_fact if top_fact > 0 else 0.5
+    for ph in extractor.extract(query):
+        j = index.phrase_by_key.get(ph.key)
+        if j is not None:
+            share = weight / max(1.0, index.passage_count[j])
+            phrase_seed[j] = phrase_seed.get(j, 0.0) + share
+    for j, w in phrase_seed.items():
+        seeds[j] += w
+    return phrase_seed
+
+
+def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extractor: Extractor,
+           settings: Settings, query: str, top_k: int, node_budget: int) -> SearchResult:
+    t0 = time.perf_counter()
+    g = index.graph
+    if index.passage_vecs.shape[0] == 0:
+        return SearchResult(query, [], {"reason": "empty_index"})
+    q = embedder.embed([query])[0]
+    t_embed = time.perf_counter()
+    dense = index.passage_vecs @ q
+    seeds = np.zeros(g.n)
+    seeds[index.passage_idx] += settings.passage_prior * _minmax(dense)
+    lexical: dict[int, float] = {}
+    lex = store.fts_search(fts_match(query_terms(query)), LEXICAL_CANDIDATES)
+    if lex:
+        lex_scores = _minmax(np.array([s for _i, s in lex]))
+        for (node_id, raw), norm in zip(lex, lex_scores):
+            v = g.index.get(node_id)
+            if v is not None:
+                seeds[v] += settings.lexical_prior * float(norm)
+                lexical[v] = raw
+    phrase_seed = _seed_phrases(index, q, query, extractor, settings, seeds)
+    if seeds.sum() <= 0:
+        seeds[index.passage_idx] = 1.0
+    # More matched phrases = more relations to follow: walk further (bounded damping).
+    damping = float(np.clip(settings.damping - 0.1 + 0.05 * min(len(phrase_seed), 4), 0.3, 0.7))
+    ppr = g.personalized_pagerank(seeds, damping, node_budget)
+    t_walk = time.perf_counter()
+    scores = np.zeros(g.n)
+    scores[ppr.nodes] = ppr.scores
+    passage_scores = scores[index.passage_idx]
+    order = np.argsort(-passage_scores, kind="stable")[:top_k]
+    chosen = index.passage_idx[order]
+    texts = store.node_texts([int(g.node_ids[v]) for v in chosen])
+    docs = {}
+    hits: list[Hit] = []
+    for rank, v in enumerate(chosen):
+        node_id = int(g.node_ids[v])
+        kind, text, doc_id, _ordinal = texts[node_id]
+        if doc_id not in docs:
+            docs[doc_id] = store.document(doc_id)
+        doc = docs[doc_id]
+        evidence = _evidence(index, scores, int(v), phrase_seed)
+        evidence["dense"] = round(float(dense[order[rank]]), 4)
+        if int(v) in lexical:
+            evidence["bm25"] = round(lexical[int(v)], 4)
+        hits.append(Hit(node_id, kind, text, float(passage_scores[order[rank]]),
+                        doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence))
+    info = {
+        "damping": round(damping, 3), "node_budget": node_budget,
+        "walked_nodes": int(len(ppr.nodes)), "iterations": ppr.iterations,
+        "seeds": [{"phrase": index.label.get(j, ""), "weight": round(w, 5)}
+                  for j, w in sorted(phrase_seed.items(), key=lambda kv: -kv[1])[:8]],
+        "timings_ms": {"embed": round((t_embed - t0) * 1e3, 2),
+                       "walk": round((t_walk - t_embed) * 1e3, 2),
+                       "total": round((time.perf_counter() - t0) * 1e3, 2)},
+    }
+    return SearchResult(query, hits, info)
+
+
+def _evidence(index: RetrievalIndex, scores: np.ndarray, v: int,
+              phrase_seed: dict[int, float]) -> dict:
+    """The phrases whose mass flowed into passage ``v``, and how each was reached."""
+    adj = index.graph.adj
+    lo, hi = adj.indptr[v], adj.indptr[v + 1]
+    neigh, weights = adj.indices[lo:hi], adj.data[lo:hi]
+    out = np.asarray(adj.sum(axis=1)).ravel()
+    flow = scores[neigh] * weights / np.maximum(out[neigh], 1e-12)
+    total = float(flow.sum()) or 1.0
+    items = []
+    for k in np.argsort(-flow)[:3]:
+        j = int(neigh[k])
+        if flow[k] <= 0:
+            break
+        entry = {"phrase": index.label.get(j, ""), "share": round(float(flow[k]) / total, 3),
+                 "seed": j in phrase_seed, "edge": "context"}
+        if j not in phrase_seed:
+            via = _seed_neighbour(index, j, phrase_seed)
+            if via is not None:
+                entry["via"] = via
+        items.append(entry)
+    return {"phrases": items}
+
+
+def _seed_neighbour(index: RetrievalIndex, j: int, phrase_seed: dict[int, float]) -> dict | None:
+    adj = index.graph.adj
+    lo, hi = adj.indptr[j], adj.indptr[j + 1]
+    best = None
+    for k in range(lo, hi):
+        s = int(adj.indices[k])
+        if s in phrase_seed and (best is None or phrase_seed[s] > phrase_seed[best]):
+            best = s
+    if best is None:
+        return None
+    return {"phrase": index.label.get(best, ""), "edge": "synonym"}

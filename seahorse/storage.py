@@ -1,0 +1,432 @@
+"""SQLite storage: the source of truth. The graph and vector matrices are caches of it.
+
+One file, WAL mode, ordered named migrations, a ``meta`` table that describes the artifact,
+and one :meth:`SQLiteStore.atomic` context manager (savepoints nest) around every logical
+change. The class is the storage interface: a second backend implements the same methods.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import stat
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch, SeahorseError
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 10.0
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            db.execute(buf)
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buf!r}")
+
+
+def _m0001_initial(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE documents(
+            id INTEGER PRIMARY KEY,
+            source TEXT NOT NULL UNIQUE,
+            title TEXT,
+            content_hash TEXT NOT NULL,
+            metadata TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE nodes(
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            key TEXT NOT NULL,
+            text TEXT NOT NULL,
+            doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
+            ordinal INTEGER,
+            UNIQUE(kind, key)
+        );
+        CREATE INDEX nodes_doc ON nodes(doc_id);
+        CREATE TABLE edges(
+            src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            weight REAL NOT NULL,
+            PRIMARY KEY(src, dst, kind)
+        ) WITHOUT ROWID;
+        CREATE INDEX edges_dst ON edges(dst);
+        CREATE TABLE vectors(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            space TEXT NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE INDEX vectors_space ON vectors(space);
+        CREATE TABLE facts(
+            id INTEGER PRIMARY KEY,
+            passage_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            phrase_ids TEXT NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE INDEX facts_passage ON facts(passage_id);
+        CREATE TABLE embed_cache(
+            hash TEXT NOT NULL,
+            embedder TEXT NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY(hash, embedder)
+        ) WITHOUT ROWID;
+        CREATE VIRTUAL TABLE passages_fts USING fts5(text, tokenize='porter unicode61');
+        """
+    )
+
+
+# Ordered and append-only: a shipped migration is never edited.
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("0001_initial", _m0001_initial),
+]
+
+
+def _to_blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
+    if not blobs:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1).copy()
+
+
+class SQLiteStore:
+    """Every read and write of the knowledge graph goes through here."""
+
+    def __init__(self, path: Path | str, *, read_only: bool | None = None) -> None:
+        self.path = Path(path)
+        self.read_only = self._detect_read_only() if read_only is None else read_only
+        self._depth = 0
+        self.db = self._connect()
+        if not self.read_only:
+            self._migrate()
+        elif not self._has_table("meta"):
+            raise SchemaMismatch(f"{self.path} is read-only and has never been initialised")
+
+    # ----- connection -------------------------------------------------------------------
+    def _detect_read_only(self) -> bool:
+        if self.path.is_dir():
+            raise InvalidInput(f"database path {self.path} is a directory; give a file path")
+        if self.path.exists():
+            # Honour the file's mode bits even for root, who could write anyway.
+            return not (self.path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        return False
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            if self.read_only:
+                if not self.path.exists():
+                    raise InvalidInput(f"database {self.path} does not exist")
+                uri = f"file:{self.path.resolve()}?mode=ro"
+                db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S,
+                                     isolation_level=None, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S,
+                                     isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            if not self.read_only:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise SchemaMismatch(
+                f"{self.path} is not a Seahorse database ({exc}); point SEAHORSE_DB elsewhere"
+            ) from None
+        except OSError as exc:
+            raise InvalidInput(f"cannot open database {self.path}: {exc.strerror}") from None
+        return db
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _has_table(self, name: str) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
+        ).fetchone()
+        return row is not None
+
+    def _migrate(self) -> None:
+        with self.atomic():
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL)"
+            )
+            done = {r[0] for r in self.db.execute("SELECT name FROM migrations")}
+            known = [name for name, _ in MIGRATIONS]
+            unknown = done - set(known)
+            if unknown:
+                raise SchemaMismatch(
+                    f"{self.path} was written by a newer Seahorse (migrations {sorted(unknown)});"
+                    " upgrade with `pip install -U seahorse-rag-mcp`"
+                )
+            for name, fn in MIGRATIONS:
+                if name not in done:
+                    fn(self.db)
+                    self.db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+            self.db.execute(
+                "INSERT INTO meta VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    @contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """One transaction per logical change; nested calls become savepoints."""
+        if self.read_only:
+            raise ReadOnlyDatabase(
+                f"database {self.path} is read-only; make it writable (chmod u+w) "
+                "or set SEAHORSE_DB to another file"
+            )
+        outer = self._depth == 0
+        name = f"sp{self._depth}"
+        try:
+            self.db.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
+        except sqlite3.OperationalError as exc:
+            raise self._translate(exc) from None
+        self._depth += 1
+        try:
+            yield self.db
+        except BaseException:
+            self._depth -= 1
+            if outer:
+                self.db.execute("ROLLBACK")
+            else:
+                self.db.execute(f"ROLLBACK TO {name}")
+                self.db.execute(f"RELEASE {name}")
+            raise
+        self._depth -= 1
+        try:
+            self.db.execute("COMMIT" if outer else f"RELEASE {name}")
+        except sqlite3.OperationalError as exc:
+            if outer:
+                self.db.execute("ROLLBACK")
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: sqlite3.OperationalError) -> SeahorseError:
+        msg = str(exc)
+        if "readonly" in msg or "read-only" in msg:
+            return ReadOnlyDatabase(
+                f"database {self.path} is read-only ({msg}); make it writable or move SEAHORSE_DB"
+            )
+        if "locked" in msg or "busy" in msg:
+            return SeahorseError(
+                f"database {self.path} stayed locked for {BUSY_TIMEOUT_S:.0f} s by another "
+                "writer; retry when it finishes"
+            )
+        return SeahorseError(f"database error on {self.path}: {msg}")
+
+    # ----- meta -------------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM meta"))
+
+    def set_meta(self, **values: str) -> None:
+        with self.atomic():
+            for key, value in values.items():
+                self.db.execute(
+                    "INSERT INTO meta VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (key, str(value)),
+                )
+
+    def bump_version(self) -> None:
+        """Mark the graph changed; readers rebuild their caches when this moves."""
+        self.db.execute(
+            "INSERT INTO meta VALUES ('graph_version', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER) + 1"
+        )
+
+    def graph_version(self) -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key='graph_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    # ----- documents --------------------------------------------------------------------
+    def document_by_source(self, source: str) -> sqlite3.Row | None:
+        cur = self.db.execute(
+            "SELECT id, source, title, content_hash, metadata FROM documents WHERE source=?",
+            (source,),
+        )
+        return cur.fetchone()
+
+    def document(self, doc_id: int) -> tuple | None:
+        return self.db.execute(
+            "SELECT id, source, title, content_hash, metadata FROM documents WHERE id=?",
+            (doc_id,),
+        ).fetchone()
+
+    def documents(self, prefix: str | None = None) -> list[tuple]:
+        sql = "SELECT id, source, title, content_hash FROM documents"
+        if prefix is None:
+            return self.db.execute(sql + " ORDER BY id").fetchall()
+        return self.db.execute(
+            sql + " WHERE substr(source, 1, ?) = ? ORDER BY id", (len(prefix), prefix)
+        ).fetchall()
+
+    def insert_document(self, source: str, title: str | None, content_hash: str,
+                        metadata: dict | None) -> int:
+        now = time.time()
+        cur = self.db.execute(
+            "INSERT INTO documents(source, title, content_hash, metadata, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (source, title, content_hash, json.dumps(metadata) if metadata else None, now, now),
+        )
+        return int(cur.lastrowid)
+
+    def delete_document(self, doc_id: int) -> dict[str, int]:
+        """Remove a document and everything only it contributed. Call inside atomic()."""
+        passage_ids = [r[0] for r in self.db.execute(
+            "SELECT id FROM nodes WHERE doc_id=?", (doc_id,))]
+        self.db.executemany("DELETE FROM passages_fts WHERE rowid=?", [(i,) for i in passage_ids])
+        self.db.execute("DELETE FROM documents WHERE id=?", (doc_id,))
+        phrases = self.delete_orphan_phrases()
+        self.bump_version()
+        return {"passages": len(passage_ids), "phrases": phrases}
+
+    # ----- nodes and edges --------------------------------------------------------------
+    def add_passage(self, doc_id: int, ordinal: int, text: str) -> int:
+        cur = self.db.execute(
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES ('passage', ?, ?, ?, ?)",
+            (f"{doc_id}:{ordinal}", text, doc_id, ordinal),
+        )
+        node_id = int(cur.lastrowid)
+        self.db.execute("INSERT INTO passages_fts(rowid, text) VALUES (?, ?)", (node_id, text))
+        return node_id
+
+    def upsert_phrases(self, phrases: dict[str, str]) -> tuple[dict[str, int], list[int]]:
+        """Map normalised key -> surface text to node ids; also return the ids created."""
+        ids: dict[str, int] = {}
+        created: list[int] = []
+        for key, text in phrases.items():
+            row = self.db.execute(
+                "SELECT id FROM nodes WHERE kind='phrase' AND key=?", (key,)).fetchone()
+            if row is None:
+                cur = self.db.execute(
+                    "INSERT INTO nodes(kind, key, text) VALUES ('phrase', ?, ?)", (key, text))
+                ids[key] = int(cur.lastrowid)
+                created.append(ids[key])
+            else:
+                ids[key] = int(row[0])
+        return ids, created
+
+    def add_edges(self, edges: Iterable[tuple[int, int, str, float]]) -> None:
+        """Undirected edges, stored once with src < dst; repeated edges add their weight."""
+        rows = [(min(a, b), max(a, b), kind, w) for a, b, kind, w in edges if a != b]
+        self.db.executemany(
+            "INSERT INTO edges VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = weight + excluded.weight",
+            rows,
+        )
+
+    def delete_edges(self, kind: str) -> int:
+        return self.db.execute("DELETE FROM edges WHERE kind=?", (kind,)).rowcount
+
+    def delete_orphan_phrases(self) -> int:
+        """Phrases are kept alive by context edges (to passages); drop those left with none."""
+        return self.db.execute(
+            "DELETE FROM nodes WHERE kind='phrase'"
+            " AND NOT EXISTS (SELECT 1 FROM edges WHERE src=nodes.id AND kind='context')"
+            " AND NOT EXISTS (SELECT 1 FROM edges WHERE dst=nodes.id AND kind='context')"
+        ).rowcount
+
+    def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+            [(node_id, space, _to_blob(v)) for node_id, v in items],
+        )
+
+    def add_facts(self, rows: Iterable[tuple[int, int, str, list[int], np.ndarray]]) -> None:
+        self.db.executemany(
+            "INSERT INTO facts(passage_id, ordinal, text, phrase_ids, vec) VALUES (?,?,?,?,?)",
+            [(p, o, t, json.dumps(ph), _to_blob(v)) for p, o, t, ph, v in rows],
+        )
+
+    # ----- embedding cache --------------------------------------------------------------
+    def cached_embedding(self, content_hash: str, embedder: str) -> bytes | None:
+        row = self.db.execute(
+            "SELECT data FROM embed_cache WHERE hash=? AND embedder=?", (content_hash, embedder)
+        ).fetchone()
+        return row[0] if row else None
+
+    def cache_embedding(self, content_hash: str, embedder: str, data: bytes) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO embed_cache VALUES (?, ?, ?)", (content_hash, embedder, data))
+
+    # ----- bulk reads for the caches ----------------------------------------------------
+    def load_nodes(self) -> list[tuple[int, str, int | None]]:
+        return self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id").fetchall()
+
+    def load_edges(self) -> list[tuple[int, int, str, float]]:
+        return self.db.execute("SELECT src, dst, kind, weight FROM edges").fetchall()
+
+    def load_vectors(self, space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.db.execute(
+            "SELECT node_id, vec FROM vectors WHERE space=? ORDER BY node_id", (space,)
+        ).fetchall()
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        return ids, _from_blobs([r[1] for r in rows], dim)
+
+    def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+        rows = self.db.execute(
+            "SELECT passage_id, phrase_ids, vec FROM facts ORDER BY id").fetchall()
+        passage_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        phrases = [json.loads(r[1]) for r in rows]
+        return passage_ids, phrases, _from_blobs([r[2] for r in rows], dim)
+
+    def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
+        out: dict[int, tuple[str, str, int | None, int | None]] = {}
+        for chunk in range(0, len(ids), 500):
+            part = list(ids[chunk:chunk + 500])
+            marks = ",".join("?" * len(part))
+            for row in self.db.execute(
+                f"SELECT id, kind, text, doc_id, ordinal FROM nodes WHERE id IN ({marks})", part
+            ):
+                out[row[0]] = (row[1], row[2], row[3], row[4])
+        return out
+
+    def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """BM25 over passages; higher is better (FTS5's bm25() is negated here)."""
+        if not match:
+            return []
+        try:
+            rows = self.db.execute(
+                "SELECT rowid, -bm25(passages_fts) FROM passages_fts WHERE passages_fts MATCH ?"
+                " ORDER BY bm25(passages_fts) LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def counts(self) -> dict[str, object]:
+        nodes = dict(self.db.execute("SELECT kind, count(*) FROM nodes GROUP BY kind"))
+        edges = dict(self.db.execute("SELECT kind, count(*) FROM edges GROUP BY kind"))
+        docs = self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
+        facts = self.db.execute("SELECT count(*) FROM facts").fetchone()[0]
+        return {"documents": docs, "nodes": nodes, "edges": edges, "facts": facts}
+
+    def file_size(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total

@@ -1,0 +1,120 @@
+"""Text handling shared by extraction, chunking and lexical search: pure functions, no models."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how i
+    if in into is it its itself just me more most my myself no nor not now of off on once
+    only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you
+    your yours yourself yourselves one ones may might must shall us often usually rather
+    many much every another via per within without upon onto whether either neither etc
+    yet ever still thus hence however although though whose s t don isn aren wasn weren
+    let lets get gets got getting make makes made like known called named first also""".split()
+)
+
+_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|No|Inc|Ltd|Co|U\.S)\.|\b[A-Z]\.)$")
+_WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def clean(text: str) -> str:
+    """NFC, no control characters except newlines and tabs, normalised line ends."""
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans of sentences in ``text`` (newlines also end a sentence)."""
+    spans: list[tuple[int, int]] = []
+    for line in re.finditer(r"[^\n]+", text):
+        start = line.start()
+        base = line.start()
+        body = line.group()
+        for m in _SENT_END.finditer(body):
+            end = base + m.start()
+            if _ABBREV.search(text[start:end]):
+                continue
+            if text[start:end].strip():
+                spans.append(_strip_span(text, start, end))
+            start = base + m.end()
+        if text[start:line.end()].strip():
+            spans.append(_strip_span(text, start, line.end()))
+    return spans
+
+
+def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def chunk(text: str, max_chars: int) -> list[str]:
+    """Passages of at most ~max_chars, cut at paragraph, then sentence, then word bounds."""
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    pieces: list[str] = []
+    for para in paragraphs:
+        if len(para) <= max_chars:
+            pieces.append(para)
+            continue
+        for s, e in split_sentences(para):
+            sentence = para[s:e]
+            while len(sentence) > max_chars:
+                cut = sentence.rfind(" ", 0, max_chars)
+                cut = cut if cut > max_chars // 2 else max_chars
+                pieces.append(sentence[:cut].strip())
+                sentence = sentence[cut:].strip()
+            if sentence:
+                pieces.append(sentence)
+    out: list[str] = []
+    for piece in pieces:
+        if out and len(out[-1]) + 2 + len(piece) <= max_chars:
+            out[-1] = out[-1] + "\n\n" + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def normalise_phrase(phrase: str) -> str:
+    """One key for "Raspberry Pi 5", "raspberry pi 5" and "the Raspberry Pi 5"."""
+    text = unicodedata.normalize("NFKC", phrase).casefold()
+    text = text.replace("’", "'")
+    text = re.sub(r"'s\b", "", text)
+    toks = [t.strip(".-'") for t in _WORD.findall(text)]
+    toks = [t for t in toks if t]
+    while toks and toks[0] in ("the", "a", "an", "this", "that", "these", "those"):
+        toks = toks[1:]
+    return " ".join(toks)
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct content words of a query, lower-cased, in order."""
+    seen: dict[str, None] = {}
+    for w in words(text.casefold()):
+        w = w.strip(".-'")
+        if len(w) > 1 and w not in STOPWORDS:
+            seen.setdefault(w, None)
+    return list(seen)
+
+
+def fts_match(terms: list[str]) -> str:
+    """An FTS5 OR query of quoted terms; quoting keeps user text from being FTS syntax."""
+    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms if t.replace('"', ""))
