@@ -90,7 +90,7 @@ class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2-int8"
     dim = 384
 
-    def __init__(self, max_tokens: int = 256, batch_size: int = 32) -> None:
+    def __init__(self, max_tokens: int = 256, batch_size: int = 2) -> None:
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self._session = None
@@ -114,6 +114,12 @@ class MiniLMEmbedder:
             2, os.cpu_count() or 1)
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        # Dynamic shapes defeat the arena and memory patterns: they only grow RSS (1.6 GB
+        # after one corpus with them on, measured), not speed. Batches of 2 sorted by length
+        # were fastest here (113 passages/s vs 55 at 32) and keep peak RSS near the model's.
+        opts.enable_cpu_mem_arena = False
+        opts.enable_mem_pattern = False
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(
             str(model), sess_options=opts, providers=["CPUExecutionProvider"])
         self._tokenizer = tokenizer

