@@ -23,13 +23,20 @@ from .errors import SeahorseError  # noqa: E402
 log = logging.getLogger("seahorse")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors follow the module's rule too: one line on stderr, exit code 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"seahorse: error: {self.prog}: {message}; see `{self.prog} --help`\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--db", help="SQLite file (default $SEAHORSE_DB or ./data/knowledge_graph.db)")
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
     common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
 
-    p = argparse.ArgumentParser(prog="seahorse", description=(
+    p = _Parser(prog="seahorse", description=(
         "Local knowledge engine: index text into a graph in one SQLite file and search it "
         "with personalized PageRank."))
     p.add_argument("--version", action="version", version=f"seahorse {__version__}")
@@ -160,10 +167,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("seahorse: interrupted", file=sys.stderr)
         return 130
-    if args.json:
-        print(json.dumps(out, ensure_ascii=False))
-    else:
-        print(_human(args.command, out))
+    try:
+        if args.json:
+            print(json.dumps(out, ensure_ascii=False))
+        else:
+            print(_human(args.command, out))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`seahorse search ... | head -1`): exit quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return 0
 
 

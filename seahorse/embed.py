@@ -128,10 +128,13 @@ class MiniLMEmbedder:
         """Yield (index, encoding, hidden states [len, dim]) for every text."""
         self._load()
         assert self._tokenizer is not None and self._session is not None
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        # Sort by length (characters as the proxy) and tokenize batch by batch, so no more
+        # than one batch of encodings is alive at a time.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
+            encs = self._tokenizer.encode_batch([texts[i] for i in batch], add_special_tokens=True)
+            encodings = dict(zip(batch, encs))
             width = max(len(encodings[i].ids) for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -19,13 +18,13 @@ from .errors import InvalidInput, NotFound, SchemaMismatch
 from .extract import Extractor, Phrase, default_extractor
 from .retrieval import RetrievalIndex, SearchResult, search
 from .storage import SQLiteStore
-from .text import chunk, clean, content_hash, normalise_phrase, split_sentences
+from .text import chunk, clean, content_hash, split_sentences
 
 log = logging.getLogger("seahorse")
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
-SYNONYM_BLOCK = 4096
+SYNONYM_BLOCK = 256  # rows per similarity block: 256 x 30k phrases = 30 MB transient
 
 
 @dataclass
@@ -70,9 +69,13 @@ class Engine:
         self.embedder = embedder
         self.phrase_embedder = phrase_embedder or make_embedders("hash")[1]
         self.extractor = extractor or default_extractor()
-        self._check_meta()
+        try:
+            self._check_meta()
+        except BaseException:
+            self.store.close()
+            raise
         self._index: RetrievalIndex | None = None
-        self._phrase_cache: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._phrase_cache: PhraseMatrix | None = None
         self._budget: Budget | None = None
 
     # ----- lifecycle --------------------------------------------------------------------
@@ -134,13 +137,17 @@ class Engine:
                 progress(n, len(files), str(p))
             try:
                 results.append(self.index_file(p))
-            except InvalidInput as exc:
+            except (InvalidInput, NotFound) as exc:
                 skipped.append({"path": str(p), "reason": str(exc)})
         return results, skipped
 
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                    batch_size: int = 64) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction."""
+        sources = [src for _t, src, _ti, _m in items if src is not None]
+        if len(sources) != len(set(sources)):
+            dup = next(x for x in sources if sources.count(x) > 1)
+            raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once")
         results: list[IndexResult] = []
         for start in range(0, len(items), batch_size):
             batch = [self._prepare(*item) for item in items[start:start + batch_size]]
@@ -159,6 +166,7 @@ class Engine:
                 if res is None:
                     prep, old = next(it)
                     results[k] = self._write(prep, old)
+        self._phrase_cache = None  # 30 MB at 30k phrases: only worth keeping while indexing
         return results
 
     def _passage_count(self, doc_id: int) -> int:
@@ -261,29 +269,32 @@ class Engine:
         return IndexResult(doc_id, prep.source, status, len(prep.passages))
 
     # ----- synonyms ---------------------------------------------------------------------
-    def _phrase_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    def _phrase_vectors(self) -> "PhraseMatrix":
         version = self.store.graph_version()
-        if self._phrase_cache is None or self._phrase_cache[0] != version:
+        if self._phrase_cache is None or self._phrase_cache.version != version:
             ids, mat = self.store.load_vectors("phrase", self.phrase_embedder.dim)
-            self._phrase_cache = (version, ids, mat)
-        return self._phrase_cache[1], self._phrase_cache[2]
+            self._phrase_cache = PhraseMatrix(version, ids, mat)
+        return self._phrase_cache
 
-    def _link_synonyms(self, new_ids: list[int], threshold: float | None = None) -> int:
+    def _synonym_threshold(self) -> float:
+        """The threshold of the last optimize-graph run, else the configured one."""
+        stored = self.store.meta().get("synonym_threshold")
+        return float(stored) if stored else self.settings.synonym_threshold
+
+    def _link_synonyms(self, new_ids: list[int]) -> int:
         """Synonym edges from new phrases to their nearest neighbours (cosine >= threshold)."""
         if not new_ids:
             return 0
-        threshold = self.settings.synonym_threshold if threshold is None else threshold
-        ids, mat = self._phrase_vectors()
+        cache = self._phrase_vectors()
         texts = dict(self.store.db.execute(
             f"SELECT id, text FROM nodes WHERE id IN ({','.join('?' * len(new_ids))})", new_ids))
         new_ids = [i for i in new_ids if i in texts]
         vecs = self.phrase_embedder.embed([texts[i] for i in new_ids])
         self.store.set_vectors("phrase", zip(new_ids, vecs))
-        all_ids = np.concatenate([ids, np.array(new_ids, dtype=np.int64)])
-        all_mat = np.vstack([mat, vecs]) if len(mat) else vecs
-        made = self._nearest_edges(vecs, np.array(new_ids), all_ids, all_mat, threshold)
-        version = self.store.graph_version()
-        self._phrase_cache = (version + 1, all_ids, all_mat)  # the caller bumps once after
+        cache.append(np.array(new_ids, dtype=np.int64), vecs)
+        made = self._nearest_edges(vecs, np.array(new_ids), cache.ids, cache.mat,
+                                   self._synonym_threshold())
+        cache.version = self.store.graph_version() + 1  # the caller bumps once after
         return made
 
     def _nearest_edges(self, queries: np.ndarray, query_ids: np.ndarray, ids: np.ndarray,
@@ -299,10 +310,10 @@ class Engine:
                     if ids[c] != me and row[c] >= threshold:
                         edges.append((int(me), int(ids[c]), "synonym", float(row[c])))
         # add_edges accumulates weight on repeats; synonym weight must stay the cosine.
-        unique = {(min(a, b), max(a, b)): (a, b, kd, w) for a, b, kd, w in edges}
+        unique = {(min(a, b), max(a, b)): w for a, b, _kd, w in edges}
         self.store.db.executemany(
-            "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
-            [(a, b, kd, w) for (a, b), (_x, _y, kd, w) in unique.items()])
+            "INSERT OR REPLACE INTO edges VALUES (?, ?, 'synonym', ?)",
+            [(a, b, w) for (a, b), w in unique.items()])
         return len(unique)
 
     def optimize_graph(self, threshold: float) -> dict:
@@ -330,12 +341,12 @@ class Engine:
     def delete(self, ref: str | int) -> dict:
         """Delete a document by id or source, with every node and edge only it contributed."""
         doc = None
-        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
-            doc = self.store.document(int(ref))
-        if doc is None and isinstance(ref, str):
+        if isinstance(ref, str):
             doc = self.store.document_by_source(ref)
             if doc is None and os.path.exists(ref):
                 doc = self.store.document_by_source(str(Path(ref).resolve()))
+        if doc is None and (isinstance(ref, int) or str(ref).isdigit()):
+            doc = self.store.document(int(ref))
         if doc is None:
             raise NotFound(f"no document {ref!r}; `seahorse stats --json` lists counts, "
                            "`seahorse search` shows sources")
@@ -377,6 +388,37 @@ class Engine:
                 "read_only": self.store.read_only}
 
 
+class PhraseMatrix:
+    """Phrase ids and vectors with amortised appends (indexing adds a few rows per document)."""
+
+    def __init__(self, version: int, ids: np.ndarray, mat: np.ndarray) -> None:
+        self.version = version
+        self._n = len(ids)
+        self._ids = ids.copy()
+        self._mat = mat.copy()
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._ids[:self._n]
+
+    @property
+    def mat(self) -> np.ndarray:
+        return self._mat[:self._n]
+
+    def append(self, ids: np.ndarray, vecs: np.ndarray) -> None:
+        need = self._n + len(ids)
+        if need > len(self._ids):
+            cap = max(need, 2 * len(self._ids), 1024)
+            grown_ids = np.zeros(cap, dtype=np.int64)
+            grown_ids[:self._n] = self.ids
+            grown = np.zeros((cap, vecs.shape[1]), dtype=np.float32)
+            grown[:self._n] = self.mat
+            self._ids, self._mat = grown_ids, grown
+        self._ids[self._n:need] = ids
+        self._mat[self._n:need] = vecs
+        self._n = need
+
+
 def _wants_vector(p: Phrase) -> bool:
     """Synonym candidates: entities and multi-word concepts (single words would be O(n^2))."""
     return p.kind == "entity" or " " in p.key
@@ -392,7 +434,10 @@ def read_text_file(p: Path, max_mb: float) -> str:
     if size > max_mb * 1024 * 1024:
         raise InvalidInput(f"{p} is {size / 1048576:.1f} MB, over the {max_mb:g} MB limit; "
                            "split it or raise SEAHORSE_MAX_FILE_MB")
-    data = p.read_bytes()
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {p}: {exc.strerror}") from None
     if b"\x00" in data[:65536]:
         raise InvalidInput(f"{p} looks binary (NUL bytes); only text files are indexed")
     try:

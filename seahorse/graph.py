@@ -132,13 +132,14 @@ class GraphCache:
             return np.arange(self.n)
         out = np.asarray(self.adj.sum(axis=1)).ravel()
         best = {int(i): float(seeds[i]) for i in np.flatnonzero(seeds)}
-        heap = [(-w, i) for i, w in best.items()]
+        # (priority, 0 for a seed / 1 otherwise, vertex): on equal priority a seed goes first.
+        heap = [(-w, 0, i) for i, w in best.items()]
         heapq.heapify(heap)
         chosen: list[int] = []
         done: set[int] = set()
         indptr, indices, data = self.adj.indptr, self.adj.indices, self.adj.data
         while heap and len(chosen) < budget:
-            negw, i = heapq.heappop(heap)
+            negw, _not_seed, i = heapq.heappop(heap)
             if i in done:
                 continue
             done.add(i)
@@ -150,7 +151,7 @@ class GraphCache:
             for j, f in zip(indices[lo:hi].tolist(), flow.tolist()):
                 if j not in done and f > best.get(j, 0.0):
                     best[j] = f
-                    heapq.heappush(heap, (-f, j))
+                    heapq.heappush(heap, (-f, 0 if seeds[j] > 0 else 1, j))
         return np.array(sorted(chosen), dtype=np.int64)
 
     def personalized_pagerank(self, seeds: np.ndarray, damping: float, budget: int) -> PPRResult:

@@ -117,10 +117,14 @@ class SQLiteStore:
         self.read_only = self._detect_read_only() if read_only is None else read_only
         self._depth = 0
         self.db = self._connect()
-        if not self.read_only:
-            self._migrate()
-        elif not self._has_table("meta"):
-            raise SchemaMismatch(f"{self.path} is read-only and has never been initialised")
+        try:
+            if not self.read_only:
+                self._migrate()
+            elif not self._has_table("meta"):
+                raise SchemaMismatch(f"{self.path} is read-only and has never been initialised")
+        except BaseException:
+            self.db.close()  # the caller never gets the store, so it cannot close it
+            raise
 
     # ----- connection -------------------------------------------------------------------
     def _detect_read_only(self) -> bool:

@@ -20,7 +20,7 @@ STOPWORDS = frozenset(
     let lets get gets got getting make makes made like known called named first also""".split()
 )
 
-_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENT_END = re.compile(r"(?<=[.!?])([\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|No|Inc|Ltd|Co|U\.S)\.|\b[A-Z]\.)$")
 _WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -44,8 +44,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         base = line.start()
         body = line.group()
         for m in _SENT_END.finditer(body):
-            end = base + m.start()
-            if _ABBREV.search(text[start:end]):
+            # Closing quotes/brackets after the stop belong to the sentence (group 1).
+            end = base + m.end(1)
+            if _ABBREV.search(text[start:base + m.start()]):
                 continue
             if text[start:end].strip():
                 spans.append(_strip_span(text, start, end))

@@ -1,0 +1,36 @@
+# Everything sets itself up: a fresh machine needs only python3 (3.10+) and make.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_DB ?= data/demo.db
+
+.PHONY: demo test lint bench schema clean
+
+$(BIN)/seahorse: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(BIN)/seahorse
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "Raspberry Pi 5 can bog down when a local model overruns RAM."
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "On Raspberry Pi 5, that kind of slowdown usually means memory pressure rather than a CPU bottleneck."
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "Raspberry Pi 5 users often enable zram so compressed pages stay in memory before disk swap."
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse search "What should I switch on when a Pi 5 starts crawling during on-device inference?"
+
+test: $(BIN)/seahorse
+	$(BIN)/ruff check seahorse tests scripts
+	$(BIN)/python -m pytest
+
+lint: $(BIN)/seahorse
+	$(BIN)/ruff check seahorse tests scripts
+
+bench: $(BIN)/seahorse
+	$(BIN)/python scripts/bench_multihop.py
+
+schema: $(BIN)/seahorse
+	$(BIN)/python scripts/gen_schema.py --write
+
+clean:
+	rm -rf $(VENV) data .pytest_cache .ruff_cache

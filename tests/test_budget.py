@@ -1,0 +1,120 @@
+"""Performance profiles and the memory-sized node budget, with injected memory readings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seahorse.budget import (
+    BYTES_PER_NODE,
+    MIN_BUDGET,
+    PROFILE_CAPS,
+    GiB,
+    MemoryReading,
+    compute_budget,
+    profile_for,
+    read_memory,
+    read_zram,
+)
+
+MiB = 1024**2
+
+
+def _auto(reading: MemoryReading, alpha: float = 0.25, node_max: int | None = None) -> int:
+    return compute_budget("auto", alpha, node_max, reading).node_budget
+
+
+def test_low_available_memory_gives_a_smaller_budget() -> None:
+    busy = MemoryReading(total=8 * GiB, available=512 * MiB)
+    idle = MemoryReading(total=8 * GiB, available=6 * GiB)
+    assert _auto(busy) < _auto(idle)
+    assert _auto(busy) == int(0.25 * 512 * MiB // BYTES_PER_NODE)
+
+
+def test_free_zram_grows_the_budget() -> None:
+    plain = MemoryReading(total=8 * GiB, available=1 * GiB)
+    zram = MemoryReading(total=8 * GiB, available=1 * GiB, zram_total=2 * GiB,
+                         zram_used=512 * MiB)
+    full = MemoryReading(total=8 * GiB, available=1 * GiB, zram_total=2 * GiB,
+                         zram_used=2 * GiB)
+    assert zram.zram_free == 1536 * MiB
+    assert _auto(zram) > _auto(plain)
+    # Half of the unused zram counts; used zram counts for nothing.
+    assert _auto(zram) == int(0.25 * (1 * GiB + 0.5 * 1536 * MiB) // BYTES_PER_NODE)
+    assert _auto(full) == _auto(plain)
+
+
+def test_alpha_scales_the_budget() -> None:
+    r = MemoryReading(total=8 * GiB, available=2 * GiB)
+    assert _auto(r, alpha=0.5) == 2 * _auto(r, alpha=0.25)
+
+
+def test_budget_has_a_floor_and_the_profile_cap() -> None:
+    starving = MemoryReading(total=8 * GiB, available=1 * MiB)
+    assert _auto(starving) == MIN_BUDGET
+    pi = MemoryReading(total=GiB + 512 * MiB, available=GiB)  # a 1.5 GB board: "low"
+    b = compute_budget("auto", 1.0, None, pi)
+    assert b.profile == "low" and b.node_budget == PROFILE_CAPS["low"]
+
+
+@pytest.mark.parametrize("profile", ["low", "mid", "high", "max"])
+def test_explicit_profiles_give_their_caps(profile: str) -> None:
+    for reading in (MemoryReading(total=1 * GiB, available=10 * MiB),
+                    MemoryReading(total=64 * GiB, available=60 * GiB)):
+        b = compute_budget(profile, 0.25, None, reading)
+        assert (b.profile, b.requested, b.node_budget) == (profile, profile,
+                                                           PROFILE_CAPS[profile])
+    assert PROFILE_CAPS == {"low": 2_000, "mid": 5_000, "high": 10_000, "max": 1_000_000}
+
+
+def test_node_max_caps_the_budget() -> None:
+    roomy = MemoryReading(total=16 * GiB, available=12 * GiB)
+    assert _auto(roomy) > 3_000
+    assert _auto(roomy, node_max=3_000) == 3_000
+    assert _auto(MemoryReading(total=16 * GiB, available=1 * MiB), node_max=100) == 100
+    # Below the adaptive figure node_max does nothing.
+    small = MemoryReading(total=16 * GiB, available=256 * MiB)
+    assert _auto(small, node_max=900_000) == _auto(small)
+    # With an explicit profile, node_max is the budget.
+    assert compute_budget("max", 0.25, 3_000, roomy).node_budget == 3_000
+    assert compute_budget("low", 0.25, 1_000, roomy).node_budget == 1_000
+
+
+@pytest.mark.parametrize("total,profile", [
+    (512 * MiB, "low"), (2 * GiB - 1, "low"), (2 * GiB, "mid"), (4 * GiB - 1, "mid"),
+    (4 * GiB, "high"), (8 * GiB - 1, "high"), (8 * GiB, "max"), (256 * GiB, "max"),
+])
+def test_profile_for_total_ram(total: int, profile: str) -> None:
+    assert profile_for(total) == profile
+    assert compute_budget("auto", 0.25, None,
+                          MemoryReading(total=total, available=total // 2)).profile == profile
+
+
+def test_read_zram_parses_proc_swaps(tmp_path: Path) -> None:
+    swaps = tmp_path / "swaps"
+    swaps.write_text(
+        "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+        "/dev/zram0                              partition\t4194300\t\t1024\t\t100\n"
+        "/swapfile                               file\t\t2097148\t\t65536\t\t-2\n"
+        "/dev/zram1                              partition\t1048576\t\t0\t\t100\n"
+    )
+    assert read_zram(swaps) == ((4194300 + 1048576) * 1024, 1024 * 1024)
+
+
+def test_read_zram_without_zram(tmp_path: Path) -> None:
+    swaps = tmp_path / "swaps"
+    swaps.write_text("Filename\tType\tSize\tUsed\tPriority\n/swapfile file 2097148 0 -2\n")
+    assert read_zram(swaps) == (0, 0)
+    assert read_zram(tmp_path / "missing") == (0, 0)
+
+
+def test_read_memory_and_as_dict() -> None:
+    reading = read_memory()
+    assert reading.total > 0 and 0 < reading.available <= reading.total
+    b = compute_budget("auto", 0.25, None, MemoryReading(total=8 * GiB, available=GiB,
+                                                         zram_total=GiB, zram_used=0))
+    d = b.as_dict()
+    assert d["profile"] == "max" and d["requested"] == "auto"
+    assert d["node_budget"] == b.node_budget
+    assert d["reading"]["zram_free"] == GiB and d["reading"]["available"] == GiB

@@ -1,0 +1,342 @@
+"""The `seahorse` command through real subprocesses on real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HIT_KEYS = {"id", "text", "score", "source", "evidence"}
+
+
+def _index_texts(cli, texts) -> list[dict]:
+    return [cli.json("index", "--text", t) for t in texts]
+
+
+def _counts(stats: dict) -> dict:
+    return {k: stats[k] for k in ("documents", "nodes", "edges", "facts")}
+
+
+def _assert_hits(out: dict, n: int) -> list[dict]:
+    hits = out["hits"]
+    assert len(hits) == n
+    for h in hits:
+        assert HIT_KEYS <= h.keys()
+        assert isinstance(h["id"], int) and h["text"] and isinstance(h["score"], float)
+        assert isinstance(h["evidence"]["phrases"], list) and "dense" in h["evidence"]
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    return hits
+
+
+def assert_one_error_line(proc: subprocess.CompletedProcess, code: int | None = None) -> str:
+    assert proc.returncode != 0, proc.stdout
+    if code is not None:
+        assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("seahorse: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    return lines[0]
+
+
+# ----- the one test on the real default embedder --------------------------------------------
+def test_minilm_ranks_the_zram_passage_first(cli, pi_sentences, pi_query) -> None:
+    for text in pi_sentences:
+        out = cli.json("index", "--text", text, embedder=None)
+        assert out["status"] == "added"
+    stats = cli.json("stats", embedder=None)
+    assert stats["embedder"] == "all-MiniLM-L6-v2-int8" and stats["dim"] == 384
+    out = cli.json("search", pi_query, embedder=None)
+    hits = _assert_hits(out, 3)
+    assert "zram" in hits[0]["text"], [h["text"] for h in hits]
+    assert hits[0]["source"].startswith("text:")
+    phrases = hits[0]["evidence"]["phrases"]
+    assert phrases and all(p["phrase"] and 0 < p["share"] <= 1 for p in phrases)
+
+
+# ----- index / search ---------------------------------------------------------------------
+def test_index_text_and_search_top_k(cli, pi_sentences) -> None:
+    added = _index_texts(cli, [*pi_sentences, "Bananas are yellow fruit rich in potassium."])
+    assert [a["status"] for a in added] == ["added"] * 4
+    assert len({a["doc_id"] for a in added}) == 4
+    for k in (1, 3):
+        out = cli.json("search", "zram memory on a Raspberry Pi 5", "--top-k", str(k))
+        hits = _assert_hits(out, k)
+        assert {h["source"] for h in hits} <= {a["source"] for a in added}
+    out = cli.json("search", "bananas potassium", "--top-k", "10")
+    hits = _assert_hits(out, 4)  # only four passages exist
+    assert "Bananas" in hits[0]["text"]
+    assert out["query"] == "bananas potassium" and out["node_budget"] >= 1
+    human = cli.run("search", "bananas potassium", "--top-k", "2")
+    assert human.returncode == 0 and human.stdout.startswith("1. [")
+    assert "Bananas" in human.stdout.splitlines()[1]
+    again = cli.json("index", "--text", pi_sentences[0])
+    assert again["status"] == "unchanged" and again["doc_id"] == added[0]["doc_id"]
+
+
+def test_search_on_an_empty_database(cli) -> None:
+    out = cli.json("search", "anything")
+    assert out["hits"] == [] and out["reason"] == "empty_index"
+    human = cli.run("search", "anything")
+    assert human.returncode == 0 and "no results" in human.stdout
+
+
+def test_index_file(cli, tmp_path: Path) -> None:
+    f = tmp_path / "pi.md"
+    f.write_text("# Pi notes\n\nRaspberry Pi 5 users often enable zram.\n", encoding="utf-8")
+    out = cli.json("index", "--file", str(f))
+    assert out["status"] == "added" and out["source"] == str(f.resolve())
+    hit = cli.json("search", "enable zram", "--top-k", "1")["hits"][0]
+    assert hit["source"] == str(f.resolve()) and "zram" in hit["text"]
+    assert cli.json("index", "--file", str(f))["status"] == "unchanged"
+    f.write_text("Raspberry Pi 5 boards overheat without a heatsink.\n", encoding="utf-8")
+    assert cli.json("index", "--file", str(f))["status"] == "updated"
+    stats = cli.json("stats")
+    assert stats["documents"] == 1 and stats["nodes"]["passage"] == 1
+
+
+def test_index_dir_recursive_by_suffix(cli, tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    (root / "a" / "b").mkdir(parents=True)
+    good = {root / "one.txt": "Zram compresses pages in memory.",
+            root / "a" / "two.md": "# Swap\n\nDisk swap is slow on SD cards.",
+            root / "a" / "b" / "three.rst": "Heat\n====\n\nHeatsinks cool the board."}
+    for p, text in good.items():
+        p.write_text(text, encoding="utf-8")
+    for name in ("skip.py", "skip.json", "skip.html", "skip.csv", "README"):
+        (root / "a" / name).write_text("Zram compresses pages in memory, says a skipped file.")
+    out = cli.json("index", "--dir", str(root))
+    assert sorted(d["source"] for d in out["documents"]) == sorted(str(p.resolve())
+                                                                   for p in good)
+    assert out["added"] == 3 and out["skipped"] == []
+    hits = cli.json("search", "zram compresses pages", "--top-k", "5")["hits"]
+    assert {h["source"] for h in hits} == {str(p.resolve()) for p in good}
+    assert hits[0]["source"] == str((root / "one.txt").resolve())
+    again = cli.json("index", "--dir", str(root))
+    assert again["unchanged"] == 3 and "added" not in again
+    human = cli.run("index", "--dir", str(root))
+    assert human.returncode == 0
+    assert human.stdout.strip() == "indexed 3 files: 0 added, 0 updated, 3 unchanged"
+
+
+def test_index_dir_skips_a_bad_file_and_keeps_the_good_ones(cli, tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "good1.txt").write_text("Zram compresses pages in memory.")
+    (root / "good2.md").write_text("Heatsinks cool the Raspberry Pi 5.")
+    (root / "bad.txt").write_bytes(b"binary\x00\x01\x02 data")
+    out = cli.json("index", "--dir", str(root))
+    assert sorted(Path(d["source"]).name for d in out["documents"]) == ["good1.txt", "good2.md"]
+    assert [Path(s["path"]).name for s in out["skipped"]] == ["bad.txt"]
+    assert "binary" in out["skipped"][0]["reason"]
+    assert cli.json("stats")["documents"] == 2
+    human = cli.run("index", "--dir", str(root))
+    assert human.returncode == 0 and "skipped 1" in human.stdout and "bad.txt" in human.stdout
+
+
+def test_stats_json(cli) -> None:
+    empty = cli.json("stats")
+    assert empty["documents"] == 0 and empty["db"] == str(cli.db)
+    cli.json("index", "--text", "Raspberry Pi 5 users often enable zram.")
+    stats = cli.json("stats")
+    assert stats["documents"] == 1 and stats["nodes"]["passage"] == 1
+    assert stats["nodes"]["phrase"] >= 3 and stats["edges"]["context"] >= 3
+    assert stats["facts"] == 1
+    assert (stats["embedder"], stats["dim"], stats["schema_version"]) == ("hash-64", 64, 1)
+    assert stats["read_only"] is False and stats["db_bytes"] > 0
+    assert stats["budget"]["requested"] == "auto" and stats["budget"]["node_budget"] >= 500
+    capped = cli.json("stats", env={"HIPPO_NODE_MAX": "123"})
+    assert capped["budget"]["node_budget"] == 123
+    low = cli.json("stats", env={"HIPPO_PERFORMANCE_PROFILE": "low"})
+    assert low["budget"]["profile"] == "low" and low["budget"]["node_budget"] == 2000
+    human = cli.run("stats")
+    assert human.returncode == 0 and "documents  1" in human.stdout
+
+
+def test_delete_by_source_and_by_id(cli, tmp_path: Path) -> None:
+    f = tmp_path / "note.txt"
+    f.write_text("Heatsinks cool the Raspberry Pi 5 board.")
+    by_file = cli.json("index", "--file", str(f))
+    by_text = cli.json("index", "--text", "Zram compresses memory pages.")
+    named = cli.json("index", "--text", "Swap on SD cards is slow.", "--source", "notes:swap")
+    assert cli.json("stats")["documents"] == 3
+
+    out = cli.json("delete", str(f))  # a path, as the user typed it
+    assert out["deleted"] and out["doc_id"] == by_file["doc_id"]
+    out = cli.json("delete", by_text["source"])  # text:<hash>
+    assert out["doc_id"] == by_text["doc_id"]
+    out = cli.json("delete", str(named["doc_id"]))  # by id
+    assert out["source"] == "notes:swap"
+    stats = cli.json("stats")
+    assert stats["documents"] == 0 and stats["nodes"] == {} and stats["facts"] == 0
+    proc = cli.run("delete", "notes:swap")
+    assert "no document" in assert_one_error_line(proc, code=3)
+
+
+def test_optimize_graph_threshold(cli) -> None:
+    for t in ("Raspberry Pi 5 boards need memory pressure relief.",
+              "The Raspberry Pi 4 board has less memory pressures.",
+              "Raspberry Pie recipes use fresh raspberries.",
+              "Orange Pi 5 boards are similar to Raspberry Pi boards."):
+        cli.json("index", "--text", t)
+    low = cli.json("optimize-graph", "--threshold", "0.3")
+    high = cli.json("optimize-graph", "--threshold", "0.7")
+    assert 0 < high["synonym_edges_added"] < low["synonym_edges_added"]
+    assert high["threshold"] == 0.7 and high["synonym_edges_removed"] == low["synonym_edges_added"]
+    db = sqlite3.connect(str(cli.db))
+    try:
+        weights = [r[0] for r in db.execute("SELECT weight FROM edges WHERE kind='synonym'")]
+        assert len(weights) == high["synonym_edges_added"] and min(weights) >= 0.7
+    finally:
+        db.close()
+    assert cli.json("search", "memory pressure")["hits"]
+    for bad in ("0", "1.5"):
+        assert "threshold" in assert_one_error_line(
+            cli.run("optimize-graph", "--threshold", bad), code=2)
+
+
+def test_seahorse_db_moves_the_database(cli, tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere" / "nested" / "mine.db"
+    out = cli.json("index", "--text", "Zram compresses memory.", db=moved)
+    assert out["status"] == "added"
+    assert moved.exists() and not cli.db.exists()
+    assert not (tmp_path / "data").exists()
+    stats = cli.json("stats", db=moved)
+    assert stats["db"] == str(moved) and stats["documents"] == 1
+    # --db beats SEAHORSE_DB.
+    flag = tmp_path / "flag.db"
+    cli.json("index", "--text", "Heatsinks cool boards.", "--db", str(flag), db=moved)
+    assert cli.json("stats", db=flag)["documents"] == 1
+    assert cli.json("stats", db=moved)["documents"] == 1
+    # No SEAHORSE_DB at all: ./data/knowledge_graph.db under the working directory.
+    cli.json("index", "--text", "Default location.", db=False)
+    assert (tmp_path / "data" / "knowledge_graph.db").exists()
+
+
+def test_broken_pipe_is_quiet(cli, seeded_db: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAHORSE_", "HIPPO_"))}
+    env.update(SEAHORSE_DB=str(seeded_db), SEAHORSE_EMBEDDER="hash")
+    proc = subprocess.Popen([sys.executable, "-m", "seahorse.cli", "search", "zram", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=cli.cwd, text=True)
+    proc.stdout.close()  # the reader goes away before any output, like `| head -0`
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) != 0
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+# ----- bad input: one error line, non-zero exit, database untouched ------------------------
+def _write_big(p: Path) -> None:
+    with p.open("w", encoding="utf-8") as fh:
+        line = "Raspberry Pi 5 notes. " * 50 + "\n"
+        for _ in range(20 * 1024 * 1024 // len(line) + 1):
+            fh.write(line)
+
+
+# The brief's cases: full check (error line, untouched rows, same stats, search works).
+BAD_INPUTS = {
+    "empty-text": (lambda d: ["--text", ""], "empty", 2),
+    "20mb-file": (lambda d: (_write_big(d / "big.txt"), ["--file", str(d / "big.txt")])[1],
+                  "MB", 2),
+    "binary-file": (lambda d: ((d / "bin.txt").write_bytes(b"\x7fELF\x00\x00\x01"),
+                               ["--file", str(d / "bin.txt")])[1], "binary", 2),
+    "malformed-utf8": (lambda d: ((d / "latin1.txt").write_bytes("caf\u00e9 cr\u00e8me".encode(
+        "latin-1")), ["--file", str(d / "latin1.txt")])[1], "UTF-8", 2),
+    "missing-file": (lambda d: ["--file", str(d / "nope.txt")], "does not exist", 3),
+}
+# More of the same kind: error line and untouched rows.
+MORE_BAD_INPUTS = {
+    "blank-text": (lambda d: ["--text", " \n\t "], "empty", 2),
+    "missing-dir": (lambda d: ["--dir", str(d / "nope")], "does not exist", 3),
+    "dir-as-file": (lambda d: ["--file", str(d)], "directory", 2),
+    "file-as-dir": (lambda d: ((d / "f.txt").write_text("x"), ["--dir", str(d / "f.txt")])[1],
+                    "not a directory", 2),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_line_and_harmless(case: str, cli, seeded_db: Path, seeded_stats,
+                                            tmp_path: Path, db_fingerprint) -> None:
+    make_args, needle, code = BAD_INPUTS[case]
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    before = db_fingerprint(seeded_db)
+    line = assert_one_error_line(cli.run("index", *make_args(inputs)), code=code)
+    assert needle in line
+    assert db_fingerprint(seeded_db) == before
+    assert _counts(cli.json("stats")) == _counts(seeded_stats)
+    hits = cli.json("search", "enable zram", "--top-k", "2")["hits"]
+    assert hits[0]["source"] == "doc:zram"
+
+
+@pytest.mark.parametrize("case", list(MORE_BAD_INPUTS))
+def test_more_bad_input_is_one_line_and_harmless(case: str, cli, seeded_db: Path,
+                                                 tmp_path: Path, db_fingerprint) -> None:
+    make_args, needle, code = MORE_BAD_INPUTS[case]
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    before = db_fingerprint(seeded_db)
+    assert needle in assert_one_error_line(cli.run("index", *make_args(inputs)), code=code)
+    assert db_fingerprint(seeded_db) == before
+
+
+def test_read_only_database(cli, seeded_db: Path, seeded_stats, db_fingerprint) -> None:
+    before = db_fingerprint(seeded_db)
+    stats_before = _counts(seeded_stats)
+    seeded_db.chmod(0o444)
+    try:
+        for args in (["index", "--text", "Something new to add."],
+                     ["delete", "doc:zram"],
+                     ["optimize-graph", "--threshold", "0.5"]):
+            line = assert_one_error_line(cli.run(*args), code=7)
+            assert "read-only" in line
+        stats = cli.json("stats")
+        assert stats["read_only"] is True and _counts(stats) == stats_before
+        hits = cli.json("search", "enable zram", "--top-k", "2")["hits"]
+        assert hits[0]["source"] == "doc:zram"
+    finally:
+        seeded_db.chmod(0o644)
+    assert db_fingerprint(seeded_db) == before
+
+
+@pytest.mark.parametrize("args,env,code", [
+    (["search", ""], {}, 2),
+    (["search", "zram", "--top-k", "0"], {}, 2),
+    (["search", "zram", "--top-k", "many"], {}, 2),
+    (["index"], {}, 2),
+    (["frobnicate"], {}, 2),
+    (["stats"], {"HIPPO_NODE_MAX": "lots"}, 4),
+    (["stats"], {"HIPPO_PERFORMANCE_PROFILE": "turbo"}, 4),
+    (["stats"], {"SEAHORSE_EMBEDDER": "minilm"}, 6),  # the seeded db is a hash-64 db
+], ids=["empty-query", "top-k-0", "top-k-not-int", "index-without-input", "unknown-command",
+        "bad-node-max", "bad-profile", "other-embedder"])
+def test_bad_arguments_and_settings(args, env, code, cli, seeded_db: Path,
+                                    db_fingerprint) -> None:
+    before = db_fingerprint(seeded_db)
+    assert_one_error_line(cli.run(*args, env=env), code=code)
+    assert db_fingerprint(seeded_db) == before
+
+
+def test_not_a_database(cli, tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.db"
+    bogus.write_text("these are my notes, not a database\n" * 50)
+    content = bogus.read_bytes()
+    line = assert_one_error_line(cli.run("stats", db=bogus), code=6)
+    assert "not a Seahorse database" in line
+    assert bogus.read_bytes() == content
+
+
+def test_version_and_help(cli) -> None:
+    v = cli.run("--version")
+    assert v.returncode == 0 and v.stdout.strip() == "seahorse 0.1.0"
+    h = cli.run("index", "--help")
+    assert h.returncode == 0 and "--dir" in h.stdout and h.stderr == ""
+    out = json.loads(cli.run("stats", "--json").stdout)
+    assert out["documents"] == 0

@@ -1,0 +1,355 @@
+"""SQLiteStore: round trips, migrations, WAL, atomic() and its savepoints, read-only files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seahorse.errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
+from seahorse.storage import SCHEMA_VERSION, SQLiteStore
+from seahorse.text import fts_match, query_terms
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = SQLiteStore(tmp_path / "store.db")
+    yield s
+    s.close()
+
+
+def _doc_with_passages(store: SQLiteStore, source: str, texts: list[str]) -> tuple[int, list[int]]:
+    with store.atomic():
+        doc = store.insert_document(source, None, "h-" + source, None)
+        return doc, [store.add_passage(doc, k, t) for k, t in enumerate(texts)]
+
+
+# ----- migrations and connection ---------------------------------------------------------
+@pytest.mark.parametrize("existing", [False, True], ids=["missing-file", "zero-byte-file"])
+def test_migrates_an_empty_file(tmp_path: Path, existing: bool) -> None:
+    path = tmp_path / "sub" / "new.db"
+    if existing:
+        path.parent.mkdir()
+        path.touch()
+    s = SQLiteStore(path)
+    try:
+        names = [r[0] for r in s.db.execute("SELECT name FROM migrations ORDER BY name")]
+        assert names == ["0001_initial"]
+        assert s.meta()["schema_version"] == str(SCHEMA_VERSION)
+        tables = {r[0] for r in s.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"documents", "nodes", "edges", "vectors", "facts", "embed_cache",
+                "passages_fts", "meta", "migrations"} <= tables
+        assert s.read_only is False
+    finally:
+        s.close()
+
+
+def test_reopening_is_a_no_op(tmp_path: Path) -> None:
+    path = tmp_path / "kg.db"
+    s = SQLiteStore(path)
+    _doc_with_passages(s, "a", ["Alpha passage."])
+    with s.atomic():
+        s.bump_version()
+    before = (s.db.execute("SELECT * FROM migrations").fetchall(), s.meta(), s.counts(),
+              s.graph_version())
+    s.close()
+    s = SQLiteStore(path)
+    try:
+        after = (s.db.execute("SELECT * FROM migrations").fetchall(), s.meta(), s.counts(),
+                 s.graph_version())
+    finally:
+        s.close()
+    assert after == before  # applied_at unchanged: no migration ran twice
+
+
+def test_wal_and_foreign_keys_are_on(store: SQLiteStore) -> None:
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    # WAL is persistent in the file: a second, independent connection sees it too.
+    other = sqlite3.connect(str(store.path))
+    try:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        other.close()
+
+
+def test_newer_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "kg.db"
+    SQLiteStore(path).close()
+    db = sqlite3.connect(str(path))
+    db.execute("INSERT INTO migrations VALUES ('0099_from_the_future', 0)")
+    db.commit()
+    db.close()
+    with pytest.raises(SchemaMismatch, match="newer Seahorse"):
+        SQLiteStore(path)
+
+
+def test_a_refused_open_closes_its_connection(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "kg.db"
+    SQLiteStore(path).close()
+    db = sqlite3.connect(str(path))
+    db.execute("INSERT INTO migrations VALUES ('0099_from_the_future', 0)")
+    db.commit()
+    db.close()
+    opened: list[sqlite3.Connection] = []
+    real_connect = sqlite3.connect
+
+    def spy(*args, **kwargs):
+        opened.append(real_connect(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(sqlite3, "connect", spy)
+    with pytest.raises(SchemaMismatch):
+        SQLiteStore(path)
+    assert len(opened) == 1
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        opened[0].execute("SELECT 1")
+
+
+def test_not_a_database_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"just some notes, not SQLite\n" * 100)
+    before = path.read_bytes()
+    with pytest.raises(SchemaMismatch, match="not a Seahorse database"):
+        SQLiteStore(path)
+    assert path.read_bytes() == before
+
+
+def test_directory_path_is_invalid_input(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="directory"):
+        SQLiteStore(tmp_path)
+
+
+# ----- atomic() ----------------------------------------------------------------------------
+def test_atomic_rolls_back_everything_on_exception(store: SQLiteStore) -> None:
+    before = store.counts()
+    with pytest.raises(RuntimeError):
+        with store.atomic():
+            doc = store.insert_document("a", None, "h", None)
+            pid = store.add_passage(doc, 0, "Alpha passage about zram.")
+            ids, _ = store.upsert_phrases({"zram": "zram"})
+            store.add_edges([(pid, ids["zram"], "context", 1.0)])
+            store.set_vectors("dense", [(pid, np.ones(4))])
+            store.bump_version()
+            raise RuntimeError("boom")
+    assert store.counts() == before
+    assert store.graph_version() == 0
+    assert store.fts_search(fts_match(["zram"]), 10) == []
+    assert store.db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 0
+    assert not store.db.in_transaction
+    # The store is still usable afterwards.
+    _doc_with_passages(store, "b", ["Beta."])
+    assert store.counts()["documents"] == 1
+
+
+def test_nested_savepoint_rollback_keeps_outer_work(store: SQLiteStore) -> None:
+    with store.atomic():
+        store.insert_document("outer", None, "h1", None)
+        with pytest.raises(ValueError):
+            with store.atomic():
+                store.insert_document("inner", None, "h2", None)
+                raise ValueError("inner fails")
+        with store.atomic():  # a later savepoint at the same depth still works
+            store.insert_document("inner-ok", None, "h3", None)
+    assert [d[1] for d in store.documents()] == ["outer", "inner-ok"]
+    assert not store.db.in_transaction
+
+
+def test_outer_failure_discards_released_savepoints(store: SQLiteStore) -> None:
+    with pytest.raises(KeyError):
+        with store.atomic():
+            with store.atomic():
+                store.insert_document("inner", None, "h", None)
+            raise KeyError("outer fails")
+    assert store.documents() == []
+
+
+# ----- round trips -------------------------------------------------------------------------
+def test_document_round_trip(store: SQLiteStore) -> None:
+    with store.atomic():
+        a = store.insert_document("/data/a_1.txt", "Title A", "hash-a", {"lang": "en"})
+        b = store.insert_document("/data/ab.txt", None, "hash-b", None)
+        c = store.insert_document("/other/c.txt", None, "hash-c", None)
+    assert store.document(a) == (a, "/data/a_1.txt", "Title A", "hash-a", '{"lang": "en"}')
+    assert tuple(store.document_by_source("/data/ab.txt")) == (b, "/data/ab.txt", None,
+                                                              "hash-b", None)
+    assert store.document_by_source("missing") is None
+    assert store.document(999) is None
+    assert [d[0] for d in store.documents()] == [a, b, c]
+    assert [d[0] for d in store.documents(prefix="/data/")] == [a, b]
+    # A prefix is literal text, not a LIKE pattern: "_" is not a wildcard.
+    assert [d[0] for d in store.documents(prefix="/data/a_")] == [a]
+    with pytest.raises(sqlite3.IntegrityError):
+        with store.atomic():
+            store.insert_document("/data/ab.txt", None, "dup", None)
+
+
+def test_passages_phrases_edges_round_trip(store: SQLiteStore) -> None:
+    doc, (p0, p1) = _doc_with_passages(store, "a", ["First passage.", "Second passage."])
+    with store.atomic():
+        ids, created = store.upsert_phrases({"raspberry pi 5": "Raspberry Pi 5", "zram": "zram"})
+        assert sorted(created) == sorted(ids.values())
+        again, created2 = store.upsert_phrases({"raspberry pi 5": "raspberry pi 5", "swap": "swap"})
+        assert again["raspberry pi 5"] == ids["raspberry pi 5"]
+        assert created2 == [again["swap"]]
+        pi, z = ids["raspberry pi 5"], ids["zram"]
+        store.add_edges([(pi, p0, "context", 1.0), (p0, z, "context", 1.0),
+                         (p1, pi, "context", 1.0), (p0, p0, "context", 1.0)])
+        store.add_edges([(p0, pi, "context", 2.0)])  # a repeat adds its weight
+    edges = {(s, d, k): w for s, d, k, w in store.load_edges()}
+    assert edges == {(p0, pi, "context"): 3.0, (p0, z, "context"): 1.0,
+                     (p1, pi, "context"): 1.0}
+    assert all(s < d for s, d, _k in edges)  # stored once, src < dst; self-loops dropped
+    nodes = {i: (k, d) for i, k, d in store.load_nodes()}
+    assert nodes[p0] == ("passage", doc) and nodes[pi] == ("phrase", None)
+    texts = store.node_texts([p1, pi])
+    assert texts[p1] == ("passage", "Second passage.", doc, 1)
+    assert texts[pi] == ("phrase", "Raspberry Pi 5", None, None)  # first surface form kept
+    assert store.counts() == {"documents": 1, "nodes": {"passage": 2, "phrase": 3},
+                              "edges": {"context": 3}, "facts": 0}
+
+
+def test_node_texts_reads_more_than_one_chunk(store: SQLiteStore) -> None:
+    _doc, ids = _doc_with_passages(store, "many", [f"passage number {i}" for i in range(1203)])
+    texts = store.node_texts(ids)
+    assert len(texts) == 1203
+    assert texts[ids[1202]][1] == "passage number 1202"
+
+
+def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
+    rng = np.random.default_rng(7)
+    _doc, pids = _doc_with_passages(store, "a", ["One.", "Two.", "Three."])
+    vecs = rng.standard_normal((3, 8)).astype(np.float32)
+    fact_vecs = rng.standard_normal((2, 8)).astype(np.float32)
+    with store.atomic():
+        ids, _ = store.upsert_phrases({"alpha": "alpha", "beta": "beta"})
+        store.set_vectors("dense", [(pids[2], vecs[2]), (pids[0], vecs[0]), (pids[1], vecs[1])])
+        store.set_vectors("phrase", [(ids["alpha"], np.ones(4))])
+        store.set_vectors("dense", [(pids[1], vecs[1] * 2)])  # replaces
+        store.add_facts([(pids[0], 0, "One.", [ids["alpha"]], fact_vecs[0]),
+                         (pids[2], 0, "Three.", [ids["alpha"], ids["beta"]], fact_vecs[1])])
+    got_ids, mat = store.load_vectors("dense", 8)
+    assert got_ids.tolist() == sorted(pids)
+    assert mat.dtype == np.float32
+    np.testing.assert_array_equal(mat, np.stack([vecs[0], vecs[1] * 2, vecs[2]]))
+    ph_ids, ph = store.load_vectors("phrase", 4)
+    assert ph_ids.tolist() == [ids["alpha"]] and ph.shape == (1, 4)
+    empty_ids, empty = store.load_vectors("nothing", 8)
+    assert empty_ids.size == 0 and empty.shape == (0, 8)
+    fp, phrases, fv = store.load_facts(8)
+    assert fp.tolist() == [pids[0], pids[2]]
+    assert phrases == [[ids["alpha"]], [ids["alpha"], ids["beta"]]]
+    np.testing.assert_array_equal(fv, fact_vecs)
+
+
+def test_embed_cache_round_trip(store: SQLiteStore) -> None:
+    with store.atomic():
+        store.cache_embedding("h1", "hash-64", b"\x01\x02")
+        store.cache_embedding("h1", "other", b"\x03")
+        store.cache_embedding("h1", "hash-64", b"\x04")  # replaces
+    assert store.cached_embedding("h1", "hash-64") == b"\x04"
+    assert store.cached_embedding("h1", "other") == b"\x03"
+    assert store.cached_embedding("h2", "hash-64") is None
+
+
+def test_meta_and_graph_version(store: SQLiteStore) -> None:
+    assert store.graph_version() == 0
+    with store.atomic():
+        store.bump_version()
+        store.bump_version()
+    assert store.graph_version() == 2
+    store.set_meta(embedder="hash-64", dim=64)
+    assert store.meta()["embedder"] == "hash-64" and store.meta()["dim"] == "64"
+
+
+def test_fts_search(store: SQLiteStore) -> None:
+    _doc, (a, b, c) = _doc_with_passages(store, "a", [
+        "Memory pressure slows the Raspberry Pi.",
+        "Enable zram to relieve memory pressures on small boards.",
+        "The weather is nice today.",
+    ])
+    hits = store.fts_search(fts_match(query_terms("What relieves memory pressure?")), 10)
+    got = [i for i, _s in hits]
+    assert set(got) == {a, b}  # porter stemming: "pressures" and "relieves" match
+    assert got[0] == b  # two terms beat one
+    assert all(s > 0 for _i, s in hits)
+    assert [s for _i, s in hits] == sorted((s for _i, s in hits), reverse=True)
+    assert store.fts_search(fts_match(["weather"]), 10)[0][0] == c
+    assert store.fts_search("", 10) == []
+    assert store.fts_search('"unterminated', 10) == []  # bad syntax gives nothing, not a crash
+    # User text is quoted, so FTS operators in a query are plain words.
+    assert store.fts_search(fts_match(query_terms('zram" OR NEAR(* boards')), 10)[0][0] == b
+    assert len(store.fts_search(fts_match(["memory"]), 1)) == 1
+
+
+def test_delete_document_removes_everything_it_contributed(store: SQLiteStore) -> None:
+    doc_a, (pa,) = _doc_with_passages(store, "a", ["zram on the Raspberry Pi 5."])
+    doc_b, (pb,) = _doc_with_passages(store, "b", ["Raspberry Pi 5 overheats."])
+    with store.atomic():
+        ids, _ = store.upsert_phrases({"zram": "zram", "raspberry pi 5": "Raspberry Pi 5",
+                                       "overheats": "overheats"})
+        store.add_edges([(pa, ids["zram"], "context", 1.0),
+                         (pa, ids["raspberry pi 5"], "context", 1.0),
+                         (pb, ids["raspberry pi 5"], "context", 1.0),
+                         (pb, ids["overheats"], "context", 1.0),
+                         (ids["zram"], ids["overheats"], "synonym", 0.9)])
+        store.set_vectors("dense", [(pa, np.ones(4)), (pb, np.ones(4))])
+        store.set_vectors("phrase", [(ids["zram"], np.ones(4))])
+        store.add_facts([(pa, 0, "zram on the Raspberry Pi 5.", [ids["zram"]], np.ones(4))])
+    version = store.graph_version()
+    with store.atomic():
+        removed = store.delete_document(doc_a)
+    assert removed == {"passages": 1, "phrases": 1}
+    assert store.document(doc_a) is None and store.document(doc_b) is not None
+    remaining = {i for i, _k, _d in store.load_nodes()}
+    assert remaining == {pb, ids["raspberry pi 5"], ids["overheats"]}
+    assert {(s, d) for s, d, _k, _w in store.load_edges()} == {
+        tuple(sorted((pb, ids["raspberry pi 5"]))), tuple(sorted((pb, ids["overheats"])))}
+    assert store.load_vectors("dense", 4)[0].tolist() == [pb]
+    assert store.load_vectors("phrase", 4)[0].size == 0
+    assert store.load_facts(4)[0].size == 0
+    assert store.fts_search(fts_match(["zram"]), 10) == []
+    assert store.db.execute("SELECT rowid FROM passages_fts").fetchall() == [(pb,)]
+    assert store.graph_version() == version + 1
+
+
+# ----- read-only -------------------------------------------------------------------------
+def test_read_only_file_reads_but_refuses_writes(tmp_path: Path) -> None:
+    path = tmp_path / "kg.db"
+    s = SQLiteStore(path)
+    _doc_with_passages(s, "a", ["Alpha passage about zram."])
+    s.close()
+    path.chmod(0o444)
+    try:
+        ro = SQLiteStore(path)
+        try:
+            assert ro.read_only is True
+            assert ro.counts()["documents"] == 1
+            assert ro.fts_search(fts_match(["zram"]), 5)
+            with pytest.raises(ReadOnlyDatabase, match="read-only"):
+                with ro.atomic():
+                    ro.insert_document("b", None, "h", None)
+            with pytest.raises(ReadOnlyDatabase):
+                ro.set_meta(x="1")
+        finally:
+            ro.close()
+    finally:
+        path.chmod(0o644)
+    s = SQLiteStore(path)
+    try:
+        assert [d[1] for d in s.documents()] == ["a"]
+    finally:
+        s.close()
+
+
+def test_read_only_uninitialised_file_is_a_schema_mismatch(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    path.chmod(0o444)
+    try:
+        with pytest.raises(SchemaMismatch, match="never been initialised"):
+            SQLiteStore(path)
+    finally:
+        path.chmod(0o644)

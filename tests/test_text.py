@@ -1,0 +1,151 @@
+"""Pure text helpers: cleaning, sentence spans, chunking, phrase keys, query terms."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from seahorse.extract import RuleExtractor
+from seahorse.text import (
+    chunk,
+    clean,
+    content_hash,
+    fts_match,
+    normalise_phrase,
+    query_terms,
+    split_sentences,
+)
+
+
+def _sentences(text: str) -> list[str]:
+    return [text[a:b] for a, b in split_sentences(text)]
+
+
+def _no_space(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+# ----- phrase normalisation --------------------------------------------------------------
+@pytest.mark.parametrize("surface", [
+    "Raspberry Pi 5", "raspberry pi 5", "the Raspberry Pi 5", "The Raspberry Pi 5",
+    "THE RASPBERRY PI 5", "Raspberry  Pi 5", "Raspberry Pi 5's", "Raspberry Pi 5\u2019s",
+    "a Raspberry Pi 5", "Raspberry Pi 5.",
+])
+def test_phrase_variants_share_one_key(surface: str) -> None:
+    assert normalise_phrase(surface) == "raspberry pi 5"
+
+
+def test_phrase_keys_keep_real_differences() -> None:
+    assert normalise_phrase("Raspberry Pi 4") != normalise_phrase("Raspberry Pi 5")
+    assert normalise_phrase("\ufb01le system") == "file system"  # NFKC ligature
+    assert normalise_phrase("e-mail") == "e-mail"
+    assert normalise_phrase("the") == ""
+
+
+def test_extractor_yields_one_entity_key_for_the_pi_sentences() -> None:
+    ex = RuleExtractor()
+    for sentence in ("Raspberry Pi 5 can bog down.", "On Raspberry Pi 5, slowdowns happen.",
+                     "Users of the Raspberry Pi 5 enable zram."):
+        keys = {p.key: p for p in ex.extract(sentence)}
+        assert "raspberry pi 5" in keys and keys["raspberry pi 5"].kind == "entity"
+        assert "on raspberry pi 5" not in keys  # a capitalised stopword opening a sentence
+    concepts = {p.key for p in ex.extract("users often enable zram before disk swap")}
+    assert {"enable zram", "zram", "disk swap", "swap"} <= concepts
+
+
+# ----- sentences -------------------------------------------------------------------------
+def test_split_sentences_basic() -> None:
+    text = "Line one\nLine two. Three!  Four? five. Six"
+    assert _sentences(text) == ["Line one", "Line two.", "Three!", "Four? five.", "Six"]
+
+
+def test_split_sentences_keeps_abbreviations_and_initials_together() -> None:
+    text = "Dr. Smith met Mr. Jones in the U.S. Army. J. R. Tolkien wrote e.g. books. Done."
+    assert _sentences(text) == ["Dr. Smith met Mr. Jones in the U.S. Army.",
+                                "J. R. Tolkien wrote e.g. books.", "Done."]
+
+
+def test_split_sentences_keeps_closing_quotes_and_brackets() -> None:
+    text = 'He said "stop." Then he left (quietly.) Next one [sic.] Last.'
+    assert _sentences(text) == ['He said "stop."', "Then he left (quietly.)",
+                                "Next one [sic.]", "Last."]
+
+
+def test_split_sentence_spans_are_stripped_and_in_order() -> None:
+    text = "  First one.   Second one.  \n\n   Third.  "
+    spans = split_sentences(text)
+    assert [text[a:b] for a, b in spans] == ["First one.", "Second one.", "Third."]
+    assert all(a < b for a, b in spans)
+    assert all(spans[k][1] <= spans[k + 1][0] for k in range(len(spans) - 1))
+    assert split_sentences("") == [] and split_sentences(" \n\t ") == []
+
+
+# Letters, stops, quotes and brackets, abbreviations, and "stop + closer + space" runs.
+_TOKENS = st.sampled_from(list("abcXYZ019.!?\"')([]") + [
+    " ", " ", "\n", "\n\n", "Dr. ", "e.g. ", "U.S. ", "A. ", '." ', ".) ", "!'  ", "?] "])
+_TEXT = st.lists(_TOKENS, max_size=150).map("".join)
+
+
+@given(_TEXT)
+def test_split_sentences_loses_nothing_but_whitespace(text: str) -> None:
+    spans = split_sentences(text)
+    covered = "".join(_no_space(text[a:b]) for a, b in spans)
+    assert covered == _no_space(text)
+    for a, b in spans:
+        assert text[a:b] == text[a:b].strip() and text[a:b]
+
+
+# ----- chunking --------------------------------------------------------------------------
+def test_chunk_keeps_short_paragraphs_and_merges_small_ones() -> None:
+    text = "First paragraph.\n\nSecond paragraph.\n\n\n   \nThird."
+    assert chunk(text, 900) == ["First paragraph.\n\nSecond paragraph.\n\nThird."]
+    assert chunk(text, 20) == ["First paragraph.", "Second paragraph.", "Third."]
+    assert chunk("", 100) == [] and chunk("\n\n  \n", 100) == []
+    # Merging counts the "\n\n" separator against the limit.
+    assert chunk("aaaa\n\nbbbb", 9) == ["aaaa", "bbbb"]
+    assert chunk("aaaa\n\nbbbb", 10) == ["aaaa\n\nbbbb"]
+
+
+def test_chunk_splits_long_paragraphs_at_sentences_then_words() -> None:
+    sentence = "The quick brown fox jumps over the lazy dog again and again."
+    para = " ".join([sentence] * 30)
+    pieces = chunk(para, 200)
+    assert all(len(p) <= 200 for p in pieces)
+    assert all(p.endswith(".") for p in pieces)  # sentence bounds, no word cut
+    long_sentence = "lorem " * 300  # 6-char period: a blind cut at 100 would split a word
+    pieces = chunk(long_sentence.strip(), 100)
+    assert all(len(p) <= 100 for p in pieces)
+    assert all(set(p.split()) == {"lorem"} for p in pieces)
+    pieces = chunk("x" * 2000, 900)  # no space at all: a hard cut is the only option
+    assert [len(p) for p in pieces] == [900, 900, 200]
+
+
+@given(_TEXT, st.integers(10, 120))
+def test_chunk_bounds_and_loses_nothing(text: str, max_chars: int) -> None:
+    pieces = chunk(text, max_chars)
+    assert all(0 < len(p) <= max_chars for p in pieces)
+    assert all(p == p.strip() for p in pieces)
+    assert "".join(_no_space(p) for p in pieces) == _no_space(text)
+
+
+# ----- cleaning, hashing, query terms -----------------------------------------------------
+def test_clean_normalises_and_strips_controls() -> None:
+    assert clean("a\r\nb\rc") == "a\nb\nc"
+    assert clean("x\x00y\x07z\tw") == "xyz\tw"
+    assert clean("cafe\u0301") == "caf\u00e9"  # NFC
+
+
+def test_content_hash_is_stable_sha256() -> None:
+    assert content_hash("abc") == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+
+
+def test_query_terms_and_fts_match() -> None:
+    q = "What should I switch on when a Pi 5 starts crawling during on-device inference?"
+    assert query_terms(q) == ["switch", "pi", "starts", "crawling", "on-device", "inference"]
+    assert query_terms("Zram ZRAM zram the") == ["zram"]
+    assert fts_match(["zram", 'a"b', '"']) == '"zram" OR "ab"'
+    assert fts_match([]) == ""
