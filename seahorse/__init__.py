@@ -2,8 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .config import Settings, load_settings  # noqa: E402
-from .engine import Engine  # noqa: E402
 from .errors import (  # noqa: E402
     ConfigError,
     InvalidInput,
@@ -16,3 +14,17 @@ from .errors import (  # noqa: E402
 
 __all__ = ["Engine", "Settings", "load_settings", "SeahorseError", "InvalidInput", "NotFound",
            "ConfigError", "MissingExtra", "SchemaMismatch", "ReadOnlyDatabase", "__version__"]
+
+
+def __getattr__(name: str):
+    # Lazy: `import seahorse` (and the MCP server's handshake) must not pay for numpy,
+    # scipy and igraph before the first real call.
+    if name == "Engine":
+        from .engine import Engine
+
+        return Engine
+    if name in ("Settings", "load_settings"):
+        from . import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module 'seahorse' has no attribute {name!r}")

@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     de = sub.add_parser("delete", parents=[common], help="delete a document by id or source")
     de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
 
+    sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
+
     op = sub.add_parser("optimize-graph", parents=[common],
                         help="rebuild synonym edges at a threshold, drop orphan phrases")
     op.add_argument("--threshold", type=float, default=0.8,
@@ -151,7 +153,14 @@ def _human(command: str, out: Any) -> str:
     return json.dumps(out, indent=2)
 
 
-COMMANDS = {"index": cmd_index, "search": cmd_search, "stats": cmd_stats,
+def cmd_run(args: argparse.Namespace) -> Any:
+    from .server import main as serve
+
+    serve(["--db", args.db] if args.db else [])
+    raise SystemExit(0)
+
+
+COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": cmd_stats,
             "delete": cmd_delete, "optimize-graph": cmd_optimize}
 
 

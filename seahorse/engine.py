@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -23,6 +24,10 @@ from .text import chunk, clean, content_hash, split_sentences
 log = logging.getLogger("seahorse")
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
+MEMORY_KINDS = ("fact", "preference", "event", "instruction", "note", "decision")
+SESSION_DECAY = 0.5  # an earlier turn's phrase weighs half as much each turn it is carried
+SESSION_PHRASES = 12
+NAME_MAX = 200
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 SYNONYM_BLOCK = 256  # rows per similarity block: 256 x 30k phrases = 30 MB transient
 
@@ -42,6 +47,7 @@ class Prepared:
     facts: list[list[tuple[int, str, list[str]]]] = field(default_factory=list)
     vectors: np.ndarray | None = None
     fact_vectors: list[np.ndarray] = field(default_factory=list)
+    node_kind: str = "passage"  # or "memory"
 
 
 @dataclass
@@ -112,7 +118,8 @@ class Engine:
     def index_file(self, path: str | Path, *, title: str | None = None) -> IndexResult:
         p = Path(path)
         text = read_text_file(p, self.settings.max_file_mb)
-        return self.index_text(text, source=str(p.resolve()), title=title)
+        return self.index_many([(text, str(p.resolve()), title, None)],
+                               limit_mb=self.settings.max_file_mb)[0]
 
     def index_dir(self, path: str | Path, *, progress: Callable[[int, int, str], None] | None = None
                   ) -> tuple[list[IndexResult], list[dict]]:
@@ -142,7 +149,7 @@ class Engine:
         return results, skipped
 
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
-                   batch_size: int = 64) -> list[IndexResult]:
+                   batch_size: int = 64, limit_mb: float | None = None) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction."""
         sources = [src for _t, src, _ti, _m in items if src is not None]
         if len(sources) != len(set(sources)):
@@ -150,7 +157,8 @@ class Engine:
             raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once")
         results: list[IndexResult] = []
         for start in range(0, len(items), batch_size):
-            batch = [self._prepare(*item) for item in items[start:start + batch_size]]
+            batch = [self._prepare(*item, limit_mb=limit_mb)
+                     for item in items[start:start + batch_size]]
             todo = []
             for prep in batch:
                 old = self.store.document_by_source(prep.source)
@@ -174,9 +182,14 @@ class Engine:
             "SELECT count(*) FROM nodes WHERE doc_id=?", (doc_id,)).fetchone()[0]
 
     def _prepare(self, text: str, source: str | None, title: str | None,
-                 metadata: dict | None) -> Prepared:
+                 metadata: dict | None, limit_mb: float | None = None) -> Prepared:
         if not isinstance(text, str):
             raise InvalidInput("text must be a string")
+        limit = (limit_mb or self.settings.max_text_mb) * 1024 * 1024
+        if len(text) > limit:
+            raise InvalidInput(f"text is {len(text) / 1048576:.1f} MB, over the "
+                               f"{self.settings.max_text_mb:g} MB limit for one text; split it "
+                               "or raise SEAHORSE_MAX_TEXT_MB")
         body = clean(text).strip()
         if not body:
             raise InvalidInput("text is empty: nothing to index")
@@ -244,7 +257,7 @@ class Engine:
                 data = np.vstack([v[None, :], f]).astype(np.float32).tobytes()
                 self.store.cache_embedding(content_hash(text), self.embedder.name, data)
 
-    def _write(self, prep: Prepared, old: tuple | None) -> IndexResult:
+    def _write(self, prep: Prepared, old: tuple | None, after=None) -> IndexResult:
         assert prep.vectors is not None
         with self.store.atomic():
             if old is not None:
@@ -252,7 +265,7 @@ class Engine:
             doc_id = self.store.insert_document(prep.source, prep.title, prep.digest, prep.metadata)
             new_phrases: list[int] = []
             for k, passage in enumerate(prep.passages):
-                pid = self.store.add_passage(doc_id, k, passage)
+                pid = self.store.add_passage(doc_id, k, passage, prep.node_kind)
                 surfaces = {p.key: p.text for p in prep.phrases[k]}
                 ids, created = self.store.upsert_phrases(surfaces)
                 new_phrases += [ids[p.key] for p in prep.phrases[k]
@@ -263,6 +276,8 @@ class Engine:
                     (pid, n, text, [ids[key] for key in keys], prep.fact_vectors[k][n])
                     for n, (_i, text, keys) in enumerate(prep.facts[k]))
             self._link_synonyms(new_phrases)
+            if after is not None:
+                after(doc_id)  # extra rows of the same logical change (e.g. a memory's fields)
             self.store.bump_version()
         self._after_write()
         status = "updated" if old is not None else "added"
@@ -367,15 +382,122 @@ class Engine:
             self._index = RetrievalIndex(self.store, self.embedder.dim)
         return self._index
 
-    def search(self, query: str, top_k: int = 5) -> SearchResult:
+    def search(self, query: str, top_k: int = 5, session_id: str | None = None) -> SearchResult:
+        """Rank passages and memories for ``query``.
+
+        With ``session_id``, the phrases where earlier turns' walks settled seed this one too
+        (weighted), unless this query's walk does not reach them (``info["session"]["drift"]``).
+        """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty: ask a question")
         if len(query) > 10_000:
             raise InvalidInput("query is over 10,000 characters; shorten it")
-        if not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise InvalidInput("top_k must be an integer from 1 to 1000")
-        return search(self.retrieval_index(), self.store, self.embedder, self.extractor,
-                      self.settings, query.strip(), top_k, self.budget().node_budget)
+        index = self.retrieval_index()
+        context, turns = None, 0
+        if session_id is not None:
+            session_id = _check_name("session_id", session_id)
+            saved = self.store.session(session_id, time.time())
+            if saved is not None:
+                ids, turns = saved
+                context = {index.graph.index[i]: w for i, w in ids.items()
+                           if i in index.graph.index}
+        result = search(index, self.store, self.embedder, self.extractor, self.settings,
+                        query.strip(), top_k, self.budget().node_budget, context)
+        if session_id is not None:
+            result.info.setdefault("session", {"context_phrases": 0, "used": False,
+                                               "drift": False})
+            result.info["session"]["id"] = session_id
+            if not self.store.read_only:
+                self._remember_turn(session_id, result, context, turns)
+        return result
+
+    def _remember_turn(self, session_id: str, result: SearchResult,
+                       context: dict[int, float] | None, turns: int) -> None:
+        g = self.retrieval_index().graph
+        merged: dict[int, float] = {}
+        if context and result.info["session"].get("used"):
+            merged = {int(g.node_ids[j]): SESSION_DECAY * w for j, w in context.items()}
+        for j, w in result.walk_phrases.items():
+            nid = int(g.node_ids[j])
+            merged[nid] = max(merged.get(nid, 0.0), w)
+        top = dict(sorted(merged.items(), key=lambda kv: -kv[1])[:SESSION_PHRASES])
+        self.store.save_session(session_id, top, turns + 1, self.settings.session_ttl)
+
+    # ----- memories ---------------------------------------------------------------------
+    def upsert_memory(self, key: str, value: str, scope: str = "global", kind: str = "fact",
+                      trust: float = 1.0, strength: float = 1.0,
+                      provenance: str = "user_direct") -> dict:
+        """Store ``value`` under (scope, key) as a memory node linked into the graph.
+
+        A second upsert of the same key replaces the value and keeps the old one in history.
+        """
+        key, scope = _check_name("key", key), _check_name("scope", scope)
+        if kind not in MEMORY_KINDS:
+            raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}")
+        for name, v in (("trust", trust), ("strength", strength)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise InvalidInput(f"{name} must be a number from 0 to 1")
+        provenance = _check_name("provenance", provenance)
+        source = f"memory:{scope}:{key}"
+        prep = self._prepare(value, source, key, {"memory": True})
+        prep.node_kind = "memory"
+        old = self.store.memory(scope, key)
+        old_doc = self.store.document_by_source(source)
+        fields = (kind, float(trust), float(strength), provenance)
+        if old is not None and old_doc is not None and old_doc[3] == prep.digest \
+                and tuple(old[2:6]) == fields:
+            return {"id": self._memory_node(old_doc[0]), "key": key, "scope": scope,
+                    "status": "unchanged", "history": len(self.store.memory_history(scope, key))}
+        created = None
+        if old is not None:
+            created = self.store.db.execute(
+                "SELECT created_at FROM memories WHERE id=?", (old[0],)).fetchone()[0]
+        self._embed([prep])
+
+        def save(doc_id: int) -> None:
+            if old is not None:
+                self.store.add_memory_history(scope, key, old[6], *old[2:6])
+            self.store.save_memory(scope, key, doc_id, *fields, created_at=created)
+
+        res = self._write(prep, old_doc, after=save)
+        return {"id": self._memory_node(res.doc_id), "key": key, "scope": scope,
+                "status": "updated" if old is not None else "added",
+                "history": len(self.store.memory_history(scope, key))}
+
+    def _memory_node(self, doc_id: int) -> int:
+        return self.store.db.execute(
+            "SELECT id FROM nodes WHERE doc_id=? ORDER BY ordinal LIMIT 1", (doc_id,)).fetchone()[0]
+
+    def delete_memory(self, key: str, scope: str = "global") -> dict:
+        """Remove the memory's node, edges, vectors, facts and text-index rows."""
+        key, scope = _check_name("key", key), _check_name("scope", scope)
+        doc = self.store.document_by_source(f"memory:{scope}:{key}")
+        if doc is None:
+            return {"key": key, "scope": scope, "existed": False}
+        removed = self.delete(doc[0])
+        return {"key": key, "scope": scope, "existed": True, "passages": removed["passages"],
+                "phrases": removed["phrases"]}
+
+    def get(self, node_id: int) -> dict:
+        """The full record of a node: text, source, and for a memory its fields and history."""
+        if isinstance(node_id, bool) or not isinstance(node_id, int):
+            raise InvalidInput("id must be an integer (the `id` of a search hit)")
+        row = self.store.node_texts([node_id]).get(node_id)
+        if row is None:
+            raise NotFound(f"no node {node_id}; ids come from `search` hits")
+        kind, text, doc_id, ordinal = row
+        out: dict = {"id": node_id, "kind": kind, "text": text}
+        if doc_id is not None:
+            doc = self.store.document(doc_id)
+            out.update(doc_id=doc_id, source=doc[1], title=doc[2], ordinal=ordinal,
+                       passages=self._passage_count(doc_id))
+            mem = self.store.memory_by_doc(doc_id)
+            if mem is not None:
+                out["memory"] = mem
+                out["history"] = self.store.memory_history(mem["scope"], mem["key"])
+        return out
 
     def stats(self) -> dict:
         meta = self.store.meta()
@@ -417,6 +539,14 @@ class PhraseMatrix:
         self._ids[self._n:need] = ids
         self._mat[self._n:need] = vecs
         self._n = need
+
+
+def _check_name(what: str, value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{what} must be a non-empty string")
+    if len(value) > NAME_MAX:
+        raise InvalidInput(f"{what} is over {NAME_MAX} characters")
+    return value.strip()
 
 
 def _wants_vector(p: Phrase) -> bool:

@@ -22,6 +22,10 @@ from .storage import SQLiteStore
 from .text import fts_match, query_terms
 
 LEXICAL_CANDIDATES = 100
+RETRIEVABLE = ("passage", "memory")
+SESSION_WEIGHT = 0.5  # the context's teleport mass, relative to the query's own seeds
+DRIFT_RATIO = 0.5  # context mass under half its uniform share = the query left the topic
+CONTEXT_PHRASES = 8
 
 
 @dataclass
@@ -34,11 +38,15 @@ class Hit:
     title: str | None
     doc_id: int | None
     evidence: dict
+    memory: dict | None = None
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "kind": self.kind, "score": self.score, "source": self.source,
-                "title": self.title, "doc_id": self.doc_id, "text": self.text,
-                "evidence": self.evidence}
+        out = {"id": self.id, "kind": self.kind, "score": self.score, "source": self.source,
+               "title": self.title, "doc_id": self.doc_id, "text": self.text,
+               "evidence": self.evidence}
+        if self.memory is not None:
+            out["memory"] = self.memory
+        return out
 
 
 @dataclass
@@ -46,6 +54,8 @@ class SearchResult:
     query: str
     hits: list[Hit]
     info: dict = field(default_factory=dict)
+    # The phrases where the walk settled (graph index -> weight): the next turn's context.
+    walk_phrases: dict[int, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"query": self.query, "hits": [h.as_dict() for h in self.hits], **self.info}
@@ -69,8 +79,8 @@ class RetrievalIndex:
         rows = store.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
         self.phrase_by_key = {key: g.index[i] for i, key, _t in rows}
         self.label = {g.index[i]: text for i, _k, text in rows}
-        # Passages holding each phrase = its context-edge count.
-        is_passage = (g.kinds == "passage").astype(np.float64)
+        # Passages (and memories) holding each phrase = its context-edge count.
+        is_passage = np.isin(g.kinds, RETRIEVABLE).astype(np.float64)
         self.passage_count = np.asarray((g.adj > 0).astype(np.float64) @ is_passage).ravel()
 
 
@@ -106,7 +116,10 @@ def _seed_phrases(index: RetrievalIndex, q: np.ndarray, query: str, extractor: E
 
 
 def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extractor: Extractor,
-           settings: Settings, query: str, top_k: int, node_budget: int) -> SearchResult:
+           settings: Settings, query: str, top_k: int, node_budget: int,
+           context: dict[int, float] | None = None) -> SearchResult:
+    """Rank retrievable nodes for ``query``; ``context`` maps graph indices of an earlier
+    turn's phrases to weights, and is used only if this query's walk reaches them."""
     t0 = time.perf_counter()
     g = index.graph
     if index.passage_vecs.shape[0] == 0:
@@ -131,13 +144,21 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
     # More matched phrases = more relations to follow: walk further (bounded damping).
     damping = float(np.clip(settings.damping - 0.1 + 0.05 * min(len(phrase_seed), 4), 0.3, 0.7))
     ppr = g.personalized_pagerank(seeds, damping, node_budget)
-    t_walk = time.perf_counter()
     scores = np.zeros(g.n)
     scores[ppr.nodes] = ppr.scores
+    session: dict = {}
+    if context:
+        session = _apply_context(index, scores, seeds, phrase_seed, context)
+        if session["used"]:
+            ppr = g.personalized_pagerank(seeds, damping, node_budget)
+            scores = np.zeros(g.n)
+            scores[ppr.nodes] = ppr.scores
+    t_walk = time.perf_counter()
     passage_scores = scores[index.passage_idx]
     order = np.argsort(-passage_scores, kind="stable")[:top_k]
     chosen = index.passage_idx[order]
     texts = store.node_texts([int(g.node_ids[v]) for v in chosen])
+    memories = {}
     docs = {}
     hits: list[Hit] = []
     for rank, v in enumerate(chosen):
@@ -150,8 +171,11 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
         evidence["dense"] = round(float(dense[order[rank]]), 4)
         if int(v) in lexical:
             evidence["bm25"] = round(lexical[int(v)], 4)
+        if kind == "memory" and doc_id not in memories:
+            memories[doc_id] = store.memory_by_doc(doc_id)
         hits.append(Hit(node_id, kind, text, float(passage_scores[order[rank]]),
-                        doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence))
+                        doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence,
+                        memories.get(doc_id) if kind == "memory" else None))
     info = {
         "damping": round(damping, 3), "node_budget": node_budget,
         "walked_nodes": int(len(ppr.nodes)), "iterations": ppr.iterations,
@@ -161,7 +185,43 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
                        "walk": round((t_walk - t_embed) * 1e3, 2),
                        "total": round((time.perf_counter() - t0) * 1e3, 2)},
     }
-    return SearchResult(query, hits, info)
+    if session:
+        info["session"] = session
+    return SearchResult(query, hits, info, _walk_phrases(index, scores))
+
+
+def _apply_context(index: RetrievalIndex, scores: np.ndarray, seeds: np.ndarray,
+                   phrase_seed: dict[int, float], context: dict[int, float]) -> dict:
+    """Drift control: keep an earlier turn's phrases only if this query's walk reaches them.
+
+    "Reaches" = the walk (run without the context) puts at least DRIFT_RATIO times their
+    uniform share (|C| / n) of its mass on the context phrases. Then the context is seeded
+    and the walk runs again."""
+    ctx = {j: w for j, w in context.items() if 0 <= j < index.graph.n}
+    if not ctx:
+        return {"context_phrases": 0, "used": False, "drift": False}
+    mass = float(scores[list(ctx)].sum())
+    uniform = len(ctx) / index.graph.n
+    ratio = mass / uniform if uniform > 0 else 0.0
+    used = ratio >= DRIFT_RATIO
+    if used:
+        # The context carries SESSION_WEIGHT / (1 + SESSION_WEIGHT) of the teleport mass.
+        scale = SESSION_WEIGHT * float(seeds.sum()) / sum(ctx.values())
+        for j, w in ctx.items():
+            seeds[j] += scale * w
+    return {"context_phrases": len(ctx), "used": used, "drift": not used,
+            "reach": round(ratio, 3)}
+
+
+def _walk_phrases(index: RetrievalIndex, scores: np.ndarray) -> dict[int, float]:
+    g = index.graph
+    phrase = (g.kinds == "phrase") & (g.hub_self == 0)
+    cand = np.flatnonzero(phrase & (scores > 0))
+    if not len(cand):
+        return {}
+    top = cand[np.argsort(-scores[cand])[:CONTEXT_PHRASES]]
+    peak = float(scores[top[0]])
+    return {int(j): round(float(scores[j]) / peak, 4) for j in top}
 
 
 def _evidence(index: RetrievalIndex, scores: np.ndarray, v: int,

@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch, SeahorseError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 10.0
 
 
@@ -93,9 +93,50 @@ def _m0001_initial(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0002_memories_sessions(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE memories(
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            doc_id INTEGER NOT NULL UNIQUE REFERENCES documents(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            trust REAL NOT NULL,
+            strength REAL NOT NULL,
+            provenance TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            UNIQUE(scope, key)
+        );
+        CREATE TABLE memory_history(
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            trust REAL NOT NULL,
+            strength REAL NOT NULL,
+            provenance TEXT NOT NULL,
+            replaced_at REAL NOT NULL
+        );
+        CREATE INDEX memory_history_key ON memory_history(scope, key);
+        CREATE TABLE sessions(
+            id TEXT PRIMARY KEY,
+            context TEXT NOT NULL,
+            turns INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        """,
+    )
+
+
 # Ordered and append-only: a shipped migration is never edited.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
+    ("0002_memories_sessions", _m0002_memories_sessions),
 ]
 
 
@@ -306,10 +347,11 @@ class SQLiteStore:
         return {"passages": len(passage_ids), "phrases": phrases}
 
     # ----- nodes and edges --------------------------------------------------------------
-    def add_passage(self, doc_id: int, ordinal: int, text: str) -> int:
+    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
+        """A retrievable text node (``passage`` of a document, or a ``memory``)."""
         cur = self.db.execute(
-            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES ('passage', ?, ?, ?, ?)",
-            (f"{doc_id}:{ordinal}", text, doc_id, ordinal),
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES (?, ?, ?, ?, ?)",
+            (kind, f"{doc_id}:{ordinal}", text, doc_id, ordinal),
         )
         node_id = int(cur.lastrowid)
         self.db.execute("INSERT INTO passages_fts(rowid, text) VALUES (?, ?)", (node_id, text))
@@ -362,6 +404,63 @@ class SQLiteStore:
             "INSERT INTO facts(passage_id, ordinal, text, phrase_ids, vec) VALUES (?,?,?,?,?)",
             [(p, o, t, json.dumps(ph), _to_blob(v)) for p, o, t, ph, v in rows],
         )
+
+    # ----- memories and sessions --------------------------------------------------------
+    def memory(self, scope: str, key: str) -> tuple | None:
+        return self.db.execute(
+            "SELECT m.id, m.doc_id, m.kind, m.trust, m.strength, m.provenance, n.text"
+            " FROM memories m JOIN nodes n ON n.doc_id = m.doc_id"
+            " WHERE m.scope=? AND m.key=?", (scope, key)).fetchone()
+
+    def memory_by_doc(self, doc_id: int) -> dict | None:
+        row = self.db.execute(
+            "SELECT scope, key, kind, trust, strength, provenance, created_at, updated_at"
+            " FROM memories WHERE doc_id=?", (doc_id,)).fetchone()
+        if row is None:
+            return None
+        names = ("scope", "key", "kind", "trust", "strength", "provenance", "created_at",
+                 "updated_at")
+        return dict(zip(names, row))
+
+    def save_memory(self, scope: str, key: str, doc_id: int, kind: str, trust: float,
+                    strength: float, provenance: str, created_at: float | None) -> None:
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO memories(scope, key, doc_id, kind, trust, strength, provenance,"
+            " created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (scope, key, doc_id, kind, trust, strength, provenance, created_at or now, now))
+
+    def add_memory_history(self, scope: str, key: str, value: str, kind: str, trust: float,
+                           strength: float, provenance: str) -> None:
+        self.db.execute(
+            "INSERT INTO memory_history(scope, key, value, kind, trust, strength, provenance,"
+            " replaced_at) VALUES (?,?,?,?,?,?,?,?)",
+            (scope, key, value, kind, trust, strength, provenance, time.time()))
+
+    def memory_history(self, scope: str, key: str) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT value, kind, trust, strength, provenance, replaced_at FROM memory_history"
+            " WHERE scope=? AND key=? ORDER BY id DESC", (scope, key)).fetchall()
+        names = ("value", "kind", "trust", "strength", "provenance", "replaced_at")
+        return [dict(zip(names, r)) for r in rows]
+
+    def session(self, session_id: str, now: float) -> tuple[dict[int, float], int] | None:
+        row = self.db.execute(
+            "SELECT context, turns FROM sessions WHERE id=? AND expires_at > ?",
+            (session_id, now)).fetchone()
+        if row is None:
+            return None
+        return {int(k): float(v) for k, v in json.loads(row[0]).items()}, int(row[1])
+
+    def save_session(self, session_id: str, context: dict[int, float], turns: int,
+                     ttl: float) -> None:
+        now = time.time()
+        with self.atomic():
+            self.db.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
+            self.db.execute(
+                "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
+                (session_id, json.dumps({str(k): v for k, v in context.items()}), turns, now,
+                 now + ttl))
 
     # ----- embedding cache --------------------------------------------------------------
     def cached_embedding(self, content_hash: str, embedder: str) -> bytes | None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from seahorse.storage import SCHEMA_VERSION
+
 HIT_KEYS = {"id", "text", "score", "source", "evidence"}
 
 
@@ -148,7 +150,7 @@ def test_stats_json(cli) -> None:
     assert stats["documents"] == 1 and stats["nodes"]["passage"] == 1
     assert stats["nodes"]["phrase"] >= 3 and stats["edges"]["context"] >= 3
     assert stats["facts"] == 1
-    assert (stats["embedder"], stats["dim"], stats["schema_version"]) == ("hash-64", 64, 1)
+    assert (stats["embedder"], stats["dim"], stats["schema_version"]) == ("hash-64", 64, SCHEMA_VERSION)
     assert stats["read_only"] is False and stats["db_bytes"] > 0
     assert stats["budget"]["requested"] == "auto" and stats["budget"]["node_budget"] >= 500
     capped = cli.json("stats", env={"HIPPO_NODE_MAX": "123"})

@@ -11,6 +11,7 @@ import pytest
 
 from seahorse import Engine, Settings
 from seahorse.errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch
+from seahorse.storage import SCHEMA_VERSION
 
 
 def _q(engine: Engine, sql: str, *args) -> list[tuple]:
@@ -282,7 +283,7 @@ def test_meta_describes_the_artifact(engine: Engine) -> None:
     assert meta["embedder"] == "hash-64" and meta["dim"] == "64"
     assert meta["phrase_embedder"] == "hash-trigram-64" and meta["extractor"] == "rules-v1"
     stats = engine.stats()
-    assert stats["schema_version"] == 1 and stats["read_only"] is False
+    assert stats["schema_version"] == SCHEMA_VERSION and stats["read_only"] is False
     assert stats["budget"]["node_budget"] >= 500
 
 

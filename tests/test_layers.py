@@ -7,7 +7,7 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "seahorse"
 LAYER = {
-    "cli": 0,
+    "cli": 0, "server": 0,
     "engine": 1, "retrieval": 1,
     "graph": 2, "embed": 2, "extract": 2, "budget": 2,
     "storage": 3,
@@ -39,7 +39,8 @@ def test_imports_point_downward():
 
 def test_heavy_dependencies_live_in_one_module():
     homes = {"onnxruntime": {"embed"}, "tokenizers": {"embed"}, "wordllama": {"embed"},
-             "igraph": {"graph"}, "psutil": {"budget"}, "sqlite3": {"storage"}}
+             "igraph": {"graph"}, "psutil": {"budget"}, "sqlite3": {"storage"},
+             "mcp": {"server"}, "mcp_types": {"server"}}
     for path in PKG.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

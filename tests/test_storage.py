@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from seahorse.errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
-from seahorse.storage import SCHEMA_VERSION, SQLiteStore
+from seahorse.storage import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
 from seahorse.text import fts_match, query_terms
 
 
@@ -36,7 +36,7 @@ def test_migrates_an_empty_file(tmp_path: Path, existing: bool) -> None:
     s = SQLiteStore(path)
     try:
         names = [r[0] for r in s.db.execute("SELECT name FROM migrations ORDER BY name")]
-        assert names == ["0001_initial"]
+        assert names == [name for name, _fn in MIGRATIONS]
         assert s.meta()["schema_version"] == str(SCHEMA_VERSION)
         tables = {r[0] for r in s.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"documents", "nodes", "edges", "vectors", "facts", "embed_cache",

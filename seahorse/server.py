@@ -1,0 +1,143 @@
+"""The MCP memory server (stdio): thin tools over one Engine; mcp lives only here.
+
+stdout carries the protocol alone; logs go to stderr. The engine (and with it numpy, the
+graph and the models) loads on the first tool call, so the handshake stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+from typing import Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from . import __version__
+from .errors import SeahorseError
+
+log = logging.getLogger("seahorse")
+
+SNIPPET_CHARS = 400
+MemoryKind = Literal["fact", "preference", "event", "instruction", "note", "decision"]
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
+                          openWorldHint=False)
+
+INSTRUCTIONS = (
+    "Seahorse is a local long-term memory. Call `search` before answering questions about "
+    "the user's notes, projects or past decisions; call `upsert_memory` to remember a fact or "
+    "preference the user states; `get`/`expand` return the full text of a compact hit."
+)
+
+
+class _Runtime:
+    """One engine per server process, created on first use, used under one lock."""
+
+    def __init__(self, db: str | None) -> None:
+        self.db = db
+        self.lock = threading.Lock()
+        self._engine = None
+
+    def call(self, fn_name: str, *args, **kwargs) -> Any:
+        with self.lock:
+            try:
+                if self._engine is None:
+                    from .config import load_settings
+                    from .engine import Engine
+
+                    self._engine = Engine(load_settings(db_path=self.db))
+                return getattr(self._engine, fn_name)(*args, **kwargs)
+            except SeahorseError as exc:
+                raise ToolError(str(exc)) from None
+
+
+def _compact(hit: dict) -> dict:
+    text = hit["text"]
+    hit = dict(hit)
+    hit["truncated"] = len(text) > SNIPPET_CHARS
+    hit["text"] = text[:SNIPPET_CHARS] + ("…" if hit["truncated"] else "")
+    return hit
+
+
+def build_server(db: str | None = None) -> MCPServer:
+    rt = _Runtime(db)
+    server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
+                       log_level="WARNING")
+
+    @server.tool(annotations=WRITES)
+    def add_document(text: str, source: str | None = None,
+                     metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
+        return rt.call("index_text", text, source=source, metadata=metadata).as_dict()
+
+    @server.tool(annotations=READ_ONLY)
+    def search(query: str, session_id: str = "default", top_k: int = 5) -> dict[str, Any]:
+        """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each."""
+        res = rt.call("search", query, top_k=top_k, session_id=session_id).as_dict()
+        res["hits"] = [_compact(h) for h in res["hits"]]
+        return res
+
+    @server.tool(annotations=WRITES)
+    def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind = "fact",
+                      trust: float = 1.0, strength: float = 1.0,
+                      provenance: str = "user_direct") -> dict[str, Any]:
+        """Remember a value under a key (a second call with the same key replaces it and keeps history); returns the memory's node id and status."""
+        return rt.call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
+                       strength=strength, provenance=provenance)
+
+    @server.tool(annotations=DELETES)
+    def delete_memory(key: str, scope: str = "global") -> dict[str, Any]:
+        """Forget the memory stored under a key; returns whether it existed."""
+        return rt.call("delete_memory", key, scope=scope)
+
+    @server.tool(annotations=DELETES)
+    def delete_document(id: int | str) -> dict[str, Any]:
+        """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
+        return rt.call("delete", id)
+
+    @server.tool(annotations=READ_ONLY)
+    def get(id: int) -> dict[str, Any]:
+        """Return the full record of a hit by its id: whole text, source, and a memory's fields and history."""
+        return rt.call("get", id)
+
+    @server.tool(annotations=READ_ONLY)
+    def expand(id: int) -> dict[str, Any]:
+        """Return the full text of a compact search hit by its id (use when a hit says truncated)."""
+        return rt.call("get", id)
+
+    @server.resource("graph://stats", mime_type="application/json")
+    def graph_stats() -> str:
+        """Node and edge counts by kind, profile, node budget, embedder and database size."""
+        try:
+            return json.dumps(rt.call("stats"))
+        except ToolError as exc:
+            from mcp.server.mcpserver.exceptions import ResourceError
+
+            raise ResourceError(str(exc)) from None
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `seahorse-server` and `seahorse run`: serve MCP over stdio."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="seahorse-server", description=__doc__.splitlines()[0])
+    ap.add_argument("--db", default=None, help="SQLite file (default $SEAHORSE_DB)")
+    args = ap.parse_args(argv)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="seahorse-server: %(message)s")
+    build_server(args.db).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
