@@ -394,28 +394,41 @@ class Engine:
             raise InvalidInput("query is over 10,000 characters; shorten it")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise InvalidInput("top_k must be an integer from 1 to 1000")
-        index = self.retrieval_index()
-        context, turns = None, 0
         if session_id is not None:
             session_id = _check_name("session_id", session_id)
-            saved = self.store.session(session_id, time.time())
-            if saved is not None:
-                ids, turns = saved
-                context = {index.graph.index[i]: w for i, w in ids.items()
-                           if i in index.graph.index}
-        result = search(index, self.store, self.embedder, self.extractor, self.settings,
-                        query.strip(), top_k, self.budget().node_budget, context)
+        # One read snapshot: another process's commit must not land between the tables the
+        # index is loaded from, nor between the index and the rows the hits are read from.
+        db = self.store.db
+        snapshot = not db.in_transaction
+        if snapshot:
+            db.execute("BEGIN")
+        try:
+            index = self.retrieval_index()
+            context, turns = None, 0
+            if session_id is not None:
+                saved = self.store.session(session_id, time.time())
+                if saved is not None:
+                    ids, turns = saved
+                    context = {index.graph.index[i]: w for i, w in ids.items()
+                               if i in index.graph.index}
+            result = search(index, self.store, self.embedder, self.extractor, self.settings,
+                            query.strip(), top_k, self.budget().node_budget, context)
+        finally:
+            if snapshot:
+                db.execute("COMMIT")
         if session_id is not None:
             result.info.setdefault("session", {"context_phrases": 0, "used": False,
                                                "drift": False})
             result.info["session"]["id"] = session_id
             if not self.store.read_only:
-                self._remember_turn(session_id, result, context, turns)
+                self._remember_turn(session_id, result, context, turns, index)
         return result
 
     def _remember_turn(self, session_id: str, result: SearchResult,
-                       context: dict[int, float] | None, turns: int) -> None:
-        g = self.retrieval_index().graph
+                       context: dict[int, float] | None, turns: int,
+                       index: RetrievalIndex) -> None:
+        # The index this turn searched: its graph indices are the ones in result and context.
+        g = index.graph
         merged: dict[int, float] = {}
         if context and result.info["session"].get("used"):
             merged = {int(g.node_ids[j]): SESSION_DECAY * w for j, w in context.items()}
@@ -450,15 +463,18 @@ class Engine:
                 and tuple(old[2:6]) == fields:
             return {"id": self._memory_node(old_doc[0]), "key": key, "scope": scope,
                     "status": "unchanged", "history": len(self.store.memory_history(scope, key))}
-        created = None
+        created = old_value = None
         if old is not None:
             created = self.store.db.execute(
                 "SELECT created_at FROM memories WHERE id=?", (old[0],)).fetchone()[0]
+            # A long value is chunked into several nodes; history keeps all of them, in order.
+            old_value = "\n\n".join(r[0] for r in self.store.db.execute(
+                "SELECT text FROM nodes WHERE doc_id=? ORDER BY ordinal", (old[1],)))
         self._embed([prep])
 
         def save(doc_id: int) -> None:
             if old is not None:
-                self.store.add_memory_history(scope, key, old[6], *old[2:6])
+                self.store.add_memory_history(scope, key, old_value, *old[2:6])
             self.store.save_memory(scope, key, doc_id, *fields, created_at=created)
 
         res = self._write(prep, old_doc, after=save)
@@ -479,6 +495,15 @@ class Engine:
         removed = self.delete(doc[0])
         return {"key": key, "scope": scope, "existed": True, "passages": removed["passages"],
                 "phrases": removed["phrases"]}
+
+    def expand(self, node_id: int) -> dict:
+        """:meth:`get`, plus the whole text of the hit's document (every passage, in order)."""
+        out = self.get(node_id)
+        if out.get("doc_id") is not None:
+            rows = self.store.db.execute(
+                "SELECT text FROM nodes WHERE doc_id=? ORDER BY ordinal", (out["doc_id"],))
+            out["document_text"] = "\n\n".join(r[0] for r in rows)
+        return out
 
     def get(self, node_id: int) -> dict:
         """The full record of a node: text, source, and for a memory its fields and history."""

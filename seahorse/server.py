@@ -28,6 +28,9 @@ READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHin
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
                           openWorldHint=False)
+# A second delete_document of the same id is an error ("no document"), so not idempotent.
+DELETE_ONCE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False,
+                              openWorldHint=False)
 
 INSTRUCTIONS = (
     "Seahorse is a local long-term memory. Call `search` before answering questions about "
@@ -96,7 +99,7 @@ def build_server(db: str | None = None) -> MCPServer:
         """Forget the memory stored under a key; returns whether it existed."""
         return rt.call("delete_memory", key, scope=scope)
 
-    @server.tool(annotations=DELETES)
+    @server.tool(annotations=DELETE_ONCE)
     def delete_document(id: int | str) -> dict[str, Any]:
         """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
         return rt.call("delete", id)
@@ -108,8 +111,8 @@ def build_server(db: str | None = None) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def expand(id: int) -> dict[str, Any]:
-        """Return the full text of a compact search hit by its id (use when a hit says truncated)."""
-        return rt.call("get", id)
+        """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
+        return rt.call("expand", id)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:

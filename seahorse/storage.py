@@ -41,7 +41,7 @@ def _m0001_initial(db: sqlite3.Connection) -> None:
         """
         CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE documents(
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             source TEXT NOT NULL UNIQUE,
             title TEXT,
             content_hash TEXT NOT NULL,
@@ -50,7 +50,7 @@ def _m0001_initial(db: sqlite3.Connection) -> None:
             updated_at REAL NOT NULL
         );
         CREATE TABLE nodes(
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             kind TEXT NOT NULL,
             key TEXT NOT NULL,
             text TEXT NOT NULL,

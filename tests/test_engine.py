@@ -333,3 +333,19 @@ def test_duplicate_source_in_one_batch_is_refused(engine: Engine) -> None:
     with pytest.raises(InvalidInput, match="twice"):
         engine.index_many([("one text", "s", None, None), ("other text", "s", None, None)])
     assert engine.store.counts()["documents"] == 0
+
+
+def test_ids_are_never_reused_and_expand_returns_the_whole_document(engine: Engine) -> None:
+    long_text = "\n\n".join(f"Paragraph {i} is about the Falcon project and its zram swap. " * 8
+                            for i in range(4))
+    res = engine.index_text(long_text, source="long")
+    assert res.passages > 1
+    first = engine.search("Falcon project zram", top_k=1).hits[0]
+    full = engine.expand(first.id)
+    assert full["document_text"].replace("\n\n", "") == long_text.replace("\n\n", "")
+    engine.delete("long")
+    again = engine.index_text(long_text, source="long")
+    new_ids = [r[0] for r in _q(engine, "SELECT id FROM nodes WHERE doc_id=?", again.doc_id)]
+    assert first.id not in new_ids and again.doc_id != res.doc_id
+    with pytest.raises(NotFound):
+        engine.get(first.id)

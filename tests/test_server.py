@@ -1,0 +1,423 @@
+"""The MCP server as a real stdio subprocess, driven by the SDK's client.
+
+Every session below spawns `python -m seahorse.server` (or the `seahorse-server` script) on a
+real SQLite file in tmp_path, checks that its stderr holds no traceback and that no line of
+its stdout failed to parse as JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+TOOLS = {"add_document", "search", "upsert_memory", "delete_memory", "delete_document", "get",
+         "expand"}
+READ_ONLY_TOOLS = {"search", "get", "expand"}
+
+BABBAGE = (
+    "Charles Babbage designed the Analytical Engine, a mechanical general-purpose computer. "
+    "The design had an arithmetic logic unit, control flow in the form of conditional "
+    "branching and loops, and integrated memory. Babbage worked on the machine from 1834 "
+    "until his death in 1871, refining the mill and the store again and again. Punched cards, "
+    "borrowed from the Jacquard loom, were to carry both the programs and the data. The "
+    "engine was never finished in his lifetime, but a trial piece of the mill survives in the "
+    "Science Museum in London."
+)
+BREAD = "Sourdough bread rises with a starter of wild yeast and lactic bacteria."
+EDITOR_V1 = "The user prefers the Helix editor with a dark colour theme."
+EDITOR_V2 = "The user switched to the Emacs editor with a light colour theme."
+
+
+def _env(db: Path, embedder: str | None = "hash") -> dict[str, str]:
+    env = {"SEAHORSE_DB": str(db), "OPENBLAS_NUM_THREADS": "1"}
+    if embedder is not None:
+        env["SEAHORSE_EMBEDDER"] = embedder
+    return env
+
+
+class Server:
+    """One live server process: the client session plus what its stderr and stdout showed."""
+
+    def __init__(self, session: ClientSession, errlog: Path, faults: list[Exception]) -> None:
+        self.session = session
+        self.errlog = errlog
+        self.faults = faults  # transport-level faults: stdout lines that were not JSON-RPC
+
+    async def ok(self, tool: str, args: dict[str, Any]) -> dict:
+        res = await self.session.call_tool(tool, args)
+        assert not res.is_error, f"{tool}({args}) failed: {res.content[0].text}"
+        assert isinstance(res.structured_content, dict), res
+        return res.structured_content
+
+    async def error(self, tool: str, args: dict[str, Any]) -> str:
+        res = await self.session.call_tool(tool, args)
+        assert res.is_error, f"{tool} accepted bad arguments: {res.structured_content}"
+        text = res.content[0].text
+        assert text and "Traceback" not in text, text
+        return text
+
+    async def stats(self) -> dict:
+        res = await self.session.read_resource("graph://stats")
+        return json.loads(res.contents[0].text)
+
+
+@asynccontextmanager
+async def serve(db: Path, embedder: str | None = "hash",
+                command: list[str] | None = None) -> AsyncIterator[Server]:
+    command = command or [sys.executable, "-m", "seahorse.server"]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=_env(db, embedder),
+                                   cwd=str(db.parent))
+    errlog = db.parent / f"server-{time.monotonic_ns()}.stderr"
+    faults: list[Exception] = []
+
+    async def on_message(message) -> None:
+        if isinstance(message, Exception):
+            faults.append(message)
+
+    with errlog.open("w") as err:
+        async with stdio_client(params, errlog=err) as (r, w), \
+                ClientSession(r, w, message_handler=on_message) as session:
+            await session.initialize()
+            yield Server(session, errlog, faults)
+    stderr = errlog.read_text()
+    assert "Traceback" not in stderr, stderr
+    assert not faults, faults
+
+
+# ----- 1. the tool surface and one call of each --------------------------------------------
+def test_tools_resource_and_one_call_of_each(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            tools = {t.name: t for t in (await srv.session.list_tools()).tools}
+            assert set(tools) == TOOLS and len(tools) == len(TOOLS)
+            for name, tool in tools.items():
+                assert tool.description and tool.description.strip(), name
+                assert tool.annotations is not None, name
+                assert tool.annotations.read_only_hint is (name in READ_ONLY_TOOLS), name
+            assert tools["delete_document"].annotations.destructive_hint is True
+            assert tools["delete_memory"].annotations.destructive_hint is True
+
+            doc = await srv.ok("add_document", {"text": BABBAGE, "source": "doc:babbage",
+                                                "metadata": {"topic": "history"}})
+            assert doc == {"doc_id": doc["doc_id"], "source": "doc:babbage", "status": "added",
+                           "passages": 1}
+            assert isinstance(doc["doc_id"], int)
+            bread = await srv.ok("add_document", {"text": BREAD})
+            assert bread["status"] == "added" and bread["source"].startswith("text:")
+            again = await srv.ok("add_document", {"text": BABBAGE, "source": "doc:babbage"})
+            assert again["status"] == "unchanged" and again["doc_id"] == doc["doc_id"]
+
+            mem = await srv.ok("upsert_memory", {"key": "editor", "value": EDITOR_V1,
+                                                 "kind": "preference", "trust": 0.9})
+            assert mem["status"] == "added" and mem["key"] == "editor"
+            assert mem["scope"] == "global" and mem["history"] == 0
+            assert isinstance(mem["id"], int)
+
+            out = await srv.ok("search", {"query": "Who designed the Analytical Engine?",
+                                          "top_k": 3, "session_id": "t1"})
+            hits = out["hits"]
+            assert out["query"] == "Who designed the Analytical Engine?"
+            assert 1 <= len(hits) <= 3
+            for h in hits:
+                assert isinstance(h["id"], int) and isinstance(h["score"], float)
+                assert h["kind"] in ("passage", "memory") and isinstance(h["source"], str)
+                assert isinstance(h["evidence"]["phrases"], list)
+            assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+            top = hits[0]
+            assert top["source"] == "doc:babbage" and top["kind"] == "passage"
+            assert top["doc_id"] == doc["doc_id"]
+            # Compact hit: the long passage is cut to a snippet and says so.
+            assert top["truncated"] is True and top["text"].endswith("…")
+            assert len(top["text"]) < len(BABBAGE) and BABBAGE.startswith(top["text"][:-1])
+            assert out["session"]["id"] == "t1"
+
+            full = await srv.ok("expand", {"id": top["id"]})
+            assert full["text"] == BABBAGE and full["kind"] == "passage"
+            assert full["source"] == "doc:babbage" and full["doc_id"] == doc["doc_id"]
+            got = await srv.ok("get", {"id": top["id"]})
+            assert got["text"] == BABBAGE and got["passages"] == 1 and "memory" not in got
+
+            out = await srv.ok("search", {"query": "Which editor does the user prefer?"})
+            mem_hits = [h for h in out["hits"] if h["kind"] == "memory"]
+            assert mem_hits and mem_hits[0]["id"] == mem["id"], out["hits"]
+            assert mem_hits[0]["text"] == EDITOR_V1 and mem_hits[0]["truncated"] is False
+            assert mem_hits[0]["memory"]["key"] == "editor"
+            assert mem_hits[0]["memory"]["kind"] == "preference"
+            got = await srv.ok("get", {"id": mem["id"]})
+            assert got["kind"] == "memory" and got["text"] == EDITOR_V1
+            assert got["memory"]["trust"] == 0.9 and got["history"] == []
+
+            stats = await srv.stats()
+            assert stats["documents"] == 3
+            assert stats["nodes"]["passage"] == 2 and stats["nodes"]["memory"] == 1
+            assert stats["nodes"]["phrase"] > 0 and stats["edges"]["context"] > 0
+            assert stats["embedder"].startswith("hash") and stats["read_only"] is False
+
+            gone = await srv.ok("delete_memory", {"key": "editor"})
+            assert gone["existed"] is True and gone["passages"] == 1
+            removed = await srv.ok("delete_document", {"id": bread["source"]})
+            assert removed["deleted"] is True and removed["doc_id"] == bread["doc_id"]
+            removed = await srv.ok("delete_document", {"id": doc["doc_id"]})
+            assert removed["source"] == "doc:babbage" and removed["passages"] == 1
+
+            stats = await srv.stats()
+            assert stats["documents"] == 0
+            assert stats["nodes"].get("passage", 0) == 0 and stats["nodes"].get("memory", 0) == 0
+            assert stats["nodes"].get("phrase", 0) == 0
+            out = await srv.ok("search", {"query": "Analytical Engine"})
+            assert out["hits"] == []
+
+    asyncio.run(main())
+
+
+# ----- 2. fast handshake, clean stdout -----------------------------------------------------
+def test_handshake_is_fast_and_stdout_carries_only_protocol(tmp_path: Path) -> None:
+    async def handshake() -> float:
+        t = time.perf_counter()
+        async with serve(tmp_path / "kg.db") as srv:
+            elapsed = time.perf_counter() - t
+            assert srv.session.server_info is not None
+            assert srv.session.server_info.name == "seahorse"
+            assert "search" in (srv.session.instructions or "")
+        return elapsed
+
+    # Lazy models: nothing but the protocol is imported before the first tool call.
+    elapsed = asyncio.run(handshake())
+    assert elapsed < 3.0, f"handshake took {elapsed:.2f} s"
+    assert not (tmp_path / "kg.db").exists(), "the handshake opened the database"
+
+    script = Path(sys.executable).with_name("seahorse-server")
+    exe = str(script) if script.exists() else shutil.which("seahorse-server")
+    assert exe, "the seahorse-server script is not installed"
+
+    async def raw() -> tuple[list[str], str]:
+        """Speak JSON-RPC over raw pipes: every stdout line must be a protocol message."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAHORSE_", "HIPPO_"))}
+        proc = await asyncio.create_subprocess_exec(
+            exe, env={**env, **_env(tmp_path / "raw.db")}, cwd=str(tmp_path),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        lines: list[str] = []
+
+        async def send(msg: dict) -> None:
+            proc.stdin.write((json.dumps(msg) + "\n").encode())
+            await proc.stdin.drain()
+
+        async def reply(rid: int) -> dict:
+            while True:
+                line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+                assert line, "server closed stdout early"
+                lines.append(line)
+                msg = json.loads(line)
+                if msg.get("id") == rid:
+                    return msg
+
+        try:
+            await send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}})
+            assert "result" in await reply(1)
+            await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            # The first tool call loads the engine: nothing it prints may reach stdout.
+            for rid, args in ((2, {"text": BREAD}), (3, {"text": ""})):
+                await send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                            "params": {"name": "add_document", "arguments": args}})
+                msg = await reply(rid)
+                assert msg["result"]["isError"] is (rid == 3), msg
+            await send({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                        "params": {"name": "search", "arguments": {"query": "sourdough"}}})
+            assert (await reply(4))["result"]["structuredContent"]["hits"]
+            proc.stdin.close()
+            rest, err = await asyncio.wait_for(proc.communicate(), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        lines += rest.decode().splitlines(keepends=True)
+        return lines, err.decode()
+
+    lines, stderr = asyncio.run(raw())
+    assert "Traceback" not in stderr, stderr
+    for line in lines:
+        assert line.endswith("\n")
+        assert json.loads(line)["jsonrpc"] == "2.0", line
+
+
+# ----- 3. memories across processes, on the real default embedder -------------------------
+def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path) -> None:
+    db = tmp_path / "kg.db"
+    query = "Which text editor does the user prefer?"
+
+    def memory_hits(out: dict) -> list[dict]:
+        return [h for h in out["hits"] if h["kind"] == "memory"]
+
+    async def first() -> int:
+        async with serve(db, embedder=None) as srv:
+            await srv.ok("add_document", {"text": BREAD, "source": "doc:bread"})
+            await srv.ok("add_document", {"text": BABBAGE, "source": "doc:babbage"})
+            mem = await srv.ok("upsert_memory", {"key": "editor", "value": EDITOR_V1,
+                                                 "kind": "preference"})
+            assert mem["status"] == "added"
+            return mem["id"]
+
+    async def second(old_id: int) -> int:
+        async with serve(db, embedder=None) as srv:
+            assert (await srv.stats())["embedder"] == "all-MiniLM-L6-v2-int8"
+            hits = memory_hits(await srv.ok("search", {"query": query}))
+            assert hits and hits[0]["id"] == old_id and hits[0]["text"] == EDITOR_V1, hits
+            assert hits[0]["memory"]["key"] == "editor"
+            mem = await srv.ok("upsert_memory", {"key": "editor", "value": EDITOR_V2,
+                                                 "kind": "preference"})
+            assert mem["status"] == "updated" and mem["history"] == 1
+            out = await srv.ok("search", {"query": query, "top_k": 10})
+            assert all("Helix" not in h["text"] for h in out["hits"]), out["hits"]
+            hits = memory_hits(out)
+            assert [h["text"] for h in hits] == [EDITOR_V2]
+            assert hits[0]["id"] == mem["id"]
+            got = await srv.ok("get", {"id": mem["id"]})
+            assert got["text"] == EDITOR_V2
+            assert [h["value"] for h in got["history"]] == [EDITOR_V1]
+            assert got["history"][0]["kind"] == "preference"
+            if old_id != mem["id"]:
+                await srv.error("get", {"id": old_id})  # the replaced node is gone
+            return mem["id"]
+
+    async def third(mem_id: int) -> None:
+        async with serve(db, embedder=None) as srv:
+            out = await srv.ok("delete_memory", {"key": "editor"})
+            assert out["existed"] is True and out["key"] == "editor"
+            out = await srv.ok("search", {"query": query, "top_k": 10})
+            assert out["hits"] and not memory_hits(out), out["hits"]
+            assert all("editor" not in h["text"] for h in out["hits"])
+            assert "no node" in await srv.error("get", {"id": mem_id})
+            again = await srv.ok("delete_memory", {"key": "editor"})
+            assert again["existed"] is False
+            stats = await srv.stats()
+            assert stats["documents"] == 2 and stats["nodes"].get("memory", 0) == 0
+
+    async def main() -> None:
+        old_id = await first()
+        mem_id = await second(old_id)
+        await third(mem_id)
+
+    asyncio.run(main())
+
+
+def test_history_keeps_the_whole_of_a_long_replaced_value(tmp_path: Path) -> None:
+    """A value longer than one passage is stored as several nodes; history keeps them all."""
+    long_value = " ".join(f"Step {i}: the deploy script runs check number {i} before it ships."
+                          for i in range(50))
+    assert len(long_value) > 2000
+
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            await srv.ok("upsert_memory", {"key": "deploy", "value": long_value})
+            stats = await srv.stats()
+            assert stats["nodes"]["memory"] > 1  # really chunked
+            mem = await srv.ok("upsert_memory", {"key": "deploy", "value": "Deploy on Fridays."})
+            assert mem["status"] == "updated" and mem["history"] == 1
+            got = await srv.ok("get", {"id": mem["id"]})
+            assert got["text"] == "Deploy on Fridays."
+            old = got["history"][0]["value"]
+            assert old.split() == long_value.split(), old[-200:]
+
+    asyncio.run(main())
+
+
+# ----- 4. bad arguments are tool errors; the server keeps serving --------------------------
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    huge = "a" * (10 * 1024 * 1024 + 1)
+    cases = [
+        ("search", {"query": "sourdough", "top_k": "many"}, "top_k"),
+        ("upsert_memory", {"key": 123, "value": "v"}, "key"),
+        ("search", {"query": ""}, "query"),
+        ("search", {"query": "   "}, "query"),
+        ("search", {"query": "sourdough", "top_k": 0}, "top_k"),
+        ("search", {"query": "sourdough", "top_k": 10**6}, "top_k"),
+        ("get", {"id": 987654}, "987654"),
+        ("expand", {"id": 987654}, "987654"),
+        ("delete_document", {"id": 987654}, "987654"),
+        ("delete_document", {"id": "doc:nowhere"}, "doc:nowhere"),
+        ("add_document", {"text": huge}, "MB"),
+        ("upsert_memory", {"key": "k", "value": "v", "trust": 5}, "trust"),
+        ("upsert_memory", {"key": "k", "value": "v", "kind": "bogus"}, "kind"),
+    ]
+
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            await srv.ok("add_document", {"text": BREAD, "source": "doc:bread"})
+            before = await srv.stats()
+            for tool, args, needle in cases:
+                text = await srv.error(tool, args)
+                assert needle in text, (tool, needle, text[:300])
+                assert len(text) < 2000, text[:300]  # a message, not an echo of the input
+            out = await srv.ok("search", {"query": "How does sourdough rise?"})
+            assert out["hits"][0]["source"] == "doc:bread"
+            after = await srv.stats()
+            for key in ("documents", "nodes", "edges", "facts"):
+                assert after[key] == before[key], key
+
+    asyncio.run(main())
+
+
+# ----- 5. searches keep answering while CLI processes write the same file ------------------
+def test_searches_while_cli_processes_index_the_same_database(tmp_path: Path) -> None:
+    db = tmp_path / "kg.db"
+    writers = 6
+    notes = ["Zebras graze on the savanna in striped herds.",
+             "Quartz crystals oscillate at a precise frequency inside watches.",
+             "A violin has four strings tuned in perfect fifths.",
+             "The glacier carved a deep valley over many millennia.",
+             "Saffron is harvested by hand from the stigmas of crocus flowers.",
+             "Tungsten has the highest melting point of all metals."]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAHORSE_", "HIPPO_"))}
+    env.update(_env(db))
+
+    async def index(n: int) -> tuple[int, bytes, bytes]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "seahorse.cli", "index", "--json", "--source", f"cli:{n}",
+            "--text", notes[n],
+            env=env, cwd=str(tmp_path), stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        return proc.returncode, out, err
+
+    async def main() -> None:
+        async with serve(db) as srv:
+            await srv.ok("add_document", {"text": BREAD, "source": "doc:bread"})
+            tasks = [asyncio.create_task(index(n)) for n in range(writers)]
+            done = 0
+            try:
+                # Search until every writer has exited (and at least 20 times): the writers'
+                # commits land between these searches, each of which also saves its session.
+                while done < 20 or not all(t.done() for t in tasks):
+                    out = await srv.ok("search", {"query": notes[done % writers],
+                                                  "session_id": f"s{done % 3}"})
+                    assert out["hits"]
+                    done += 1
+            finally:
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+            for code, out, err in results:
+                assert code == 0, err.decode()
+                assert b"database is locked" not in err and b"Traceback" not in err, err
+                assert json.loads(out)["status"] == "added"
+            stats = await srv.stats()
+            assert stats["documents"] == 1 + writers
+            assert stats["nodes"]["passage"] == 1 + writers
+            for n in range(writers):
+                out = await srv.ok("search", {"query": notes[n], "top_k": 1})
+                assert out["hits"][0]["source"] == f"cli:{n}", out["hits"]
+        assert "database is locked" not in "".join(
+            p.read_text() for p in tmp_path.glob("server-*.stderr"))
+
+    asyncio.run(main())
