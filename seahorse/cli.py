@@ -27,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors follow the module's rule too: one line on stderr, exit code 2."""
 
     def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"seahorse: error: {self.prog}: {message}; see `{self.prog} --help`\n")
+        where = self.prog.removeprefix("seahorse").strip()
+        prefix = f"{where}: " if where else ""
+        self.exit(2, f"seahorse: error: {prefix}{message}; see `{self.prog} --help`\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     what = ix.add_mutually_exclusive_group(required=True)
     what.add_argument("--text", help="a text to index")
     what.add_argument("--file", help="a .txt/.md/.rst file to index")
-    what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .rst)")
+    what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, .text)")
     ix.add_argument("--source", help="name of the source for --text (default text:<hash>)")
     ix.add_argument("--title", help="title for --text or --file")
 
@@ -68,21 +70,29 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _engine(args: argparse.Namespace):
+def _engine(args: argparse.Namespace, *, create: bool = False):
     from .config import load_settings
     from .engine import Engine
+    from .errors import NotFound
 
-    return Engine(load_settings(db_path=args.db))
+    settings = load_settings(db_path=args.db)
+    if not create and not settings.db_path.exists():
+        # A typo in --db must not silently answer from a new, empty database.
+        raise NotFound(f"database {settings.db_path} does not exist; index something first "
+                       "(`seahorse index ...`) or check --db / SEAHORSE_DB")
+    return Engine(settings)
 
 
 def _progress(n: int, total: int, path: str) -> None:
-    if sys.stderr.isatty() or n == total or n % 50 == 0:
+    if sys.stderr.isatty():
         print(f"\r[{n}/{total}] {path[-60:]:<60}", end="" if n < total else "\n",
               file=sys.stderr, flush=True)
+    elif n == total or n % 100 == 0:
+        print(f"[{n}/{total}] files", file=sys.stderr, flush=True)
 
 
 def cmd_index(args: argparse.Namespace) -> Any:
-    with _engine(args) as eng:
+    with _engine(args, create=True) as eng:
         if args.text is not None:
             return eng.index_text(args.text, source=args.source, title=args.title).as_dict()
         if args.file is not None:
@@ -120,7 +130,8 @@ def _human(command: str, out: Any) -> str:
         if not out["hits"]:
             lines.append("no results" + (f" ({out['reason']})" if out.get("reason") else ""))
         for rank, h in enumerate(out["hits"], 1):
-            lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  (passage {h['id']})")
+            lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  "
+                         f"(document {h['doc_id']}, {h['kind']} {h['id']})")
             lines.append("   " + h["text"].replace("\n", " ")[:300])
             why = [f"{e['phrase']!r}" + (" (seed)" if e["seed"] else
                    f" (via {e['via']['phrase']!r})" if "via" in e else "")
@@ -131,7 +142,9 @@ def _human(command: str, out: Any) -> str:
     if command == "index" and "documents" in out:
         n = len(out["documents"])
         parts = [f"{out.get(k, 0)} {k}" for k in ("added", "updated", "unchanged")]
-        text = f"indexed {n} files: " + ", ".join(parts)
+        text = f"indexed {n} file{'s' if n != 1 else ''}: " + ", ".join(parts)
+        if n == 0:
+            text += " (looked for .txt, .md, .markdown, .rst, .text)"
         if out["skipped"]:
             text += f"; skipped {len(out['skipped'])}:\n" + "\n".join(
                 f"  {s['path']}: {s['reason']}" for s in out["skipped"])
@@ -144,13 +157,22 @@ def _human(command: str, out: Any) -> str:
         return "\n".join([
             f"database   {out['db']} ({out['db_bytes'] / 1048576:.1f} MB)",
             f"documents  {out['documents']}",
-            "nodes      " + ", ".join(f"{k} {v}" for k, v in sorted(out["nodes"].items())),
-            "edges      " + ", ".join(f"{k} {v}" for k, v in sorted(out["edges"].items())),
+            "nodes      " + (", ".join(f"{k} {v}" for k, v in sorted(out["nodes"].items()))
+                             or "0"),
+            "edges      " + (", ".join(f"{k} {v}" for k, v in sorted(out["edges"].items()))
+                             or "0"),
             f"embedder   {out['embedder']} ({out['dim']}-d); phrases {out['phrase_embedder']}",
             f"profile    {b['profile']} (requested {b['requested']}), "
             f"node budget {b['node_budget']}",
         ])
-    return json.dumps(out, indent=2)
+    if command == "delete":
+        return (f"deleted document {out['doc_id']} ({out['source']}): {out['passages']} "
+                f"passage(s), {out['phrases']} phrase(s) only it held")
+    if command == "optimize-graph":
+        return (f"synonym edges at cosine >= {out['threshold']}: {out['synonym_edges_removed']} "
+                f"removed, {out['synonym_edges_added']} added; "
+                f"{out['orphan_phrases_removed']} orphan phrase(s) removed")
+    return json.dumps(out, indent=2, ensure_ascii=False)
 
 
 def cmd_run(args: argparse.Namespace) -> Any:

@@ -5,6 +5,7 @@ Nothing here is read at import time; call :func:`load_settings`.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -84,6 +85,9 @@ def _validate(s: Settings) -> None:
         raise ConfigError("HIPPO_NODE_MAX must be at least 10")
     if not 0.0 < s.memory_alpha <= 1.0:
         raise ConfigError("HIPPO_MEMORY_ALPHA must be in (0, 1]")
+    if not all(math.isfinite(x) for x in (s.session_ttl, s.max_file_mb, s.max_text_mb,
+                                           s.memory_alpha)):
+        raise ConfigError("numeric settings must be finite numbers (not nan or inf)")
     if s.session_ttl <= 0:
         raise ConfigError("SEAHORSE_SESSION_TTL must be positive (seconds)")
     if s.max_file_mb <= 0 or s.max_text_mb <= 0:

@@ -15,7 +15,7 @@ from . import __version__
 from .budget import Budget, compute_budget
 from .config import Settings, load_settings
 from .embed import Embedder, make_embedders
-from .errors import InvalidInput, NotFound, SchemaMismatch
+from .errors import InvalidInput, NotFound, SchemaMismatch, SeahorseError
 from .extract import Extractor, Phrase, default_extractor
 from .retrieval import RetrievalIndex, SearchResult, search
 from .storage import SQLiteStore
@@ -83,6 +83,7 @@ class Engine:
         self._index: RetrievalIndex | None = None
         self._phrase_cache: PhraseMatrix | None = None
         self._budget: Budget | None = None
+        self._budget_at = 0.0
 
     # ----- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
@@ -118,6 +119,8 @@ class Engine:
     def index_file(self, path: str | Path, *, title: str | None = None) -> IndexResult:
         p = Path(path)
         text = read_text_file(p, self.settings.max_file_mb)
+        if not clean(text).strip():
+            raise InvalidInput(f"{p} is empty: nothing to index")
         return self.index_many([(text, str(p.resolve()), title, None)],
                                limit_mb=self.settings.max_file_mb)[0]
 
@@ -133,6 +136,12 @@ class Engine:
         for p in sorted(root.rglob("*")):
             if not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES:
                 continue
+            try:
+                str(p).encode("utf-8")
+            except UnicodeEncodeError:
+                skipped.append({"path": str(p).encode("utf-8", "replace").decode(),
+                                "reason": "file name is not valid UTF-8"})
+                continue
             real = p.resolve()
             if root_real not in real.parents:
                 skipped.append({"path": str(p), "reason": "symlink leaves the directory"})
@@ -145,13 +154,17 @@ class Engine:
             try:
                 results.append(self.index_file(p))
             except (InvalidInput, NotFound) as exc:
-                skipped.append({"path": str(p), "reason": str(exc)})
+                reason = str(exc).removeprefix(f"{p} ").removeprefix(f"{p}: ")
+                skipped.append({"path": str(p), "reason": reason})
         return results, skipped
 
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                    batch_size: int = 64, limit_mb: float | None = None) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction."""
-        sources = [src for _t, src, _ti, _m in items if src is not None]
+        sources = [_check_text("source", src) for _t, src, _ti, _m in items if src is not None]
+        if any(src.startswith("memory:") for src in sources):
+            raise InvalidInput("sources starting with 'memory:' belong to memories; "
+                               "use upsert_memory, or choose another source")
         if len(sources) != len(set(sources)):
             dup = next(x for x in sources if sources.count(x) > 1)
             raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once")
@@ -183,8 +196,7 @@ class Engine:
 
     def _prepare(self, text: str, source: str | None, title: str | None,
                  metadata: dict | None, limit_mb: float | None = None) -> Prepared:
-        if not isinstance(text, str):
-            raise InvalidInput("text must be a string")
+        text = _check_text("text", text)
         limit = (limit_mb or self.settings.max_text_mb) * 1024 * 1024
         if len(text) > limit:
             raise InvalidInput(f"text is {len(text) / 1048576:.1f} MB, over the "
@@ -260,9 +272,18 @@ class Engine:
     def _write(self, prep: Prepared, old: tuple | None, after=None) -> IndexResult:
         assert prep.vectors is not None
         with self.store.atomic():
-            if old is not None:
-                self.store.delete_document(old[0])
-            doc_id = self.store.insert_document(prep.source, prep.title, prep.digest, prep.metadata)
+            # Read again under the write lock: another writer may have committed this source
+            # since the caller looked.
+            old = self.store.document_by_source(prep.source)
+            if old is not None and old[3] == prep.digest and after is None:
+                return IndexResult(old[0], prep.source, "unchanged", self._passage_count(old[0]))
+            if old is not None:  # update in place: the document keeps its id
+                self.store.delete_document(old[0], keep_row=True)
+                doc_id = old[0]
+                self.store.update_document(doc_id, prep.title, prep.digest, prep.metadata)
+            else:
+                doc_id = self.store.insert_document(prep.source, prep.title, prep.digest,
+                                                    prep.metadata)
             new_phrases: list[int] = []
             for k, passage in enumerate(prep.passages):
                 pid = self.store.add_passage(doc_id, k, passage, prep.node_kind)
@@ -357,10 +378,11 @@ class Engine:
         """Delete a document by id or source, with every node and edge only it contributed."""
         doc = None
         if isinstance(ref, str):
+            ref = _check_text("document reference", ref)
             doc = self.store.document_by_source(ref)
             if doc is None and os.path.exists(ref):
                 doc = self.store.document_by_source(str(Path(ref).resolve()))
-        if doc is None and (isinstance(ref, int) or str(ref).isdigit()):
+        if doc is None and (isinstance(ref, int) or (str(ref).isascii() and str(ref).isdigit())):
             doc = self.store.document(int(ref))
         if doc is None:
             raise NotFound(f"no document {ref!r}; `seahorse stats --json` lists counts, "
@@ -372,9 +394,12 @@ class Engine:
 
     # ----- search -----------------------------------------------------------------------
     def budget(self) -> Budget:
-        if self._budget is None:
+        """The node budget from the memory free now (re-read at most once a second)."""
+        now = time.monotonic()
+        if self._budget is None or now - self._budget_at > 1.0:
             s = self.settings
             self._budget = compute_budget(s.profile, s.memory_alpha, s.node_max)
+            self._budget_at = now
         return self._budget
 
     def retrieval_index(self) -> RetrievalIndex:
@@ -420,8 +445,13 @@ class Engine:
             result.info.setdefault("session", {"context_phrases": 0, "used": False,
                                                "drift": False})
             result.info["session"]["id"] = session_id
+            result.info["session"]["saved"] = False
             if not self.store.read_only:
-                self._remember_turn(session_id, result, context, turns, index)
+                try:
+                    self._remember_turn(session_id, result, context, turns, index)
+                    result.info["session"]["saved"] = True
+                except SeahorseError as exc:  # a busy writer must not cost the user the hits
+                    log.warning("session %s not saved: %s", session_id, exc)
         return result
 
     def _remember_turn(self, session_id: str, result: SearchResult,
@@ -493,6 +523,9 @@ class Engine:
         if doc is None:
             return {"key": key, "scope": scope, "existed": False}
         removed = self.delete(doc[0])
+        with self.store.atomic():
+            self.store.db.execute("DELETE FROM memory_history WHERE scope=? AND key=?",
+                                  (scope, key))
         return {"key": key, "scope": scope, "existed": True, "passages": removed["passages"],
                 "phrases": removed["phrases"]}
 
@@ -509,6 +542,16 @@ class Engine:
         """The full record of a node: text, source, and for a memory its fields and history."""
         if isinstance(node_id, bool) or not isinstance(node_id, int):
             raise InvalidInput("id must be an integer (the `id` of a search hit)")
+        db = self.store.db
+        if db.in_transaction:
+            return self._get(node_id)
+        db.execute("BEGIN")  # one read snapshot against concurrent writers
+        try:
+            return self._get(node_id)
+        finally:
+            db.execute("COMMIT")
+
+    def _get(self, node_id: int) -> dict:
         row = self.store.node_texts([node_id]).get(node_id)
         if row is None:
             raise NotFound(f"no node {node_id}; ids come from `search` hits")
@@ -566,12 +609,23 @@ class PhraseMatrix:
         self._n = need
 
 
+def _check_text(what: str, value) -> str:
+    """A string SQLite can store: UTF-8 encodable (no lone surrogates from odd file names)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not valid Unicode (undecodable bytes in a name?)") from None
+    return value
+
+
 def _check_name(what: str, value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{what} must be a non-empty string")
     if len(value) > NAME_MAX:
         raise InvalidInput(f"{what} is over {NAME_MAX} characters")
-    return value.strip()
+    return _check_text(what, value).strip()
 
 
 def _wants_vector(p: Phrase) -> bool:

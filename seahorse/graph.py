@@ -87,6 +87,7 @@ class GraphCache:
     degree: np.ndarray
     hub_self: np.ndarray
     index: dict[int, int] = field(default_factory=dict)
+    strength: np.ndarray | None = None  # weighted degree per vertex
     _t: tuple[sp.csr_matrix, np.ndarray] | None = None
 
     @classmethod
@@ -111,7 +112,8 @@ class GraphCache:
             adj = sp.csr_matrix((n, n))
         degree = np.diff(adj.indptr).astype(np.float64)
         hub_self = hub_self_loops(degree, kinds == "phrase")
-        return cls(version, node_ids, kinds, doc_ids, g, adj, degree, hub_self, index)
+        strength = np.asarray(adj.sum(axis=1)).ravel()
+        return cls(version, node_ids, kinds, doc_ids, g, adj, degree, hub_self, index, strength)
 
     @property
     def n(self) -> int:
@@ -130,7 +132,7 @@ class GraphCache:
         """
         if self.n <= budget:
             return np.arange(self.n)
-        out = np.asarray(self.adj.sum(axis=1)).ravel()
+        out = self.strength
         best = {int(i): float(seeds[i]) for i in np.flatnonzero(seeds)}
         # (priority, 0 for a seed / 1 otherwise, vertex): on equal priority a seed goes first.
         heap = [(-w, 0, i) for i, w in best.items()]

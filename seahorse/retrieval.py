@@ -230,7 +230,7 @@ def _evidence(index: RetrievalIndex, scores: np.ndarray, v: int,
     adj = index.graph.adj
     lo, hi = adj.indptr[v], adj.indptr[v + 1]
     neigh, weights = adj.indices[lo:hi], adj.data[lo:hi]
-    out = np.asarray(adj.sum(axis=1)).ravel()
+    out = index.graph.strength
     flow = scores[neigh] * weights / np.maximum(out[neigh], 1e-12)
     total = float(flow.sum()) or 1.0
     items = []

@@ -336,15 +336,26 @@ class SQLiteStore:
         )
         return int(cur.lastrowid)
 
-    def delete_document(self, doc_id: int) -> dict[str, int]:
-        """Remove a document and everything only it contributed. Call inside atomic()."""
+    def delete_document(self, doc_id: int, *, keep_row: bool = False) -> dict[str, int]:
+        """Remove a document and everything only it contributed. Call inside atomic().
+
+        With ``keep_row`` the documents row (and so its id) stays, for an update in place."""
         passage_ids = [r[0] for r in self.db.execute(
             "SELECT id FROM nodes WHERE doc_id=?", (doc_id,))]
         self.db.executemany("DELETE FROM passages_fts WHERE rowid=?", [(i,) for i in passage_ids])
-        self.db.execute("DELETE FROM documents WHERE id=?", (doc_id,))
+        if keep_row:
+            self.db.execute("DELETE FROM nodes WHERE doc_id=?", (doc_id,))
+        else:
+            self.db.execute("DELETE FROM documents WHERE id=?", (doc_id,))
         phrases = self.delete_orphan_phrases()
         self.bump_version()
         return {"passages": len(passage_ids), "phrases": phrases}
+
+    def update_document(self, doc_id: int, title: str | None, content_hash: str,
+                        metadata: dict | None) -> None:
+        self.db.execute(
+            "UPDATE documents SET title=?, content_hash=?, metadata=?, updated_at=? WHERE id=?",
+            (title, content_hash, json.dumps(metadata) if metadata else None, time.time(), doc_id))
 
     # ----- nodes and edges --------------------------------------------------------------
     def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
@@ -425,6 +436,7 @@ class SQLiteStore:
     def save_memory(self, scope: str, key: str, doc_id: int, kind: str, trust: float,
                     strength: float, provenance: str, created_at: float | None) -> None:
         now = time.time()
+        self.db.execute("DELETE FROM memories WHERE scope=? AND key=?", (scope, key))
         self.db.execute(
             "INSERT INTO memories(scope, key, doc_id, kind, trust, strength, provenance,"
             " created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",

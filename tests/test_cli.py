@@ -82,7 +82,18 @@ def test_index_text_and_search_top_k(cli, pi_sentences) -> None:
     assert again["status"] == "unchanged" and again["doc_id"] == added[0]["doc_id"]
 
 
+def test_commands_refuse_a_database_that_does_not_exist(cli) -> None:
+    for args in (("search", "anything"), ("stats",), ("delete", "1"),
+                 ("optimize-graph", "--threshold", "0.9")):
+        proc = cli.run(*args)
+        assert proc.returncode != 0 and proc.stderr.startswith("seahorse: error: database ")
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert not cli.db.exists(), "a read command must not create the database"
+
+
 def test_search_on_an_empty_database(cli) -> None:
+    doc = cli.json("index", "--text", "temporary note")
+    cli.json("delete", str(doc["doc_id"]))
     out = cli.json("search", "anything")
     assert out["hits"] == [] and out["reason"] == "empty_index"
     human = cli.run("search", "anything")
@@ -143,6 +154,7 @@ def test_index_dir_skips_a_bad_file_and_keeps_the_good_ones(cli, tmp_path: Path)
 
 
 def test_stats_json(cli) -> None:
+    cli.json("delete", str(cli.json("index", "--text", "temporary note")["doc_id"]))
     empty = cli.json("stats")
     assert empty["documents"] == 0 and empty["db"] == str(cli.db)
     cli.json("index", "--text", "Raspberry Pi 5 users often enable zram.")
@@ -340,5 +352,6 @@ def test_version_and_help(cli) -> None:
     assert v.returncode == 0 and v.stdout.strip() == "seahorse 0.1.0"
     h = cli.run("index", "--help")
     assert h.returncode == 0 and "--dir" in h.stdout and h.stderr == ""
+    cli.json("index", "--text", "one note")
     out = json.loads(cli.run("stats", "--json").stdout)
-    assert out["documents"] == 0
+    assert out["documents"] == 1

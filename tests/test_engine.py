@@ -349,3 +349,26 @@ def test_ids_are_never_reused_and_expand_returns_the_whole_document(engine: Engi
     assert first.id not in new_ids and again.doc_id != res.doc_id
     with pytest.raises(NotFound):
         engine.get(first.id)
+
+
+def test_review_regressions(engine: Engine, tmp_path: Path) -> None:
+    from seahorse import ConfigError, load_settings
+
+    engine.upsert_memory("editor", "The user prefers vim.")
+    with pytest.raises(InvalidInput, match="memory:"):
+        engine.index_text("x", source="memory:global:editor")
+    assert engine.get(engine.upsert_memory("editor", "The user prefers vim.")["id"])["memory"]
+    with pytest.raises(NotFound):
+        engine.delete("\u00b2")  # a superscript digit is not a document id
+    with pytest.raises(InvalidInput, match="Unicode"):
+        engine.index_text("hello", source="bad\udcff")
+    with pytest.raises(ConfigError, match="finite"):
+        load_settings(env={"SEAHORSE_SESSION_TTL": "nan"})
+    f = tmp_path / "n.md"
+    f.write_text("Bees dance to share where the flowers are.")
+    first = engine.index_file(f)
+    f.write_text("Bees waggle to share where the flowers are.")
+    second = engine.index_file(f)
+    assert second.status == "updated" and second.doc_id == first.doc_id  # stable id
+    assert engine.delete_memory("editor")["existed"]
+    assert engine.store.memory_history("global", "editor") == []

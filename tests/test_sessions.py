@@ -48,7 +48,7 @@ def test_follow_up_query_is_helped_by_session_context(minilm: Engine) -> None:
     first = minilm.search(FIRST, session_id="s1")
     assert "Babbage designed" in first.hits[0].text
     assert first.info["session"] == {"context_phrases": 0, "used": False, "drift": False,
-                                     "id": "s1"}
+                                     "id": "s1", "saved": True}
     assert "Analytical Engine" in _context_texts(minilm, "s1")
 
     follow = minilm.search(FOLLOW_UP, session_id="s1")
