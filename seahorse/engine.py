@@ -84,6 +84,7 @@ class Engine:
         self._phrase_cache: PhraseMatrix | None = None
         self._budget: Budget | None = None
         self._budget_at = 0.0
+        self._indexing_many = False  # index_dir keeps the phrase matrix across its files
 
     # ----- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
@@ -148,15 +149,23 @@ class Engine:
                 continue
             files.append(p)
         results = []
-        for n, p in enumerate(files, 1):
-            if progress:
-                progress(n, len(files), str(p))
-            try:
-                results.append(self.index_file(p))
-            except (InvalidInput, NotFound) as exc:
-                reason = str(exc).removeprefix(f"{p} ").removeprefix(f"{p}: ")
-                skipped.append({"path": str(p), "reason": reason})
+        self._indexing_many = True
+        try:
+            for n, p in enumerate(files, 1):
+                if progress:
+                    progress(n, len(files), str(p))
+                self._index_dir_file(p, results, skipped)
+        finally:
+            self._indexing_many = False
+            self._phrase_cache = None
         return results, skipped
+
+    def _index_dir_file(self, p: Path, results: list, skipped: list) -> None:
+        try:
+            results.append(self.index_file(p))
+        except (InvalidInput, NotFound) as exc:
+            reason = str(exc).removeprefix(f"{p} ").removeprefix(f"{p}: ")
+            skipped.append({"path": str(p), "reason": reason})
 
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                    batch_size: int = 64, limit_mb: float | None = None) -> list[IndexResult]:
@@ -187,7 +196,8 @@ class Engine:
                 if res is None:
                     prep, old = next(it)
                     results[k] = self._write(prep, old)
-        self._phrase_cache = None  # 30 MB at 30k phrases: only worth keeping while indexing
+        if not self._indexing_many:
+            self._phrase_cache = None  # 30 MB at 30k phrases: only worth keeping while indexing
         return results
 
     def _passage_count(self, doc_id: int) -> int:
