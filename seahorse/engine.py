@@ -179,15 +179,16 @@ class Engine:
             raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once")
         results: list[IndexResult] = []
         for start in range(0, len(items), batch_size):
-            batch = [self._prepare(*item, limit_mb=limit_mb)
+            batch = [self._normalise(*item, limit_mb=limit_mb)
                      for item in items[start:start + batch_size]]
             todo = []
             for prep in batch:
                 old = self.store.document_by_source(prep.source)
-                if old is not None and old[3] == prep.digest:
+                if old is not None and old[3] == prep.digest:  # unchanged: no chunking either
                     results.append(IndexResult(old[0], prep.source, "unchanged",
                                                self._passage_count(old[0])))
                 else:
+                    self._analyse(prep)
                     todo.append((prep, old))
                     results.append(None)  # type: ignore[arg-type]
             self._embed([p for p, _ in todo])
@@ -206,6 +207,11 @@ class Engine:
 
     def _prepare(self, text: str, source: str | None, title: str | None,
                  metadata: dict | None, limit_mb: float | None = None) -> Prepared:
+        return self._analyse(self._normalise(text, source, title, metadata, limit_mb))
+
+    def _normalise(self, text: str, source: str | None, title: str | None,
+                   metadata: dict | None, limit_mb: float | None = None) -> Prepared:
+        """Validate and clean; the content digest decides whether anything else is needed."""
         text = _check_text("text", text)
         limit = (limit_mb or self.settings.max_text_mb) * 1024 * 1024
         if len(text) > limit:
@@ -218,7 +224,11 @@ class Engine:
         title = clean(title).strip() or None if title else None
         digest = content_hash((title or "") + "\x00" + body)
         source = source or f"text:{digest[:16]}"
-        prep = Prepared(source, title, body, digest, metadata)
+        return Prepared(source, title, body, digest, metadata)
+
+    def _analyse(self, prep: Prepared) -> Prepared:
+        """Chunk into passages and extract each sentence's phrases (the facts)."""
+        body, title = prep.text, prep.title
         title_phrases = self.extractor.extract(title) if title else []
         for passage in chunk(body, self.settings.chunk_chars):
             sentences = split_sentences(passage)
