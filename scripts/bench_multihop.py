@@ -16,6 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -161,6 +162,7 @@ def main() -> None:
                 print(f"sweep {key}={raw:<8} dev R@2 {m['R@2']:.3f} R@5 {m['R@5']:.3f} "
                       f"all@5 {m['all@5']:.2f}")
             run.engine.settings = base
+            run.engine.close()
             continue
         print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}")
         for method in ("bm25", "dense", "seahorse"):
@@ -178,6 +180,8 @@ def main() -> None:
         print(f"graph {stats['nodes']} {stats['edges']} facts {stats['facts']}")
         report["datasets"][name] = ds
         run.engine.close()
+        del run  # release this corpus's engine and models before the next corpus loads
+        gc.collect()
     report["peak_rss_mb"] = round(benchlib.peak_rss_mb(), 1)
     print(f"\npeak RSS {report['peak_rss_mb']} MB")
     if args.json:
