@@ -409,6 +409,7 @@ class Engine:
                            "`seahorse search` shows sources")
         with self.store.atomic():
             removed = self.store.delete_document(doc[0])
+            self.store.bump_version()
         self._after_write()
         return {"doc_id": doc[0], "source": doc[1], "deleted": True, **removed}
 

@@ -71,7 +71,6 @@ class RetrievalIndex:
         ids, mat = store.load_vectors("dense", dim)
         self.passage_idx = np.array([g.index[int(i)] for i in ids], dtype=np.int64)
         self.passage_vecs = mat
-        self.passage_row = {int(v): r for r, v in enumerate(self.passage_idx)}
         fact_passages, fact_phrases, self.fact_vecs = store.load_facts(dim)
         self.fact_passage_idx = np.array([g.index[int(i)] for i in fact_passages], dtype=np.int64)
         self.fact_phrase_idx = [np.array([g.index[i] for i in ph if i in g.index], dtype=np.int64)

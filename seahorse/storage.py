@@ -337,7 +337,8 @@ class SQLiteStore:
         return int(cur.lastrowid)
 
     def delete_document(self, doc_id: int, *, keep_row: bool = False) -> dict[str, int]:
-        """Remove a document and everything only it contributed. Call inside atomic().
+        """Remove a document and everything only it contributed. Call inside atomic(); the
+        caller bumps graph_version once for its whole change.
 
         With ``keep_row`` the documents row (and so its id) stays, for an update in place."""
         passage_ids = [r[0] for r in self.db.execute(
@@ -348,7 +349,6 @@ class SQLiteStore:
         else:
             self.db.execute("DELETE FROM documents WHERE id=?", (doc_id,))
         phrases = self.delete_orphan_phrases()
-        self.bump_version()
         return {"passages": len(passage_ids), "phrases": phrases}
 
     def update_document(self, doc_id: int, title: str | None, content_hash: str,

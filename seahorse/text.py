@@ -23,7 +23,6 @@ STOPWORDS = frozenset(
 _SENT_END = re.compile(r"(?<=[.!?])([\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|No|Inc|Ltd|Co|U\.S)\.|\b[A-Z]\.)$")
 _WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*", re.UNICODE)
-_SPACE = re.compile(r"\s+")
 
 
 def content_hash(text: str) -> str:
