@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -17,9 +17,12 @@ from .config import Settings, load_settings
 from .embed import Embedder, make_embedders
 from .errors import InvalidInput, NotFound, SchemaMismatch, SeahorseError
 from .extract import Extractor, Phrase, default_extractor
-from .retrieval import RetrievalIndex, SearchResult, search
+from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .storage import SQLiteStore
-from .text import chunk, clean, content_hash, split_sentences
+from .text import chunk, clean, content_hash, query_terms, split_sentences
+
+if TYPE_CHECKING:
+    from .codeindex import CodeIndex, CodeQueries
 
 log = logging.getLogger("seahorse")
 
@@ -85,6 +88,7 @@ class Engine:
         self._budget: Budget | None = None
         self._budget_at = 0.0
         self._indexing_many = False  # index_dir keeps the phrase matrix across its files
+        self._code = None
 
     # ----- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
@@ -428,11 +432,16 @@ class Engine:
             self._index = RetrievalIndex(self.store, self.embedder.dim)
         return self._index
 
-    def search(self, query: str, top_k: int = 5, session_id: str | None = None) -> SearchResult:
-        """Rank passages and memories for ``query``.
+    def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
+               repo: str | Path | None = None, kinds: Sequence[str] | None = None,
+               refuse: bool | None = None) -> SearchResult:
+        """Rank passages, memories and code symbols for ``query``.
 
         With ``session_id``, the phrases where earlier turns' walks settled seed this one too
         (weighted), unless this query's walk does not reach them (``info["session"]["drift"]``).
+        With ``repo``, hits come from that repository only; ``kinds`` picks node kinds
+        (``commit`` for history). ``refuse`` (default: on for repository searches) returns no
+        hits and ``info["refusal"]`` when the query's distinctive words are absent or scattered.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty: ask a question")
@@ -457,8 +466,19 @@ class Engine:
                     ids, turns = saved
                     context = {index.graph.index[i]: w for i, w in ids.items()
                                if i in index.graph.index}
+            doc_filter = None
+            if repo is not None:
+                repo_id = self.code.repo_row(repo)[0]
+                doc_filter = np.array(self.code_queries.repo_docs(repo_id), dtype=np.int64)
+            want = tuple(kinds) if kinds else RETRIEVABLE
+            bad = [k for k in want if k not in RETRIEVABLE + ("commit",)]
+            if bad:
+                raise InvalidInput(f"unknown kind {bad[0]!r}; kinds are {', '.join(RETRIEVABLE + ('commit',))}")
             result = search(index, self.store, self.embedder, self.extractor, self.settings,
-                            query.strip(), top_k, self.budget().node_budget, context)
+                            query.strip(), top_k, self.budget().node_budget, context, want, doc_filter,
+                            code=repo is not None)
+            self._finish_code_hits(result, query, doc_filter,
+                                   refuse if refuse is not None else repo is not None)
         finally:
             if snapshot:
                 db.execute("COMMIT")
@@ -587,6 +607,105 @@ class Engine:
                 out["memory"] = mem
                 out["history"] = self.store.memory_history(mem["scope"], mem["key"])
         return out
+
+    # ----- code ---------------------------------------------------------------------------
+    @property
+    def code(self) -> "CodeIndex":
+        if self._code is None:
+            from .codeindex import CodeIndex
+
+            self._code = CodeIndex(self)
+        return self._code
+
+    @property
+    def code_queries(self) -> "CodeQueries":
+        from .codeindex import CodeQueries
+
+        return CodeQueries(self.store)
+
+    def index_repo(self, root: str | Path, *, worktree: bool = False, history: bool = True,
+                   max_commits: int = 1000, exclude: Sequence[str] = (),
+                   progress: Callable[[int, int, str], None] | None = None) -> dict:
+        """Index a checkout: code symbols, docs and git history, parsing only new blobs."""
+        if isinstance(max_commits, bool) or not isinstance(max_commits, int) or max_commits < 0:
+            raise InvalidInput("max_commits must be a non-negative integer")
+        return self.code.index_repo(root, worktree=worktree, history=history, max_commits=max_commits,
+                                    exclude=tuple(exclude), progress=progress)
+
+    def _finish_code_hits(self, result: SearchResult, query: str, doc_filter, refuse: bool) -> None:
+        q = self.code_queries
+        fields = q.code_fields([h.id for h in result.hits])
+        for h in result.hits:
+            if h.id in fields:
+                h.code = fields[h.id]
+        if not refuse or not result.hits:
+            return
+        from .code import split_identifier
+
+        terms = query_terms(" ".join(split_identifier(query)) + " " + query)
+        terms = list(dict.fromkeys(t for t in terms if "_" not in t and "." not in t))
+        docs = None if doc_filter is None else [int(d) for d in doc_filter]
+        why = q.refusal(terms, [h.id for h in result.hits], docs)
+        if why is not None:
+            result.info["refusal"] = why
+            result.info["refused_hits"] = len(result.hits)
+            result.hits = []
+
+    def _symbol_id(self, name: str, repo: str | Path | None) -> tuple[dict, int | None]:
+        repo_id = self.code.repo_row(repo)[0] if repo is not None else None
+        if repo_id is None and self.store.db.execute("SELECT count(*) FROM repos").fetchone()[0] == 0:
+            raise NotFound("no repository is indexed; run `seahorse index --repo PATH` first")
+        return self.code_queries.one(name, repo_id), repo_id
+
+    def find_symbol(self, name: str, repo: str | Path | None = None, limit: int = 20) -> list[dict]:
+        repo_id = self.code.repo_row(repo)[0] if repo is not None else None
+        return self.code_queries.find(_check_text("name", name), repo_id, limit)
+
+    def symbol(self, name: str, repo: str | Path | None = None) -> dict:
+        """A declaration with its signature, span, doc, body, callers and callees."""
+        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        q = self.code_queries
+        others = [s for s in q.find(name, None if repo is None else self.code.repo_row(repo)[0])
+                  if s["id"] != sym["id"]]
+        return {**sym, "body": q.body(sym["id"]), "callers": q.linked(sym["id"], "calls", True),
+                "callees": q.linked(sym["id"], "calls", False),
+                "bases": q.linked(sym["id"], "inherits", False),
+                "subclasses": q.linked(sym["id"], "inherits", True),
+                "members": q.linked(sym["id"], "contains", False),
+                "also_named": [{"id": s["id"], "path": s["path"], "symbol": s["symbol"],
+                                "start_line": s["start_line"]} for s in others]}
+
+    def callers(self, name: str, repo: str | Path | None = None) -> dict:
+        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        return {"symbol": sym, "callers": self.code_queries.linked(sym["id"], "calls", True)}
+
+    def references(self, name: str, repo: str | Path | None = None) -> dict:
+        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        return {"symbol": sym, "references": self.code_queries.references(sym["id"])}
+
+    def symbol_history(self, name: str, repo: str | Path | None = None, limit: int = 20) -> dict:
+        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit)}
+
+    def recent_changes(self, since: str | None = None, repo: str | Path | None = None,
+                       limit: int = 20) -> dict:
+        """Commits after ``since`` (a revision: HEAD~20, a sha, a tag), newest first, each
+        with the symbols it touched. Without ``since``: the latest ``limit`` commits."""
+        from .repo import Repo
+
+        row = self.code.repo_row(repo)
+        repo_id, root = row[0], row[1]
+        if not row[3]:
+            raise InvalidInput(f"{root} is not a git repository: it has no history")
+        if since is not None:
+            r = Repo(root)
+            base = r.resolve(since)
+            shas = r._git("rev-list", f"--max-count={limit}", f"{base}..HEAD").decode().split()
+        else:
+            shas = [r[0] for r in self.store.db.execute(
+                "SELECT sha FROM commits WHERE repo_id=? ORDER BY date DESC, node_id DESC LIMIT ?",
+                (repo_id, limit))]
+        return {"repo": root, "since": since, "commits": self.code_queries.changes(repo_id, shas)}
 
     def stats(self) -> dict:
         meta = self.store.meta()

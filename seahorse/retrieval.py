@@ -9,6 +9,7 @@ Seeds (all computed from caches built at index time, nothing recomputed per quer
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -22,10 +23,15 @@ from .storage import SQLiteStore
 from .text import fts_match, query_terms
 
 LEXICAL_CANDIDATES = 100
-RETRIEVABLE = ("passage", "memory")
+RETRIEVABLE = ("passage", "memory", "symbol")
 SESSION_WEIGHT = 0.5  # the context's teleport mass, relative to the query's own seeds
 DRIFT_RATIO = 0.5  # context mass under half its uniform share = the query left the topic
 CONTEXT_PHRASES = 8
+# Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``
+SECONDARY_PATH = re.compile(r"(^|/)(tests?|examples?|testing|spec)/|(^|/)test_[^/]*$|_test\.[a-z]+$"
+                            r"|\.(test|spec)\.[a-z]+$")
+SECONDARY_WEIGHT = 0.5
+TEST_WORDS = frozenset({"test", "tests", "testing", "example", "examples", "fixture", "fixtures"})
 
 
 @dataclass
@@ -39,11 +45,14 @@ class Hit:
     doc_id: int | None
     evidence: dict
     memory: dict | None = None
+    code: dict | None = None  # path, symbol, start_line, end_line, ... for repository hits
 
     def as_dict(self) -> dict:
         out = {"id": self.id, "kind": self.kind, "score": self.score, "source": self.source,
                "title": self.title, "doc_id": self.doc_id, "text": self.text,
                "evidence": self.evidence}
+        if self.code is not None:
+            out.update(self.code)
         if self.memory is not None:
             out["memory"] = self.memory
         return out
@@ -75,12 +84,40 @@ class RetrievalIndex:
         self.fact_passage_idx = np.array([g.index[int(i)] for i in fact_passages], dtype=np.int64)
         self.fact_phrase_idx = [np.array([g.index[i] for i in ph if i in g.index], dtype=np.int64)
                                 for ph in fact_phrases]
+        # Code: tests and examples rank behind the code they exercise (unless asked for), and
+        # the walk is read as lift over the graph's own PageRank (hubs score by structure).
+        secondary = [g.index[i] for i, path in store.db.execute("SELECT node_id, path FROM symbols")
+                     if i in g.index and SECONDARY_PATH.search(path)]
+        self.secondary = np.zeros(g.n, dtype=bool)
+        self.secondary[secondary] = True
+        self._global_pr: np.ndarray | None = None
         rows = store.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
         self.phrase_by_key = {key: g.index[i] for i, key, _t in rows}
         self.label = {g.index[i]: text for i, _k, text in rows}
         # Passages (and memories) holding each phrase = its context-edge count.
         is_passage = np.isin(g.kinds, RETRIEVABLE).astype(np.float64)
         self.passage_count = np.asarray((g.adj > 0).astype(np.float64) @ is_passage).ravel()
+
+
+    def global_pagerank(self, damping: float, node_budget: int) -> np.ndarray:
+        """PageRank with a uniform teleport: what each node scores from structure alone."""
+        if self._global_pr is None:
+            ppr = self.graph.personalized_pagerank(np.ones(self.graph.n), damping, max(node_budget, 1))
+            pr = np.zeros(self.graph.n)
+            pr[ppr.nodes] = ppr.scores
+            self._global_pr = np.maximum(pr, 1e-12)
+        return self._global_pr
+
+
+def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, cand: np.ndarray,
+                 settings: Settings, node_budget: int, query: str) -> np.ndarray:
+    """Code ranking: the query's own evidence (seeds) plus the walk's lift over structure
+    (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates."""
+    lift = scores[cand] / np.sqrt(index.global_pagerank(settings.damping, node_budget)[cand])
+    out = _minmax(seeds[cand]) + _minmax(lift)
+    if not TEST_WORDS.intersection(query_terms(query)):
+        out = np.where(index.secondary[cand], out * SECONDARY_WEIGHT, out)
+    return out
 
 
 def _minmax(v: np.ndarray) -> np.ndarray:
@@ -116,9 +153,13 @@ def _seed_phrases(index: RetrievalIndex, q: np.ndarray, query: str, extractor: E
 
 def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extractor: Extractor,
            settings: Settings, query: str, top_k: int, node_budget: int,
-           context: dict[int, float] | None = None) -> SearchResult:
+           context: dict[int, float] | None = None, kinds: tuple[str, ...] = RETRIEVABLE,
+           doc_filter: np.ndarray | None = None, code: bool = False) -> SearchResult:
     """Rank retrievable nodes for ``query``; ``context`` maps graph indices of an earlier
-    turn's phrases to weights, and is used only if this query's walk reaches them."""
+    turn's phrases to weights, and is used only if this query's walk reaches them.
+
+    ``kinds`` are the node kinds that may be hits; ``doc_filter`` (document ids) keeps hits
+    to those documents (one repository), while the walk still crosses the whole graph."""
     t0 = time.perf_counter()
     g = index.graph
     if index.passage_vecs.shape[0] == 0:
@@ -153,9 +194,20 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
             scores = np.zeros(g.n)
             scores[ppr.nodes] = ppr.scores
     t_walk = time.perf_counter()
-    passage_scores = scores[index.passage_idx]
-    order = np.argsort(-passage_scores, kind="stable")[:top_k]
-    chosen = index.passage_idx[order]
+    dense_all = np.zeros(g.n)
+    dense_all[index.passage_idx] = dense
+    rankable = np.isin(g.kinds, kinds)
+    if doc_filter is not None:
+        rankable &= np.isin(g.doc_ids, doc_filter)
+    cand = np.flatnonzero(rankable)
+    if kinds != RETRIEVABLE:  # nodes without a vector (commits) need a share of the walk
+        cand = cand[scores[cand] > 0]
+    rank_scores = scores
+    if code:
+        rank_scores = np.zeros(g.n)
+        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, node_budget, query)
+    order = np.argsort(-rank_scores[cand], kind="stable")[:top_k]
+    chosen = cand[order]
     texts = store.node_texts([int(g.node_ids[v]) for v in chosen])
     memories = {}
     docs = {}
@@ -167,12 +219,12 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
             docs[doc_id] = store.document(doc_id)
         doc = docs[doc_id]
         evidence = _evidence(index, scores, int(v), phrase_seed)
-        evidence["dense"] = round(float(dense[order[rank]]), 4)
+        evidence["dense"] = round(float(dense_all[v]), 4)
         if int(v) in lexical:
             evidence["bm25"] = round(lexical[int(v)], 4)
         if kind == "memory" and doc_id not in memories:
             memories[doc_id] = store.memory_by_doc(doc_id)
-        hits.append(Hit(node_id, kind, text, float(passage_scores[order[rank]]),
+        hits.append(Hit(node_id, kind, text, float(rank_scores[v]),
                         doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence,
                         memories.get(doc_id) if kind == "memory" else None))
     info = {

@@ -133,10 +133,90 @@ def _m0002_memories_sessions(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0003_code(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE repos(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            root TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            is_git INTEGER NOT NULL,
+            head TEXT,
+            history_doc INTEGER REFERENCES documents(id) ON DELETE SET NULL,
+            indexed_at REAL NOT NULL
+        );
+        CREATE TABLE code_files(
+            doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            blob TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            language TEXT,
+            dirty INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            UNIQUE(repo_id, path)
+        );
+        CREATE TABLE symbols(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            repo_id INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            qualname TEXT NOT NULL,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            signature TEXT NOT NULL,
+            doc TEXT NOT NULL,
+            parent TEXT
+        );
+        CREATE INDEX symbols_name ON symbols(repo_id, name);
+        CREATE INDEX symbols_qualname ON symbols(qualname);
+        CREATE INDEX symbols_doc ON symbols(doc_id);
+        CREATE TABLE symbol_refs(
+            node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            line INTEGER NOT NULL,
+            self_call INTEGER NOT NULL
+        );
+        CREATE INDEX symbol_refs_node ON symbol_refs(node_id);
+        CREATE INDEX symbol_refs_name ON symbol_refs(name);
+        CREATE TABLE parse_cache(
+            blob TEXT NOT NULL,
+            parser TEXT NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY(blob, parser)
+        ) WITHOUT ROWID;
+        CREATE TABLE commits(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            sha TEXT NOT NULL,
+            parents TEXT NOT NULL,
+            author TEXT NOT NULL,
+            email TEXT NOT NULL,
+            date TEXT NOT NULL,
+            message TEXT NOT NULL,
+            UNIQUE(repo_id, sha)
+        );
+        CREATE TABLE commit_touches(
+            commit_node INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            qualname TEXT NOT NULL,
+            change TEXT NOT NULL,
+            PRIMARY KEY(commit_node, path, qualname)
+        ) WITHOUT ROWID;
+        CREATE INDEX commit_touches_symbol ON commit_touches(qualname);
+        """,
+    )
+
+
 # Ordered and append-only: a shipped migration is never edited.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
+    ("0003_code", _m0003_code),
 ]
 
 

@@ -1,0 +1,449 @@
+"""Code symbols from tree-sitter: declarations with qualified names, spans, signatures and docs,
+plus the names each declaration calls, imports and inherits from.
+
+One table (:data:`SPECS`) says, per language, which node types declare what; one walker reads
+every language through it. Nothing here touches the database: :func:`parse_symbols` maps
+source bytes to plain :class:`Symbol` records, so results can be cached by git blob hash.
+
+Naming follows the benchmark convention: ``Class.method``, ``outer.inner`` for nested
+functions, Go methods under their bare name (the receiver is in the signature), C++
+``A::f`` defined out of line as ``A.f``. Namespaces and packages are not part of the name.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
+
+PARSER_VERSION = "ts-2"  # bump when extraction changes: cached parses are keyed by it
+MAX_BODY_CHARS = 1200
+MAX_SIGNATURE_CHARS = 240
+
+
+@dataclass
+class Ref:
+    name: str  # the bare name referred to
+    kind: str  # call | import | inherit
+    line: int
+    self_call: bool = False  # self.x / this.x: resolve inside the enclosing class first
+
+
+@dataclass
+class Symbol:
+    qualname: str
+    name: str
+    kind: str  # function | method | class | module
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    signature: str
+    doc: str
+    parent: str | None  # qualname of the enclosing symbol
+    body: str = ""
+    refs: list[Ref] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Symbol":
+        d = dict(d)
+        d["refs"] = [Ref(**r) for r in d.get("refs", [])]
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Spec:
+    grammar: str
+    functions: frozenset[str]
+    classes: frozenset[str]
+    calls: dict[str, str]  # call node type -> field naming the callee
+    transparent: frozenset[str] = frozenset()  # namespaces: walked, not named
+    comments: frozenset[str] = frozenset({"comment"})
+    inherit: frozenset[str] = frozenset()  # node types listing base classes
+    imports: frozenset[str] = frozenset()
+    python_doc: bool = False
+
+
+def _s(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+SPECS: dict[str, Spec] = {
+    "python": Spec("python", _s("function_definition"), _s("class_definition"), {"call": "function"},
+                   inherit=_s("argument_list"), imports=_s("import_statement", "import_from_statement"),
+                   python_doc=True),
+    "javascript": Spec("javascript", _s("function_declaration", "generator_function_declaration",
+                                        "method_definition", "variable_declarator"),
+                       _s("class_declaration", "class"), {"call_expression": "function",
+                                                          "new_expression": "constructor"},
+                       inherit=_s("class_heritage"), imports=_s("import_statement")),
+    "typescript": Spec("typescript", _s("function_declaration", "generator_function_declaration",
+                                        "method_definition", "variable_declarator", "method_signature",
+                                        "function_signature"),
+                       _s("class_declaration", "abstract_class_declaration", "interface_declaration",
+                          "enum_declaration", "type_alias_declaration"),
+                       {"call_expression": "function", "new_expression": "constructor"},
+                       transparent=_s("internal_module", "module"),
+                       inherit=_s("class_heritage", "extends_type_clause"), imports=_s("import_statement")),
+    "go": Spec("go", _s("function_declaration", "method_declaration"), _s("type_spec"),
+               {"call_expression": "function"}, imports=_s("import_spec")),
+    "rust": Spec("rust", _s("function_item", "function_signature_item"),
+                 _s("struct_item", "enum_item", "trait_item", "impl_item", "union_item"),
+                 {"call_expression": "function", "macro_invocation": "macro"},
+                 transparent=_s("mod_item"), comments=_s("line_comment", "block_comment"),
+                 imports=_s("use_declaration")),
+    "java": Spec("java", _s("method_declaration", "constructor_declaration"),
+                 _s("class_declaration", "interface_declaration", "enum_declaration", "record_declaration"),
+                 {"method_invocation": "name", "object_creation_expression": "type"},
+                 comments=_s("line_comment", "block_comment"), inherit=_s("superclass", "super_interfaces"),
+                 imports=_s("import_declaration")),
+    "c": Spec("c", _s("function_definition"), _s("struct_specifier", "union_specifier", "enum_specifier"),
+              {"call_expression": "function"}, imports=_s("preproc_include")),
+    "cpp": Spec("cpp", _s("function_definition"),
+                _s("class_specifier", "struct_specifier", "union_specifier", "enum_specifier"),
+                {"call_expression": "function"}, transparent=_s("namespace_definition"),
+                inherit=_s("base_class_clause"), imports=_s("preproc_include")),
+    "ruby": Spec("ruby", _s("method", "singleton_method"), _s("class", "module"), {"call": "method"},
+                 inherit=_s("superclass")),
+    "csharp": Spec("csharp", _s("method_declaration", "constructor_declaration", "local_function_statement"),
+                   _s("class_declaration", "interface_declaration", "struct_declaration", "enum_declaration",
+                      "record_declaration"),
+                   {"invocation_expression": "function", "object_creation_expression": "type"},
+                   transparent=_s("namespace_declaration", "file_scoped_namespace_declaration"),
+                   inherit=_s("base_list"), imports=_s("using_directive")),
+}
+
+LANGUAGE_BY_SUFFIX = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".jsx": "javascript", ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".rb": "ruby", ".cs": "csharp",
+}
+# Files read as prose (line windows / paragraphs), not parsed.
+DOC_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc"})
+OTHER_TEXT_SUFFIXES = frozenset({
+    ".toml", ".cfg", ".ini", ".yaml", ".yml", ".json", ".sh", ".bash", ".zsh", ".sql", ".html", ".css",
+    ".scss", ".xml", ".kt", ".kts", ".swift", ".php", ".lua", ".pl", ".scala", ".r", ".jl", ".ex", ".exs",
+    ".erl", ".hs", ".ml", ".clj", ".dart", ".vue", ".svelte", ".proto", ".gradle", ".mk", ".cmake",
+})
+SPECIAL_NAMES = frozenset({"Makefile", "Dockerfile", "CMakeLists.txt", "Rakefile", "Gemfile"})
+
+
+def language_for(path: str) -> str | None:
+    return LANGUAGE_BY_SUFFIX.get(PurePosixPath(path).suffix.lower())
+
+
+def file_kind(path: str) -> str | None:
+    """'code' (parsed), 'doc' (prose), 'text' (line windows) or None (not indexed)."""
+    p = PurePosixPath(path)
+    suffix = p.suffix.lower()
+    if suffix in LANGUAGE_BY_SUFFIX:
+        return "code"
+    if suffix in DOC_SUFFIXES or p.name.upper().startswith(("README", "CHANGES", "CHANGELOG")):
+        return "doc"
+    if suffix in OTHER_TEXT_SUFFIXES or p.name in SPECIAL_NAMES:
+        return "text"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _parser(grammar: str):
+    from tree_sitter_language_pack import get_parser  # heavy: imported on first parse
+
+    return get_parser(grammar)
+
+
+def _spec(language: str) -> Spec:
+    if language == "tsx":
+        return SPECS["typescript"]
+    return SPECS[language]
+
+
+def _text(node, src: bytes) -> str:
+    return src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+
+_DECLARATOR_NAMES = ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
+                     "operator_name", "type_identifier")
+
+
+def _c_name(node, src: bytes) -> str | None:
+    """The declared name inside a C/C++ declarator chain (``int *A::f(int)`` -> ``A::f``)."""
+    d = node.child_by_field_name("declarator")
+    while d is not None:
+        if d.type in _DECLARATOR_NAMES:
+            return _text(d, src)
+        nxt = d.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in d.named_children if c.type in _DECLARATOR_NAMES), None)
+        d = nxt
+    return None
+
+
+def _name(node, src: bytes, language: str) -> str | None:
+    if language in ("c", "cpp") and node.type == "function_definition":
+        return _c_name(node, src)
+    if node.type == "impl_item":  # impl Trait for Type: methods live under the type
+        t = node.child_by_field_name("type")
+        return _text(t, src) if t is not None else None
+    n = node.child_by_field_name("name")
+    if n is None:
+        return None
+    return _text(n, src)
+
+
+def _clean_name(raw: str) -> str:
+    raw = re.sub(r"<[^<>]*>", "", raw)  # generics: Foo<T> -> Foo
+    return raw.replace("::", ".").strip()
+
+
+def _is_function_value(node) -> bool:
+    v = node.child_by_field_name("value")
+    return v is not None and v.type in ("arrow_function", "function_expression", "function",
+                                        "generator_function")
+
+
+def _body_start(node) -> int:
+    body = node.child_by_field_name("body")
+    if node.type == "variable_declarator":
+        v = node.child_by_field_name("value")
+        body = v.child_by_field_name("body") if v is not None else None
+    return body.start_byte if body is not None else node.end_byte
+
+
+def _signature(node, src: bytes) -> str:
+    sig = src[node.start_byte:_body_start(node)].decode("utf-8", "replace")
+    sig = " ".join(sig.split()).rstrip(" :{=>")
+    return sig[:MAX_SIGNATURE_CHARS]
+
+
+def _strip_comment(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        line = re.sub(r"^(///?|//!|/\*\*?|\*/|\*|#)\s?", "", line)
+        line = line.removesuffix("*/").strip()
+        lines.append(line)
+    return "\n".join(x for x in lines if x).strip()
+
+
+def _python_doc(node, src: bytes) -> str:
+    body = node.child_by_field_name("body")
+    if body is None or not body.named_children:
+        return ""
+    return _docstring(body.named_children[0], src)
+
+
+def _docstring(first, src: bytes) -> str:
+    """The string a Python body opens with (bare, or wrapped in an expression statement)."""
+    if first.type == "expression_statement" and first.named_children:
+        first = first.named_children[0]
+    if first.type != "string":
+        return ""
+    raw = _text(first, src)
+    raw = re.sub(r'^[rRbBuUfF]*("""|\'\'\'|"|\')', "", raw)
+    raw = re.sub(r'("""|\'\'\'|"|\')$', "", raw)
+    return _dedent(raw)
+
+
+def _dedent(text: str) -> str:
+    lines = text.strip("\n").splitlines()
+    if not lines:
+        return ""
+    rest = [ln for ln in lines[1:] if ln.strip()]
+    indent = min((len(ln) - len(ln.lstrip()) for ln in rest), default=0)
+    return "\n".join([lines[0].strip()] + [ln[indent:] for ln in lines[1:]]).strip()
+
+
+def _leading_comments(node, src: bytes, spec: Spec) -> str:
+    """Comments right above a declaration (Go, Rust, Java, JS doc comments)."""
+    parts = []
+    anchor = node
+    if anchor.parent is not None and anchor.parent.type in ("export_statement", "decorated_definition"):
+        anchor = anchor.parent
+    if node.type == "type_spec" and node.parent is not None:  # Go: comment sits above `type`
+        anchor = node.parent
+    prev = anchor.prev_named_sibling
+    line = anchor.start_point[0]
+    while prev is not None and prev.type in spec.comments and prev.end_point[0] >= line - 1:
+        parts.append(_text(prev, src))
+        line = prev.start_point[0]
+        prev = prev.prev_named_sibling
+    return _strip_comment("\n".join(reversed(parts)))
+
+
+def _callee(node, spec: Spec, src: bytes) -> tuple[str, bool] | None:
+    fld = spec.calls.get(node.type)
+    target = node.child_by_field_name(fld) if fld else None
+    if target is None:
+        return None
+    self_call = False
+    if target.type in ("attribute", "member_expression", "selector_expression", "field_expression",
+                       "member_access_expression", "scoped_identifier", "qualified_identifier"):
+        obj = (target.child_by_field_name("object") or target.child_by_field_name("operand")
+               or target.child_by_field_name("value") or target.child_by_field_name("expression"))
+        if obj is not None and _text(obj, src) in ("self", "this", "cls", "@"):
+            self_call = True
+        last = (target.child_by_field_name("attribute") or target.child_by_field_name("property")
+                or target.child_by_field_name("field") or target.child_by_field_name("name"))
+        if last is None:
+            return None
+        target = last
+    if node.type == "call" and spec.grammar == "ruby":
+        recv = node.child_by_field_name("receiver")
+        self_call = recv is None or _text(recv, src) == "self"
+    name = _clean_name(_text(target, src)).split(".")[-1]
+    if not re.fullmatch(r"[A-Za-z_$][\w$]*[!?]?", name):
+        return None
+    return name, self_call
+
+
+def _identifiers(node, src: bytes) -> list[str]:
+    out = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in ("identifier", "type_identifier", "constant", "dotted_name", "scoped_type_identifier",
+                      "package_identifier", "interpreted_string_literal", "string_literal",
+                      "system_lib_string", "scoped_identifier"):
+            t = _text(n, src).strip("\"'<>")
+            if t:
+                out.append(re.split(r"[./:\\]+", t)[-1])
+            continue
+        stack.extend(reversed(n.named_children))
+    return out
+
+
+def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
+    """Every declaration in ``source`` (UTF-8 bytes), outermost first, plus a ``module``
+    symbol for the file itself holding its top-level references (imports)."""
+    spec = _spec(language)
+    tree = _parser("tsx" if language == "tsx" else spec.grammar).parse(source)
+    lines = source.count(b"\n") + (0 if source.endswith(b"\n") else 1)
+    module = Symbol(qualname=PurePosixPath(path).stem or "<module>", name=PurePosixPath(path).stem,
+                    kind="module", start_line=1, end_line=max(1, lines), signature=path, doc="",
+                    parent=None)
+    if spec.python_doc:
+        module.doc = _python_doc_module(tree.root_node, source)
+    symbols: list[Symbol] = []
+    # Iterative walk: (node, scope names, enclosing symbol, enclosing class qualname)
+    stack = [(tree.root_node, (), module, None)]
+    while stack:
+        node, scope, owner, cls = stack.pop()
+        t = node.type
+        declared = None
+        if t in spec.functions or t in spec.classes:
+            if t == "variable_declarator" and not _is_function_value(node):
+                declared = None
+            else:
+                declared = _declare(node, source, language, spec, scope, owner, cls)
+        if declared is not None:
+            symbols.append(declared)
+            is_class = declared.kind == "class"
+            if is_class and spec.inherit:
+                for c in node.named_children:
+                    if c.type in spec.inherit:
+                        for ident in _identifiers(c, source):
+                            declared.refs.append(Ref(ident, "inherit", c.start_point[0] + 1))
+            if node.type == "impl_item":
+                trait = node.child_by_field_name("trait")
+                if trait is not None:
+                    declared.refs.append(Ref(_clean_name(_text(trait, source)).split(".")[-1], "inherit",
+                                             trait.start_point[0] + 1))
+            new_scope = tuple(declared.qualname.split(".")) if declared.qualname else scope
+            new_cls = declared.qualname if is_class else cls
+            for c in reversed(node.named_children):
+                stack.append((c, new_scope, declared, new_cls))
+            continue
+        if t in spec.calls:
+            got = _callee(node, spec, source)
+            if got is not None:
+                owner.refs.append(Ref(got[0], "call", node.start_point[0] + 1, got[1]))
+        elif t in spec.imports:
+            for ident in _identifiers(node, source):
+                owner.refs.append(Ref(ident, "import", node.start_point[0] + 1))
+            continue
+        for c in reversed(node.named_children):
+            stack.append((c, scope, owner, cls))
+    return [module] + _dedupe(symbols)
+
+
+def _python_doc_module(root, src: bytes) -> str:
+    for c in root.named_children:
+        if c.type != "comment":
+            return _docstring(c, src)
+    return ""
+
+
+def _declare(node, src: bytes, language: str, spec: Spec, scope: tuple, owner: Symbol,
+             cls: str | None) -> Symbol | None:
+    raw = _name(node, src, language)
+    if not raw:
+        return None
+    name = _clean_name(raw)
+    if not name or len(name) > 200:
+        return None
+    is_class = node.type in spec.classes
+    if language == "go" and node.type == "method_declaration":
+        qual = name  # the benchmark convention: Go methods under their bare name
+        kind = "method"
+    elif "." in name:  # C++ out-of-line definition A::f
+        qual = ".".join(scope + (name,)) if scope else name
+        kind = "method"
+        name = name.split(".")[-1]
+    else:
+        qual = ".".join(scope + (name,))
+        kind = "class" if is_class else ("method" if cls is not None and owner.kind == "class" else "function")
+    start, end = node.start_point[0] + 1, node.end_point[0] + 1
+    if node.end_point[1] == 0 and end > start:
+        end -= 1
+    doc = _python_doc(node, src) if spec.python_doc else _leading_comments(node, src, spec)
+    body = ""
+    if not is_class:
+        body = _text(node, src)[:MAX_BODY_CHARS]
+    return Symbol(qualname=qual, name=name, kind=kind, start_line=start, end_line=end,
+                  signature=_signature(node, src), doc=doc[:2000], parent=owner.qualname
+                  if owner.kind != "module" else None, body=body)
+
+
+def _dedupe(symbols: list[Symbol]) -> list[Symbol]:
+    """Keep one symbol per (qualname, start_line); Rust impl blocks of one type merge by name."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for s in symbols:
+        key = (s.qualname, s.start_line)
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def split_identifier(name: str) -> list[str]:
+    """``SecureCookieSessionInterface.open_session`` -> secure cookie session interface open session."""
+    return [w.lower() for w in _WORD.findall(name)]
+
+
+def symbol_text(path: str, sym: Symbol, children: list[str]) -> str:
+    """What gets embedded and indexed for full-text search: names spelt out as words,
+    the signature, the doc, and the body (or, for a class, the names of its members)."""
+    words = " ".join(split_identifier(sym.qualname))
+    head = f"{sym.kind} {sym.qualname} ({words}) in {path}"
+    parts = [head, sym.signature]
+    if sym.doc:
+        parts.append(sym.doc)
+    if sym.kind == "class" and children:
+        parts.append("members: " + ", ".join(children[:60]))
+    elif sym.kind == "module":
+        parts.append("defines: " + ", ".join(children[:80]))
+    elif sym.body:
+        body = sym.body
+        if sym.doc and sym.doc[:40] in body:
+            body = body.replace(sym.doc, "", 1) if len(sym.doc) < 2000 else body
+        parts.append(body)
+    return "\n".join(p for p in parts if p)
