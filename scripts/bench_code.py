@@ -73,7 +73,8 @@ def load_rulers(bench: Path) -> dict:
     cold = json.loads((bench / "cold_queries.json").read_text())["queries"]
     cobra = json.loads((bench / "cobra_queries.json").read_text())["queries"]
     absent = json.loads((bench / "absent_queries.json").read_text())["queries"]
-    gold = [json.loads(line) for line in (bench / "flask_gold.jsonl").read_text().splitlines() if line.strip()]
+    lines = (bench / "flask_gold.jsonl").read_text().splitlines()
+    gold = [json.loads(line) for line in lines if line.strip()]
     return {"cold": cold, "cobra": cobra, "absent": absent, "gold": gold}
 
 
@@ -274,7 +275,8 @@ def main() -> int:
         graded = existing_gold(root, rulers["cobra"])
         print(f"\ncobra: {len(graded)} of {len(rulers['cobra'])} questions have their gold declaration "
               "in this version (the others are not graded)")
-        out["corpora"]["cobra"] = bench_corpus("cobra (Debian 1.6.1)", root, True, rulers, only, graded, False)
+        out["corpora"]["cobra"] = bench_corpus("cobra (Debian 1.6.1)", root, True, rulers, only, graded,
+                                               False)
         out["corpora"]["cobra"]["graded"] = len(graded)
     print(f"\npeak RSS {benchlib.peak_rss_mb():.0f} MB")
     if args.json:

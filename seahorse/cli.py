@@ -49,12 +49,43 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--text", help="a text to index")
     what.add_argument("--file", help="a .txt/.md/.rst file to index")
     what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, .text)")
+    what.add_argument("--repo", help="a code checkout: symbols, docs and git history (incremental)")
     ix.add_argument("--source", help="name of the source for --text (default text:<hash>)")
     ix.add_argument("--title", help="title for --text or --file")
+    ix.add_argument("--worktree", action="store_true",
+                    help="--repo: also index uncommitted edits (marked dirty)")
+    ix.add_argument("--no-history", action="store_true", help="--repo: skip git history")
+    ix.add_argument("--max-commits", type=int, default=1000,
+                    help="--repo: newest commits to index (default 1000)")
+    ix.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                    help="--repo: skip a folder/file prefix or glob (repeatable), e.g. docs")
 
     se = sub.add_parser("search", parents=[common], help="ask a question")
     se.add_argument("query", help="the question")
     se.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    se.add_argument("--repo", help="search one indexed repository (path or name); refusal on")
+    se.add_argument("--kind", action="append", choices=["passage", "memory", "symbol", "commit"],
+                    help="node kinds that may be hits (repeatable; default passage, memory, symbol)")
+    se.add_argument("--no-refuse", action="store_true",
+                    help="answer even when the query's distinctive words are absent or scattered")
+    se.add_argument("--refuse", action="store_true", help="refusal outside --repo too")
+    se.add_argument("--token-budget", type=int,
+                    help="compact hits (path, symbol, span, signature, snippet) under this many tokens")
+
+    sy = sub.add_parser("symbol", parents=[common],
+                        help="a code symbol: definition, signature, span, callers, callees")
+    sy.add_argument("name", help="qualified or bare name, e.g. Flask.wsgi_app")
+    sy.add_argument("--repo", help="indexed repository (path or name)")
+
+    hi = sub.add_parser("history", parents=[common], help="the commits that changed a symbol, newest first")
+    hi.add_argument("name", help="qualified or bare name")
+    hi.add_argument("--repo", help="indexed repository (path or name)")
+    hi.add_argument("--limit", type=int, default=20, help="most commits to list (default 20)")
+
+    ch = sub.add_parser("changes", parents=[common], help="recent commits with the symbols they touched")
+    ch.add_argument("--since", help="revision to start after, e.g. HEAD~20 (default: the newest --limit)")
+    ch.add_argument("--repo", help="indexed repository (path or name)")
+    ch.add_argument("--limit", type=int, default=20, help="most commits to list (default 20)")
 
     sub.add_parser("stats", parents=[common], help="counts, profile and node budget in force")
 
@@ -97,6 +128,10 @@ def cmd_index(args: argparse.Namespace) -> Any:
             return eng.index_text(args.text, source=args.source, title=args.title).as_dict()
         if args.file is not None:
             return eng.index_file(args.file, title=args.title).as_dict()
+        if args.repo is not None:
+            return eng.index_repo(args.repo, worktree=args.worktree, history=not args.no_history,
+                                  max_commits=args.max_commits, exclude=args.exclude,
+                                  progress=None if args.json else _progress)
         results, skipped = eng.index_dir(args.dir, progress=None if args.json else _progress)
         counts: dict[str, int] = {}
         for r in results:
@@ -105,8 +140,30 @@ def cmd_index(args: argparse.Namespace) -> Any:
 
 
 def cmd_search(args: argparse.Namespace) -> Any:
+    refuse = False if args.no_refuse else (True if args.refuse else None)
     with _engine(args) as eng:
-        return eng.search(args.query, top_k=args.top_k).as_dict()
+        result = eng.search(args.query, top_k=args.top_k, repo=args.repo, kinds=args.kind, refuse=refuse)
+        out = result.as_dict()
+    if args.token_budget is not None:
+        from .codeindex import budget_hits
+
+        out = {**out, **budget_hits(out["hits"], args.token_budget)}
+    return out
+
+
+def cmd_symbol(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.symbol(args.name, repo=args.repo)
+
+
+def cmd_history(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.symbol_history(args.name, repo=args.repo, limit=args.limit)
+
+
+def cmd_changes(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.recent_changes(args.since, repo=args.repo, limit=args.limit)
 
 
 def cmd_stats(args: argparse.Namespace) -> Any:
@@ -124,12 +181,36 @@ def cmd_optimize(args: argparse.Namespace) -> Any:
         return eng.optimize_graph(args.threshold)
 
 
+def _where(h: dict) -> str:
+    span = f":{h['start_line']}-{h['end_line']}" if h.get("start_line") else ""
+    return f"{h['path']}{span}" + (f"  {h['symbol']}" if h.get("symbol") else "")
+
+
+def _commit_line(c: dict) -> str:
+    return f"{c['commit'][:10]}  {c['date'][:10]}  {c['author']}: {c['subject']}"
+
+
 def _human(command: str, out: Any) -> str:
     if command == "search":
         lines = []
         if not out["hits"]:
-            lines.append("no results" + (f" ({out['reason']})" if out.get("reason") else ""))
+            ref = out.get("refusal")
+            if ref:
+                lines.append(f"no results: {ref['reason']} (distinctive words missing: "
+                             f"{', '.join(ref.get('missing', [])) or 'none'}; found: "
+                             f"{', '.join(ref.get('found', [])) or 'none'}); --no-refuse answers anyway")
+            else:
+                lines.append("no results" + (f" ({out['reason']})" if out.get("reason") else ""))
         for rank, h in enumerate(out["hits"], 1):
+            if h.get("commit"):
+                lines.append(f"{rank}. [{h['score']:.4f}] commit " + _commit_line(h))
+                continue
+            if h.get("path"):
+                lines.append(f"{rank}. [{h['score']:.4f}] {_where(h)}" + ("  (uncommitted)" if h.get("dirty")
+                                                                         else ""))
+                lines.append("   " + (h.get("signature") or h.get("snippet") or h.get("text", ""))
+                             .replace("\n", " ")[:200])
+                continue
             lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  "
                          f"(document {h['doc_id']}, {h['kind']} {h['id']})")
             lines.append("   " + h["text"].replace("\n", " ")[:300])
@@ -139,6 +220,44 @@ def _human(command: str, out: Any) -> str:
             if why:
                 lines.append("   why: " + ", ".join(why) + f"; dense {h['evidence']['dense']}")
         return "\n".join(lines)
+    if command == "index" and "repo" in out:
+        c = out["commits"]
+        text = (f"indexed {out['repo']}: {out['files']} files ({out['added']} added, "
+                f"{out['updated']} updated, "
+                f"{out['unchanged']} unchanged, {out['removed']} removed); commits {c['added']} added, "
+                f"{c['removed']} removed, {c['total']} in all; {out['seconds']:.1f} s")
+        if out["skipped"]:
+            text += f"; skipped {len(out['skipped'])}:\n" + "\n".join(
+                f"  {s['path']}: {s['reason']}" for s in out["skipped"][:50])
+        return text
+    if command == "symbol":
+        lines = [f"{out['symbol']}  ({out['symbol_kind']}, {out['language']})  {_where(out)}",
+                 f"  {out['signature']}"]
+        if out.get("doc"):
+            lines.append("  " + out["doc"].replace("\n", "\n  "))
+        for key in ("callers", "callees", "bases", "subclasses", "members"):
+            if out[key]:
+                lines.append(f"{key}:")
+                lines += [f"  {_where(x)}" for x in out[key][:30]]
+        if out["also_named"]:
+            lines.append("also named so: " + ", ".join(f"{x['path']}:{x['start_line']} {x['symbol']}"
+                                                       for x in out["also_named"][:10]))
+        return "\n".join(lines)
+    if command == "history":
+        s = out["symbol"]
+        lines = [f"{s['symbol']}  {_where(s)}"]
+        lines += [f"  {_commit_line(c)}  [{c.get('change', '')}]" for c in out["commits"]]
+        if not out["commits"]:
+            lines.append("  no indexed commit touched it (index with history, or raise --max-commits)")
+        return "\n".join(lines)
+    if command == "changes":
+        lines = []
+        for c in out["commits"]:
+            lines.append(_commit_line(c))
+            lines += [f"    {x['change']:<8} {x['path']}  {x['symbol']}" for x in c["symbols"][:12]]
+            if c["symbols_total"] > 12:
+                lines.append(f"    ... {c['symbols_total'] - 12} more")
+        return "\n".join(lines) or "no commits"
     if command == "index" and "documents" in out:
         n = len(out["documents"])
         parts = [f"{out.get(k, 0)} {k}" for k in ("added", "updated", "unchanged")]
@@ -183,7 +302,8 @@ def cmd_run(args: argparse.Namespace) -> Any:
 
 
 COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": cmd_stats,
-            "delete": cmd_delete, "optimize-graph": cmd_optimize}
+            "delete": cmd_delete, "optimize-graph": cmd_optimize, "symbol": cmd_symbol,
+            "history": cmd_history, "changes": cmd_changes}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,9 +17,16 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-2"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-6"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
+# Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
+# They rank behind the code they exercise, and their passages are cut short: embedding cost
+# grows with length (the embedder truncates at 256 tokens anyway), and the name, signature and
+# doc come first.
+SECONDARY_PATH = re.compile(r"(^|/)(tests?|examples?|testing|spec)/|(^|/)test_[^/]*$|_test\.[a-z]+$"
+                            r"|\.(test|spec)\.[a-z]+$")
+SECONDARY_TEXT_CHARS = 400
 
 
 @dataclass
@@ -396,7 +403,8 @@ def _declare(node, src: bytes, language: str, spec: Spec, scope: tuple, owner: S
         name = name.split(".")[-1]
     else:
         qual = ".".join(scope + (name,))
-        kind = "class" if is_class else ("method" if cls is not None and owner.kind == "class" else "function")
+        in_class = cls is not None and owner.kind == "class"
+        kind = "class" if is_class else ("method" if in_class else "function")
     start, end = node.start_point[0] + 1, node.end_point[0] + 1
     if node.end_point[1] == 0 and end > start:
         end -= 1
@@ -446,4 +454,5 @@ def symbol_text(path: str, sym: Symbol, children: list[str]) -> str:
         if sym.doc and sym.doc[:40] in body:
             body = body.replace(sym.doc, "", 1) if len(sym.doc) < 2000 else body
         parts.append(body)
-    return "\n".join(p for p in parts if p)
+    text = "\n".join(p for p in parts if p)
+    return text[:SECONDARY_TEXT_CHARS] if SECONDARY_PATH.search(path) else text

@@ -26,7 +26,7 @@ from .code import PARSER_VERSION, Symbol, language_for, parse_symbols, split_ide
 from .errors import InvalidInput, NotFound
 from .extract import Phrase
 from .repo import Commit, Repo, RepoFile
-from .text import clean, normalise_phrase
+from .text import clean, normalise_phrase, query_terms
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -114,7 +114,7 @@ class CodeIndex:
         contents = repo.read(todo)
         self.engine._indexing_many = True
         try:
-            for n, start in enumerate(range(0, len(todo), 32)):
+            for start in range(0, len(todo), 32):
                 batch = todo[start:start + 32]
                 if progress:
                     progress(min(start + len(batch), len(todo)), len(todo), batch[-1].path)
@@ -278,8 +278,13 @@ class CodeIndex:
                 continue
             parent = by_qual.get(sym.parent) if sym.parent else file_node
             if parent is not None and parent != node_id:
-                edges.append((parent, node_id, "contains", EDGE_WEIGHT["contains"]))
-        self.store.add_edges(edges)
+                edges.append(((parent, node_id, "contains"), EDGE_WEIGHT["contains"]))
+        self._add_links(edges)
+
+    def _add_links(self, links: list[tuple[tuple[int, int, str], float]]) -> None:
+        """Directed code links (for callers/callees) and their undirected graph edges."""
+        self.db.executemany("INSERT OR IGNORE INTO code_links VALUES (?, ?, ?)", [k for k, _w in links])
+        self.store.add_edges((s, d, k, w) for (s, d, k), w in links)
 
     # ----- history --------------------------------------------------------------------
     def _sync_history(self, repo: Repo, repo_id: int, history_doc: int, max_commits: int) -> dict:
@@ -287,7 +292,8 @@ class CodeIndex:
         have = dict(self.db.execute("SELECT sha, node_id FROM commits WHERE repo_id=?", (repo_id,)))
         gone = [node for sha, node in have.items() if sha not in set(reachable)]
         new = [sha for sha in reachable if sha not in have]
-        commits = repo.commits(new) if new else []
+        # Oldest first: node ids then grow with recency, the tie-break for equal dates.
+        commits = repo.commits(list(reversed(new))) if new else []
         touched = self._touched_symbols(repo, commits)
         with self.store.atomic():
             if gone:
@@ -354,8 +360,9 @@ class CodeIndex:
         db = self.db
         repo_nodes = ("SELECT n.id FROM nodes n WHERE n.doc_id IN (SELECT doc_id FROM code_files "
                       "WHERE repo_id=:r) OR n.doc_id=(SELECT history_doc FROM repos WHERE id=:r)")
-        db.execute(f"DELETE FROM edges WHERE kind IN ({','.join('?' * len(LINK_KINDS))}) "
-                   f"AND src IN ({repo_nodes.replace(':r', '?')})", (*LINK_KINDS, repo_id, repo_id))
+        for table in ("edges", "code_links"):
+            db.execute(f"DELETE FROM {table} WHERE kind IN ({','.join('?' * len(LINK_KINDS))}) "
+                       f"AND src IN ({repo_nodes.replace(':r', '?')})", (*LINK_KINDS, repo_id, repo_id))
         syms = db.execute("SELECT node_id, path, qualname, name, kind, parent FROM symbols "
                           "WHERE repo_id=? AND kind NOT IN ('doc', 'window')", (repo_id,)).fetchall()
         by_name: dict[str, list[tuple]] = defaultdict(list)
@@ -401,7 +408,7 @@ class CodeIndex:
             if target is not None and per_commit[node] < MAX_TOUCHED:
                 per_commit[node] += 1
                 edges[(node, target, "touched")] = EDGE_WEIGHT["touched"]
-        self.store.add_edges((s, d, k, w) for (s, d, k), w in sorted(edges.items()))
+        self._add_links(sorted(edges.items()))
         counts: dict[str, int] = defaultdict(int)
         for (_s, _d, k) in edges:
             counts[k] += 1
@@ -512,9 +519,9 @@ def path_words(path: str) -> list[str]:
 
 # ----- the query side ------------------------------------------------------------------
 COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
-MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere
-MIN_CONCENTRATION = 0.5  # ... or when no single top hit holds half of those that occur
-CONCENTRATION_DEPTH = 10
+MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
+MANY_ABSENT, MIN_COVERAGE_MANY = 2, 0.75  # ... or two or more are absent and over a quarter
+MIN_DENSE = 0.1  # refuse when the top hit is not similar in meaning either (cosine)
 
 
 class CodeQueries:
@@ -553,15 +560,15 @@ class CodeQueries:
         return out
 
     # ----- refusal ------------------------------------------------------------------
-    def refusal(self, terms: list[str], hit_ids: list[int], doc_filter: list[int] | None) -> dict | None:
+    def refusal(self, terms: list[str], top_dense: float | None) -> dict | None:
         """A machine-readable reason to return nothing, or None to answer.
 
-        Distinctive terms = query terms in at most COMMON_SHARE of the searched units (or in
-        none). ``absent_terms``: under MIN_COVERAGE of them occur at all. ``scattered``: they
-        occur, but no single top hit holds MIN_CONCENTRATION of those that do."""
+        Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
+        none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
+        are missing and they are over a quarter of them. ``no_match``: the words are there
+        but the top hit is not close in meaning (cosine under MIN_DENSE)."""
         if not terms:
             return None
-        # Document frequencies over the whole index (one repository in the common case).
         total = self.db.execute("SELECT count(*) FROM passages_fts").fetchone()[0] or 1
         present, absent = [], []
         for t in terms:
@@ -573,27 +580,13 @@ class CodeQueries:
             elif n / total <= COMMON_SHARE:
                 present.append(t)
         distinctive = len(present) + len(absent)
-        if distinctive == 0:
-            return None
-        coverage = len(present) / distinctive
-        if coverage < MIN_COVERAGE:
-            return {"reason": "absent_terms", "coverage": round(coverage, 3), "missing": absent,
-                    "found": present}
-        if len(present) >= 2 and hit_ids:
-            top = hit_ids[:CONCENTRATION_DEPTH]
-            marks = ",".join("?" * len(top))
-            best = 0
-            held: dict[int, int] = defaultdict(int)
-            for t in present:
-                for (rowid,) in self.db.execute(
-                        f"SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? AND rowid IN ({marks})",
-                        ('"' + t.replace('"', "") + '"', *top)):
-                    held[rowid] += 1
-            best = max(held.values(), default=0)
-            concentration = best / len(present)
-            if concentration < MIN_CONCENTRATION:
-                return {"reason": "scattered", "coverage": round(coverage, 3),
-                        "concentration": round(concentration, 3), "missing": absent, "found": present}
+        coverage = len(present) / distinctive if distinctive else 1.0
+        detail = {"coverage": round(coverage, 3), "missing": absent, "found": present}
+        if distinctive and (coverage < MIN_COVERAGE
+                            or (len(absent) >= MANY_ABSENT and coverage < MIN_COVERAGE_MANY)):
+            return {"reason": "absent_terms", **detail}
+        if top_dense is not None and top_dense < MIN_DENSE:
+            return {"reason": "no_match", "top_dense": round(top_dense, 4), **detail}
         return None
 
     # ----- symbols ------------------------------------------------------------------
@@ -636,7 +629,7 @@ class CodeQueries:
     def linked(self, node_id: int, kind: str, incoming: bool) -> list[dict]:
         col, other = ("dst", "src") if incoming else ("src", "dst")
         ids = [r[0] for r in self.db.execute(
-            f"SELECT {other} FROM edges WHERE {col}=? AND kind=? ORDER BY {other}", (node_id, kind))]
+            f"SELECT {other} FROM code_links WHERE {col}=? AND kind=? ORDER BY {other}", (node_id, kind))]
         fields = self.code_fields(ids)
         return [{"id": i, **fields[i]} for i in ids if i in fields]
 
@@ -648,13 +641,15 @@ class CodeQueries:
             return []
         name, repo_id = row
         resolved = {(r[0], r[1]) for r in self.db.execute(
-            "SELECT src, kind FROM edges WHERE dst=? AND kind IN ('calls','inherits','imports','mentions')",
+            "SELECT src, kind FROM code_links WHERE dst=? "
+            "AND kind IN ('calls','inherits','imports','mentions')",
             (node_id,))}
         kind_of = {"call": "calls", "inherit": "inherits", "import": "imports"}
         out = []
         seen = set()
         for src, kind, line in self.db.execute(
-                "SELECT r.node_id, r.kind, min(r.line) FROM symbol_refs r JOIN symbols s ON s.node_id=r.node_id "
+                "SELECT r.node_id, r.kind, min(r.line) FROM symbol_refs r "
+                "JOIN symbols s ON s.node_id=r.node_id "
                 "WHERE r.name=? AND s.repo_id=? GROUP BY r.node_id, r.kind ORDER BY s.path, min(r.line)",
                 (name, repo_id)):
             if src == node_id:
@@ -697,7 +692,8 @@ class CodeQueries:
                 continue
             c = _commit_dict((*row, None, None))
             c["symbols"] = [{"path": p, "symbol": q, "change": ch} for p, q, ch in self.db.execute(
-                "SELECT path, qualname, change FROM commit_touches WHERE commit_node=? ORDER BY path, qualname "
+                "SELECT path, qualname, change FROM commit_touches WHERE commit_node=? "
+                "ORDER BY path, qualname "
                 "LIMIT ?", (row[0], limit_symbols))]
             c["symbols_total"] = self.db.execute("SELECT count(*) FROM commit_touches WHERE commit_node=?",
                                                  (row[0],)).fetchone()[0]
@@ -726,11 +722,35 @@ def estimate_tokens(text: str) -> int:
 def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
     """What an agent needs to decide whether to expand: where, what, a few lines."""
     text = hit.get("text", "")
-    out = {k: hit.get(k) for k in ("id", "kind", "score", "path", "symbol", "symbol_kind", "start_line",
-                                   "end_line", "signature", "dirty", "commit", "subject") if hit.get(k) is not None}
+    keys = ("id", "kind", "score", "path", "symbol", "symbol_kind", "start_line", "end_line", "signature",
+            "dirty", "commit", "subject")
+    out = {k: hit.get(k) for k in keys if hit.get(k) is not None}
     if hit.get("doc"):
         out["doc"] = hit["doc"]
     lines = [ln for ln in text.splitlines()[1:] if ln.strip()] if hit.get("symbol") else text.splitlines()
     out["snippet"] = "\n".join(lines[:snippet_lines])[:600]
     out["expand"] = {"tool": "expand", "id": hit["id"]}
     return out
+
+
+def budget_hits(hits: list[dict], token_budget: int) -> dict:
+    """Compact hits, best first, while they fit ``token_budget`` (at least one always)."""
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        raise InvalidInput("token_budget must be a positive integer")
+    out, used = [], 0
+    for h in hits:
+        c = compact_hit(h)
+        cost = estimate_tokens(json.dumps(c, ensure_ascii=False))
+        if out and used + cost > token_budget:
+            break
+        out.append(c)
+        used += cost
+    return {"hits": out, "token_budget": token_budget, "tokens_used": used,
+            "truncated": len(out) < len(hits)}
+
+
+def refusal_terms(query: str) -> list[str]:
+    """The query's content words, identifiers spelt out (``open_session`` -> open, session);
+    a hyphenated word counts once, by its parts."""
+    words = query_terms(" ".join(split_identifier(query)) + " " + query.replace("-", " "))
+    return [t for t in dict.fromkeys(words) if not set("_.-") & set(t)]

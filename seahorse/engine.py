@@ -19,7 +19,7 @@ from .errors import InvalidInput, NotFound, SchemaMismatch, SeahorseError
 from .extract import Extractor, Phrase, default_extractor
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .storage import SQLiteStore
-from .text import chunk, clean, content_hash, query_terms, split_sentences
+from .text import chunk, clean, content_hash, split_sentences
 
 if TYPE_CHECKING:
     from .codeindex import CodeIndex, CodeQueries
@@ -303,6 +303,7 @@ class Engine:
                 return IndexResult(old[0], prep.source, "unchanged", self._passage_count(old[0]))
             if old is not None:  # update in place: the document keeps its id
                 self.store.delete_document(old[0], keep_row=True)
+                self._phrase_cache = None  # it may hold phrases that delete just dropped
                 doc_id = old[0]
                 self.store.update_document(doc_id, prep.title, prep.digest, prep.metadata)
             else:
@@ -473,7 +474,8 @@ class Engine:
             want = tuple(kinds) if kinds else RETRIEVABLE
             bad = [k for k in want if k not in RETRIEVABLE + ("commit",)]
             if bad:
-                raise InvalidInput(f"unknown kind {bad[0]!r}; kinds are {', '.join(RETRIEVABLE + ('commit',))}")
+                raise InvalidInput(f"unknown kind {bad[0]!r}; kinds are "
+                                   f"{', '.join(RETRIEVABLE + ('commit',))}")
             result = search(index, self.store, self.embedder, self.extractor, self.settings,
                             query.strip(), top_k, self.budget().node_budget, context, want, doc_filter,
                             code=repo is not None)
@@ -573,6 +575,11 @@ class Engine:
     def expand(self, node_id: int) -> dict:
         """:meth:`get`, plus the whole text of the hit's document (every passage, in order)."""
         out = self.get(node_id)
+        if out.get("commit"):  # the text is the whole message already
+            return out
+        if out.get("path"):  # code or a repository doc: the lines of its span
+            out["body"] = self.code_queries.body(node_id)
+            return out
         if out.get("doc_id") is not None:
             rows = self.store.db.execute(
                 "SELECT text FROM nodes WHERE doc_id=? ORDER BY ordinal", (out["doc_id"],))
@@ -602,6 +609,9 @@ class Engine:
             doc = self.store.document(doc_id)
             out.update(doc_id=doc_id, source=doc[1], title=doc[2], ordinal=ordinal,
                        passages=self._passage_count(doc_id))
+            code = self.code_queries.code_fields([node_id]).get(node_id)
+            if code is not None:
+                out.update(code)
             mem = self.store.memory_by_doc(doc_id)
             if mem is not None:
                 out["memory"] = mem
@@ -640,12 +650,10 @@ class Engine:
                 h.code = fields[h.id]
         if not refuse or not result.hits:
             return
-        from .code import split_identifier
+        from .codeindex import refusal_terms
 
-        terms = query_terms(" ".join(split_identifier(query)) + " " + query)
-        terms = list(dict.fromkeys(t for t in terms if "_" not in t and "." not in t))
-        docs = None if doc_filter is None else [int(d) for d in doc_filter]
-        why = q.refusal(terms, [h.id for h in result.hits], docs)
+        terms = refusal_terms(query)
+        why = q.refusal(terms, result.hits[0].evidence.get("dense"))
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)

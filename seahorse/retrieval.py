@@ -9,12 +9,12 @@ Seeds (all computed from caches built at index time, nothing recomputed per quer
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .code import SECONDARY_PATH
 from .config import Settings
 from .embed import Embedder
 from .extract import Extractor
@@ -27,9 +27,6 @@ RETRIEVABLE = ("passage", "memory", "symbol")
 SESSION_WEIGHT = 0.5  # the context's teleport mass, relative to the query's own seeds
 DRIFT_RATIO = 0.5  # context mass under half its uniform share = the query left the topic
 CONTEXT_PHRASES = 8
-# Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``
-SECONDARY_PATH = re.compile(r"(^|/)(tests?|examples?|testing|spec)/|(^|/)test_[^/]*$|_test\.[a-z]+$"
-                            r"|\.(test|spec)\.[a-z]+$")
 SECONDARY_WEIGHT = 0.5
 TEST_WORDS = frozenset({"test", "tests", "testing", "example", "examples", "fixture", "fixtures"})
 
@@ -212,7 +209,7 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
     memories = {}
     docs = {}
     hits: list[Hit] = []
-    for rank, v in enumerate(chosen):
+    for v in chosen:
         node_id = int(g.node_ids[v])
         kind, text, doc_id, _ordinal = texts[node_id]
         if doc_id not in docs:

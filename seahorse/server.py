@@ -35,7 +35,10 @@ DELETE_ONCE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempote
 INSTRUCTIONS = (
     "Seahorse is a local long-term memory. Call `search` before answering questions about "
     "the user's notes, projects or past decisions; call `upsert_memory` to remember a fact or "
-    "preference the user states; `get`/`expand` return the full text of a compact hit."
+    "preference the user states; `get`/`expand` return the full text of a compact hit. "
+    "For code: `index_repo` a checkout, then `search_code` in plain words, `find_symbol`, "
+    "`get_callers`, `get_references`, `symbol_history` (which commit changed it and why) and "
+    "`get_recent_changes`."
 )
 
 
@@ -48,6 +51,9 @@ class _Runtime:
         self._engine = None
 
     def call(self, fn_name: str, *args, **kwargs) -> Any:
+        return self.call_with(lambda eng: getattr(eng, fn_name)(*args, **kwargs))
+
+    def call_with(self, fn) -> Any:
         with self.lock:
             try:
                 if self._engine is None:
@@ -55,7 +61,7 @@ class _Runtime:
                     from .engine import Engine
 
                     self._engine = Engine(load_settings(db_path=self.db))
-                return getattr(self._engine, fn_name)(*args, **kwargs)
+                return fn(self._engine)
             except SeahorseError as exc:
                 raise ToolError(str(exc)) from None
 
@@ -113,6 +119,56 @@ def build_server(db: str | None = None) -> MCPServer:
     def expand(id: int) -> dict[str, Any]:
         """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
         return rt.call("expand", id)
+
+    # ----- code ------------------------------------------------------------------------
+    @server.tool(annotations=WRITES)
+    def index_repo(path: str, worktree: bool = False, history: bool = True,
+                   max_commits: int = 1000) -> dict[str, Any]:
+        """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty."""
+        return rt.call("index_repo", path, worktree=worktree, history=history, max_commits=max_commits)
+
+    @server.tool(annotations=READ_ONLY)
+    def search_code(query: str, repo: str | None = None, token_budget: int = 2000,
+                    top_k: int = 10, refuse: bool = True) -> dict[str, Any]:
+        """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code."""
+        def run(eng):
+            row = eng.code.repo_row(repo)
+            return eng.search(query, top_k=top_k, repo=row[1], refuse=refuse).as_dict()
+
+        from .codeindex import budget_hits
+
+        res = rt.call_with(run)
+        return {**res, **budget_hits(res["hits"], token_budget)}
+
+    @server.tool(annotations=READ_ONLY)
+    def find_symbol(name: str, repo: str | None = None) -> dict[str, Any]:
+        """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app); returns path, span, signature and doc of each, with callers and callees of the first."""
+        found = rt.call("find_symbol", name, repo=repo)
+        if not found:
+            raise ToolError(f"no symbol {name!r}; use search_code to find it by description")
+        first = rt.call("symbol", found[0]["symbol"], repo=repo)
+        return {"matches": found, "first": first}
+
+    @server.tool(annotations=READ_ONLY)
+    def get_callers(name: str, repo: str | None = None) -> dict[str, Any]:
+        """Symbols whose calls resolve unambiguously to this one (ambiguous calls are not guessed: see get_references)."""
+        return rt.call("callers", name, repo=repo)
+
+    @server.tool(annotations=READ_ONLY)
+    def get_references(name: str, repo: str | None = None) -> dict[str, Any]:
+        """Every place naming the symbol: calls, imports, subclasses and docs; `resolved: false` marks a same-named call that could mean another symbol."""
+        return rt.call("references", name, repo=repo)
+
+    @server.tool(annotations=READ_ONLY)
+    def symbol_history(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
+        """The commits that changed a symbol, newest first, with author, date and the full message (the why)."""
+        return rt.call("symbol_history", name, repo=repo, limit=limit)
+
+    @server.tool(annotations=READ_ONLY)
+    def get_recent_changes(since: str | None = None, repo: str | None = None,
+                           limit: int = 20) -> dict[str, Any]:
+        """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
+        return rt.call("recent_changes", since, repo=repo, limit=limit)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:

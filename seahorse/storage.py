@@ -200,6 +200,13 @@ def _m0003_code(db: sqlite3.Connection) -> None:
             message TEXT NOT NULL,
             UNIQUE(repo_id, sha)
         );
+        CREATE TABLE code_links(
+            src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            PRIMARY KEY(src, dst, kind)
+        ) WITHOUT ROWID;
+        CREATE INDEX code_links_dst ON code_links(dst, kind);
         CREATE TABLE commit_touches(
             commit_node INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
             path TEXT NOT NULL,

@@ -21,8 +21,10 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 TOOLS = {"add_document", "search", "upsert_memory", "delete_memory", "delete_document", "get",
-         "expand"}
-READ_ONLY_TOOLS = {"search", "get", "expand"}
+         "expand", "index_repo", "search_code", "find_symbol", "get_callers", "get_references",
+         "symbol_history", "get_recent_changes"}
+READ_ONLY_TOOLS = {"search", "get", "expand", "search_code", "find_symbol", "get_callers",
+                   "get_references", "symbol_history", "get_recent_changes"}
 
 BABBAGE = (
     "Charles Babbage designed the Analytical Engine, a mechanical general-purpose computer. "
@@ -419,5 +421,48 @@ def test_searches_while_cli_processes_index_the_same_database(tmp_path: Path) ->
                 assert out["hits"][0]["source"] == f"cli:{n}", out["hits"]
         assert "database is locked" not in "".join(
             p.read_text() for p in tmp_path.glob("server-*.stderr"))
+
+    asyncio.run(main())
+
+
+# ----- code tools --------------------------------------------------------------------------
+def test_code_tools_over_stdio_on_a_real_git_repository(tmp_path: Path) -> None:
+    from test_code_repo import ROUTING, SESSIONS, commit, git
+
+    root = tmp_path / "demo"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "Add cookie sessions", {"app/sessions.py": SESSIONS})
+    commit(root, "Add the router", {"app/routing.py": ROUTING})
+    commit(root, "Fix decode_payload on empty cookies\n\nAn empty cookie crashed every request.",
+           {"app/sessions.py": SESSIONS.replace("return dict(data)", "return dict(data or {})")})
+
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            rep = await srv.ok("index_repo", {"path": str(root)})
+            assert rep["files"] == 2 and rep["commits"]["total"] == 3
+            found = await srv.ok("search_code", {"query": "signed cookie session dictionary",
+                                                 "token_budget": 400})
+            assert found["hits"] and found["tokens_used"] <= 400 or len(found["hits"]) == 1
+            top = found["hits"][0]
+            assert {"path", "symbol", "start_line", "end_line", "snippet", "expand"} <= top.keys()
+            assert top["path"] == "app/sessions.py"
+            full = await srv.ok("expand", {"id": top["expand"]["id"]})
+            assert full["body"].count("\n") + 1 == top["end_line"] - top["start_line"] + 1
+            refused = await srv.ok("search_code", {"query": "kubernetes admission webhook workload"})
+            assert refused["hits"] == [] and refused["refusal"]["reason"] == "absent_terms"
+            sym = await srv.ok("find_symbol", {"name": "decode_payload"})
+            assert sym["matches"][0]["path"] == "app/sessions.py"
+            callers = await srv.ok("get_callers", {"name": "decode_payload"})
+            assert {c["symbol"] for c in callers["callers"]} == {"CookieJar.open_session", "helper"}
+            refs = await srv.ok("get_references", {"name": "Router.load_cookie"})
+            assert any(not r["resolved"] for r in refs["references"])
+            hist = await srv.ok("symbol_history", {"name": "decode_payload"})
+            assert hist["commits"][0]["subject"] == "Fix decode_payload on empty cookies"
+            assert "crashed every request" in hist["commits"][0]["message"]
+            recent = await srv.ok("get_recent_changes", {"since": "HEAD~1"})
+            assert [c["subject"] for c in recent["commits"]] == ["Fix decode_payload on empty cookies"]
+            err = await srv.error("find_symbol", {"name": "no_such_symbol"})
+            assert "no symbol" in err
 
     asyncio.run(main())

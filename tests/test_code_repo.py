@@ -1,0 +1,386 @@
+"""Checkouts in the graph, driven through real git repositories and real SQLite files:
+symbols and their edges, history, incremental indexing equal to a rebuild, refusal, the CLI."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seahorse import Engine, Settings
+from seahorse.errors import InvalidInput, NotFound
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+SESSIONS = textwrap.dedent('''\
+    """Sessions kept in signed cookies."""
+
+
+    class CookieJar:
+        """Holds the signed cookie of one client."""
+
+        def open_session(self, request):
+            """Read the signed cookie back into a session dictionary."""
+            data = self.load_cookie(request)
+            return decode_payload(data)
+
+        def load_cookie(self, request):
+            return request.cookies.get("session")
+
+
+    def decode_payload(data):
+        """Verify the signature and turn the payload into a dict."""
+        return dict(data)
+
+
+    def helper():
+        return decode_payload({})
+    ''')
+
+ROUTING = textwrap.dedent('''\
+    from app.sessions import CookieJar
+
+
+    class Router(CookieJar):
+        """Maps a url rule to the view function that answers it."""
+
+        def dispatch(self, path):
+            """Find the view for a path and call it."""
+            return self.lookup(path)
+
+        def lookup(self, path):
+            return path
+
+        def load_cookie(self, request):
+            return None
+
+
+    def run():
+        Router().dispatch("/")
+        load_cookie(None)
+    ''')
+
+README = textwrap.dedent('''\
+    # Demo app
+
+    Sessions live in signed cookies: see `CookieJar.open_session` and ``decode_payload``.
+    ''')
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=Ada", "-c", "user.email=ada@example.org",
+                           "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
+                          cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(root: Path, message: str, files: dict[str, str | None]) -> str:
+    for path, text in files.items():
+        p = root / path
+        if text is None:
+            p.unlink()
+            continue
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "demo"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "Add cookie sessions\n\nSessions are signed so clients cannot forge them.",
+           {"app/sessions.py": SESSIONS, "README.md": README})
+    commit(root, "Add the router", {"app/routing.py": ROUTING})
+    fixed = SESSIONS.replace('return dict(data)', 'return dict(data or {})')
+    commit(root, "Fix decode_payload on empty cookies\n\nAn empty cookie crashed every request.",
+           {"app/sessions.py": fixed})
+    return root
+
+
+def make_engine(tmp_path: Path, name: str = "kg.db") -> Engine:
+    return Engine(Settings(db_path=tmp_path / name, embedder="hash"))
+
+
+# ----- symbols, edges, lookups ---------------------------------------------------------------
+def test_symbols_spans_and_conservative_call_resolution(demo_repo: Path, tmp_path: Path) -> None:
+    with make_engine(tmp_path) as eng:
+        rep = eng.index_repo(demo_repo)
+        assert rep["files"] == 3 and rep["added"] == 3 and rep["commits"]["total"] == 3
+        sym = eng.symbol("CookieJar.open_session")
+        assert (sym["path"], sym["start_line"], sym["end_line"]) == ("app/sessions.py", 7, 10)
+        assert sym["signature"] == "def open_session(self, request)"
+        assert sym["doc"].startswith("Read the signed cookie")
+        assert "decode_payload(data)" in sym["body"]
+        callees = {c["symbol"] for c in sym["callees"]}
+        # self.load_cookie inside CookieJar is CookieJar.load_cookie, not Router.load_cookie.
+        assert callees == {"CookieJar.load_cookie", "decode_payload"}
+        callers = {c["symbol"] for c in eng.callers("decode_payload")["callers"]}
+        assert callers == {"CookieJar.open_session", "helper"}
+        # A bare call to load_cookie in run() could mean either class's method: not guessed.
+        refs = eng.references("Router.load_cookie")["references"]
+        bare = [r for r in refs if r["symbol"] == "run"]
+        assert bare and all(not r["resolved"] for r in bare)
+        assert {c["symbol"] for c in eng.callers("Router.load_cookie")["callers"]} == set()
+        router = eng.symbol("Router")
+        assert [b["symbol"] for b in router["bases"]] == ["CookieJar"]
+        assert {m["symbol"] for m in router["members"]} == {"Router.dispatch", "Router.lookup",
+                                                            "Router.load_cookie"}
+        # The README names both symbols: doc -> symbol edges.
+        refs = eng.references("decode_payload")["references"]
+        assert any(r["kind"] == "mentions" and r["path"] == "README.md" for r in refs)
+        assert [s["symbol"] for s in eng.find_symbol("open_session")] == ["CookieJar.open_session"]
+        with pytest.raises(NotFound):
+            eng.symbol("no_such_thing")
+
+
+def test_history_answers_which_commit_changed_it_and_why(demo_repo: Path, tmp_path: Path) -> None:
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(demo_repo)
+        hist = eng.symbol_history("decode_payload")["commits"]
+        assert [c["subject"] for c in hist] == ["Fix decode_payload on empty cookies",
+                                                "Add cookie sessions"]
+        assert "An empty cookie crashed every request." in hist[0]["message"]
+        assert [c["change"] for c in hist] == ["modified", "added"]
+        # open_session's lines were not in the fix's hunk: only the commit that added it.
+        assert [c["subject"] for c in eng.symbol_history("CookieJar.open_session")["commits"]] == [
+            "Add cookie sessions"]
+        changes = eng.recent_changes("HEAD~1")["commits"]
+        assert len(changes) == 1 and changes[0]["subject"].startswith("Fix decode_payload")
+        assert {(s["path"], s["symbol"]) for s in changes[0]["symbols"]} == {
+            ("app/sessions.py", "decode_payload")}
+        # Commit messages are searchable text.
+        res = eng.search("empty cookie crashed", kinds=["commit"], top_k=3)
+        assert res.hits and res.hits[0].code["commit"] == git(demo_repo, "rev-parse", "HEAD")
+
+
+def test_search_hits_carry_the_code_contract(demo_repo: Path, tmp_path: Path) -> None:
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(demo_repo)
+        res = eng.search("signed cookie session dictionary", repo=demo_repo, top_k=5)
+        assert res.hits, res.info
+        for h in res.hits:
+            d = h.as_dict()
+            assert {"path", "symbol", "start_line", "end_line"} <= d.keys()
+            assert not d["path"].startswith("/")
+        top = res.hits[0].as_dict()
+        assert top["path"] == "app/sessions.py" and top["symbol"] in {"CookieJar.open_session",
+                                                                       "CookieJar"}
+        body = eng.expand(res.hits[0].id)["body"]
+        assert body.splitlines()[0].strip().startswith(("def open_session", "class CookieJar"))
+
+
+def test_refusal_is_machine_readable_and_spares_real_questions(demo_repo: Path, tmp_path: Path) -> None:
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(demo_repo)
+        res = eng.search("which codec transcodes the uploaded video frames", repo=demo_repo)
+        assert res.hits == []
+        assert res.info["refusal"]["reason"] == "absent_terms"
+        assert {"codec", "video"} <= set(res.info["refusal"]["missing"])
+        # The same question without refusal still answers (it is a choice, not a crash).
+        assert eng.search("which codec transcodes the uploaded video frames", repo=demo_repo,
+                          refuse=False).hits
+        assert eng.search("verify the cookie signature", repo=demo_repo).hits
+
+
+def test_worktree_edits_are_indexed_on_request_and_marked(demo_repo: Path, tmp_path: Path) -> None:
+    (demo_repo / "app" / "extra.py").write_text("def brand_new_helper():\n    return 42\n")
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(demo_repo)
+        assert eng.find_symbol("brand_new_helper") == []  # committed state only
+        rep = eng.index_repo(demo_repo, worktree=True)
+        assert rep["added"] == 1 and rep["unchanged"] == 3
+        found = eng.find_symbol("brand_new_helper")
+        assert found and found[0]["dirty"] is True
+        assert eng.find_symbol("decode_payload")[0]["dirty"] is False
+
+
+# ----- incremental equals rebuild ----------------------------------------------------------
+def canonical(db_path: Path, repo_root: Path) -> dict:
+    """Everything the code index holds, keyed by content instead of row ids."""
+    db = sqlite3.connect(str(db_path))
+    try:
+        key: dict[int, tuple] = {}
+        for node, path, qual, kind, a, b in db.execute(
+                "SELECT node_id, path, qualname, kind, start_line, end_line FROM symbols"):
+            key[node] = ("sym", path, qual, kind, a, b)
+        for node, sha in db.execute("SELECT node_id, sha FROM commits"):
+            key[node] = ("commit", sha)
+        # A phrase is its normalised key; its display text is whichever surface came first.
+        for node, k in db.execute("SELECT id, key FROM nodes WHERE kind='phrase'"):
+            key[node] = ("phrase", k)
+        symbols = sorted(db.execute(
+            "SELECT path, qualname, kind, start_line, end_line, signature, doc, parent FROM symbols"))
+        # Graph edges are undirected (stored by row-id order): compare the pair unordered.
+        edges = sorted((*sorted([key.get(s, ("?", s)), key.get(d, ("?", d))]), k, w)
+                       for s, d, k, w in db.execute("SELECT src, dst, kind, weight FROM edges")
+                       if k != "synonym")
+        links = sorted((key[s], key[d], k) for s, d, k in db.execute("SELECT src, dst, kind FROM code_links"))
+        refs = sorted((key[n], name, kind, line, sc) for n, name, kind, line, sc in db.execute(
+            "SELECT node_id, name, kind, line, self_call FROM symbol_refs"))
+        commits = sorted(db.execute("SELECT sha, parents, author, date, message FROM commits"))
+        touches = sorted((key[c], p, q, ch) for c, p, q, ch in db.execute(
+            "SELECT commit_node, path, qualname, change FROM commit_touches"))
+        files = sorted(db.execute("SELECT path, blob, kind, dirty FROM code_files"))
+        texts = sorted(db.execute("SELECT kind, text FROM nodes WHERE kind <> 'phrase'"))
+        fts = db.execute("SELECT count(*) FROM passages_fts").fetchone()[0]
+        nodes = db.execute("SELECT count(*) FROM nodes WHERE kind <> 'phrase'").fetchone()[0]
+        return {"symbols": symbols, "edges": edges, "links": links, "refs": refs, "commits": commits,
+                "touches": touches, "files": files, "texts": texts, "fts": fts, "nodes": nodes}
+    finally:
+        db.close()
+
+
+FUNCS = ["alpha", "beta", "gamma", "delta"]
+
+
+def _module(funcs: list[str], variant: int) -> str:
+    out = []
+    for i, f in enumerate(funcs):
+        callee = funcs[(i + 1) % len(funcs)]
+        out.append(f"def {f}(x):\n    \"\"\"{f} version {variant}.\"\"\"\n"
+                   f"    return {callee}(x) + {variant}\n")
+    return "\n\n".join(out)
+
+
+step = st.one_of(
+    st.tuples(st.just("write"), st.sampled_from(["a.py", "pkg/b.py", "c.go", "notes.md"]),
+              st.lists(st.sampled_from(FUNCS), min_size=1, max_size=3, unique=True),
+              st.integers(0, 3)),
+    st.tuples(st.just("delete"), st.sampled_from(["a.py", "pkg/b.py", "c.go", "notes.md"])),
+    st.tuples(st.just("reset")),  # history rewritten: HEAD~1 as after a rebase or checkout
+)
+
+
+def _apply(root: Path, op: tuple, n: int) -> None:
+    if op[0] == "reset":
+        if int(git(root, "rev-list", "--count", "HEAD")) > 1:
+            git(root, "reset", "-q", "--hard", "HEAD~1")
+        return
+    path = root / op[1]
+    if op[0] == "delete":
+        if path.exists():
+            path.unlink()
+    else:
+        _kind, _p, funcs, variant = op
+        if op[1].endswith(".go"):
+            text = "package c\n\n" + "\n".join(f"// {f} does it.\nfunc {f}() int {{ return {variant} }}\n"
+                                               for f in funcs)
+        elif op[1].endswith(".md"):
+            text = f"# Notes {variant}\n\nSee `{funcs[0]}` for details.\n"
+        else:
+            text = _module(funcs, variant)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", f"step {n}: {op[0]} {op[1]}")
+
+
+@settings(max_examples=6)
+@given(st.lists(step, min_size=1, max_size=5))
+def test_incremental_index_equals_rebuild_on_synthetic_histories(tmp_path_factory, ops) -> None:
+    base = tmp_path_factory.mktemp("hist")
+    root = base / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "start", {"a.py": _module(["alpha", "beta"], 0)})
+    with make_engine(base, "incremental.db") as eng:
+        eng.index_repo(root)
+        for n, op in enumerate(ops):
+            _apply(root, op, n)
+            eng.index_repo(root)
+    with make_engine(base, "rebuild.db") as eng:
+        eng.index_repo(root)
+    assert canonical(base / "incremental.db", root) == canonical(base / "rebuild.db", root)
+
+
+def test_reindex_parses_only_new_blobs(demo_repo: Path, tmp_path: Path) -> None:
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(demo_repo)
+        again = eng.index_repo(demo_repo)
+        assert again["unchanged"] == 3 and again["added"] == again["updated"] == 0
+        assert again["commits"]["added"] == 0
+        commit(demo_repo, "Touch the router", {"app/routing.py": ROUTING + "\n\ndef extra():\n    pass\n"})
+        third = eng.index_repo(demo_repo)
+        assert (third["updated"], third["unchanged"], third["commits"]["added"]) == (1, 2, 1)
+        assert [c["subject"] for c in eng.symbol_history("extra")["commits"]] == ["Touch the router"]
+
+
+def test_incremental_equals_rebuild_on_this_projects_history(tmp_path: Path) -> None:
+    if not (PROJECT / ".git").exists():
+        pytest.skip("not a git checkout")
+    clone = tmp_path / "self"
+    subprocess.run(["git", "clone", "-q", "--no-local", str(PROJECT), str(clone)], check=True,
+                   capture_output=True)
+    count = int(git(clone, "rev-list", "--count", "HEAD"))
+    if count < 4:
+        pytest.skip("history too short")
+    git(clone, "checkout", "-q", "HEAD~3")
+    with make_engine(tmp_path, "incremental.db") as eng:
+        eng.index_repo(clone, max_commits=40, exclude=("tests",))
+        git(clone, "checkout", "-q", "-")
+        eng.index_repo(clone, max_commits=40, exclude=("tests",))
+    with make_engine(tmp_path, "rebuild.db") as eng:
+        eng.index_repo(clone, max_commits=40, exclude=("tests",))
+        # "Which commit changed X and why", on a real history: the commit git itself names
+        # as the one that introduced Engine.search's definition is in its history.
+        hist = eng.symbol_history("Engine.search")["commits"]
+        first = git(clone, "log", "--format=%H", "--reverse", "-S", "def search(", "--",
+                    "seahorse/engine.py").splitlines()
+        assert hist and all(c["message"] for c in hist)
+        reachable = set(git(clone, "rev-list", "--max-count=40", "HEAD").split())
+        if first and first[0] in reachable:
+            assert first[0] in {c["commit"] for c in hist}
+    assert canonical(tmp_path / "incremental.db", clone) == canonical(tmp_path / "rebuild.db", clone)
+
+
+# ----- errors and the CLI ---------------------------------------------------------------------
+def test_bad_repo_arguments_are_clear(tmp_path: Path, demo_repo: Path) -> None:
+    with make_engine(tmp_path) as eng:
+        with pytest.raises(NotFound):
+            eng.index_repo(tmp_path / "missing")
+        (tmp_path / "file.txt").write_text("x")
+        with pytest.raises(InvalidInput):
+            eng.index_repo(tmp_path / "file.txt")
+        with pytest.raises(NotFound):
+            eng.symbol("anything")
+        eng.index_repo(demo_repo)
+        with pytest.raises(InvalidInput):
+            eng.recent_changes("--output=/etc/passwd")
+        with pytest.raises(NotFound):
+            eng.recent_changes("no-such-branch")
+
+
+def test_cli_repo_commands(cli, demo_repo: Path) -> None:
+    out = cli.json("index", "--repo", str(demo_repo))
+    assert out["files"] == 3 and out["commits"]["total"] == 3
+    res = cli.json("search", "signed cookie session dictionary", "--repo", str(demo_repo))
+    assert res["hits"]
+    for h in res["hits"]:
+        assert {"path", "symbol", "start_line", "end_line"} <= h.keys()
+    assert res["hits"][0]["path"] == "app/sessions.py"
+    refused = cli.json("search", "kubernetes admission webhook workload", "--repo", str(demo_repo))
+    assert refused["hits"] == [] and refused["refusal"]["reason"] == "absent_terms"
+    compact = cli.json("search", "signed cookie", "--repo", "demo", "--token-budget", "60")
+    assert len(compact["hits"]) == 1 and compact["truncated"] is True
+    assert compact["hits"][0]["expand"] == {"tool": "expand", "id": compact["hits"][0]["id"]}
+    sym = cli.json("symbol", "decode_payload")
+    assert sym["path"] == "app/sessions.py" and {c["symbol"] for c in sym["callers"]} == {
+        "CookieJar.open_session", "helper"}
+    hist = cli.json("history", "decode_payload")
+    assert hist["commits"][0]["subject"] == "Fix decode_payload on empty cookies"
+    ch = cli.json("changes", "--since", "HEAD~2")
+    assert [c["subject"] for c in ch["commits"]] == ["Fix decode_payload on empty cookies",
+                                                     "Add the router"]
+    human = cli.run("history", "decode_payload")
+    assert human.returncode == 0 and "Fix decode_payload" in human.stdout
+    missing = cli.run("symbol", "nope")
+    assert missing.returncode != 0 and "no symbol 'nope'" in missing.stderr
+    assert "Traceback" not in missing.stderr
