@@ -521,7 +521,7 @@ def path_words(path: str) -> list[str]:
 COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
 MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
 MANY_ABSENT, MIN_COVERAGE_MANY = 2, 0.75  # ... or two or more are absent and over a quarter
-MIN_DENSE = 0.1  # refuse when the top hit is not similar in meaning either (cosine)
+MIN_DENSE = 0.1  # refuse when no top hit is similar in meaning either (cosine)
 
 
 class CodeQueries:
@@ -566,7 +566,8 @@ class CodeQueries:
         Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
         none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
         are missing and they are over a quarter of them. ``no_match``: the words are there
-        but the top hit is not close in meaning (cosine under MIN_DENSE)."""
+        but none of the top hits is close in meaning (``top_dense``, their best cosine, is
+        under MIN_DENSE)."""
         if not terms:
             return None
         total = self.db.execute("SELECT count(*) FROM passages_fts").fetchone()[0] or 1

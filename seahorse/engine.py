@@ -30,6 +30,7 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 MEMORY_KINDS = ("fact", "preference", "event", "instruction", "note", "decision")
 SESSION_DECAY = 0.5  # an earlier turn's phrase weighs half as much each turn it is carried
 SESSION_PHRASES = 12
+NO_MATCH_DEPTH = 3  # refusal "no_match": none of the top 3 hits is close in meaning
 NAME_MAX = 200
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 SYNONYM_BLOCK = 256  # rows per similarity block: 256 x 30k phrases = 30 MB transient
@@ -653,7 +654,8 @@ class Engine:
         from .codeindex import refusal_terms
 
         terms = refusal_terms(query)
-        why = q.refusal(terms, result.hits[0].evidence.get("dense"))
+        dense = [h.evidence.get("dense", 0.0) for h in result.hits[:NO_MATCH_DEPTH]]
+        why = q.refusal(terms, max(dense))
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)

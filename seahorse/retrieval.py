@@ -28,7 +28,8 @@ SESSION_WEIGHT = 0.5  # the context's teleport mass, relative to the query's own
 DRIFT_RATIO = 0.5  # context mass under half its uniform share = the query left the topic
 CONTEXT_PHRASES = 8
 SECONDARY_WEIGHT = 0.5
-TEST_WORDS = frozenset({"test", "tests", "testing", "example", "examples", "fixture", "fixtures"})
+DOC_WORDS = frozenset({"doc", "docs", "documentation", "documented", "readme", "guide", "tutorial",
+                       "changelog", "explain", "explains", "explained"})
 
 
 @dataclass
@@ -112,8 +113,11 @@ def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, c
     (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates."""
     lift = scores[cand] / np.sqrt(index.global_pagerank(settings.damping, node_budget)[cand])
     out = _minmax(seeds[cand]) + _minmax(lift)
-    if not TEST_WORDS.intersection(query_terms(query)):
-        out = np.where(index.secondary[cand], out * SECONDARY_WEIGHT, out)
+    # Tests and examples rank behind the code they exercise, even when the question is about
+    # testing: "in a test without a server" asks for the test client, not for a test.
+    out = np.where(index.secondary[cand], out * SECONDARY_WEIGHT, out)
+    if not DOC_WORDS & set(query_terms(query)):  # prose and text windows rank behind declarations
+        out = np.where(index.graph.kinds[cand] == "passage", out * SECONDARY_WEIGHT, out)
     return out
 
 
