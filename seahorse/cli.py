@@ -283,7 +283,8 @@ def _human(command: str, out: Any) -> str:
             f"embedder   {out['embedder']} ({out['dim']}-d); phrases {out['phrase_embedder']}",
             f"profile    {b['profile']} (requested {b['requested']}), "
             f"node budget {b['node_budget']}",
-        ])
+        ] + [f"repo       {r['root']}: {r['files']} files, {r['symbols']} symbols, {r['commits']} commits"
+             for r in out.get("repos", [])])
     if command == "delete":
         return (f"deleted document {out['doc_id']} ({out['source']}): {out['passages']} "
                 f"passage(s), {out['phrases']} phrase(s) only it held")

@@ -35,6 +35,7 @@ LINK_KINDS = ("calls", "inherits", "imports", "mentions", "touched", "parent")
 EDGE_WEIGHT = {"contains": 1.0, "calls": 0.5, "inherits": 0.5, "imports": 0.25, "mentions": 0.5,
                "touched": 0.25, "parent": 0.1}
 WINDOW_LINES = 40
+FILE_BATCH = 32  # files read, parsed and embedded together
 MAX_TOUCHED = 50  # a commit touching more symbols than this links only the first ones
 
 
@@ -111,13 +112,13 @@ class CodeIndex:
                     self.store.delete_document(known[p][0])
                 self.store.bump_version()
             self.engine._after_write()
-        contents = repo.read(todo)
         self.engine._indexing_many = True
         try:
-            for start in range(0, len(todo), 32):
-                batch = todo[start:start + 32]
+            for start in range(0, len(todo), FILE_BATCH):
+                batch = todo[start:start + FILE_BATCH]
                 if progress:
                     progress(min(start + len(batch), len(todo)), len(todo), batch[-1].path)
+                contents = repo.read(batch)  # one batch of file contents in memory at a time
                 self._index_batch(repo_id, repo.root, batch, contents, known, skipped, counts)
         finally:
             self.engine._indexing_many = False

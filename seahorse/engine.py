@@ -725,6 +725,7 @@ class Engine:
                 "phrase_embedder": meta.get("phrase_embedder"), "extractor": meta.get("extractor"),
                 "schema_version": int(meta.get("schema_version", 0)),
                 "writer_version": meta.get("writer_version"), "budget": self.budget().as_dict(),
+                "repos": self.code.repos(),
                 "read_only": self.store.read_only}
 
 
