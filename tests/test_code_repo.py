@@ -329,15 +329,15 @@ def test_incremental_equals_rebuild_on_this_projects_history(tmp_path: Path) -> 
         eng.index_repo(clone, max_commits=40, exclude=("tests",))
     with make_engine(tmp_path, "rebuild.db") as eng:
         eng.index_repo(clone, max_commits=40, exclude=("tests",))
-        # "Which commit changed X and why", on a real history: the commit git itself names
-        # as the one that introduced Engine.search's definition is in its history.
-        hist = eng.symbol_history("Engine.search")["commits"]
-        first = git(clone, "log", "--format=%H", "--reverse", "-S", "def search(", "--",
-                    "seahorse/engine.py").splitlines()
-        assert hist and all(c["message"] for c in hist)
-        reachable = set(git(clone, "rev-list", "--max-count=40", "HEAD").split())
-        if first and first[0] in reachable:
-            assert first[0] in {c["commit"] for c in hist}
+        # "Which commit changed X and why", on a real history: the commit git itself names as
+        # the one that introduced CodeIndex._relink is in its history, with git's message.
+        hist = eng.symbol_history("CodeIndex._relink")["commits"]
+        first = git(clone, "log", "--format=%H", "--reverse", "-S", "def _relink(", "--",
+                    "seahorse/codeindex.py").splitlines()[0]
+        by_sha = {c["commit"]: c for c in hist}
+        assert first in by_sha and by_sha[first]["change"] == "added"
+        assert by_sha[first]["message"] == git(clone, "log", "-1", "--format=%B", first).strip()
+        assert [c["date"] for c in hist] == sorted((c["date"] for c in hist), reverse=True)
     assert canonical(tmp_path / "incremental.db", clone) == canonical(tmp_path / "rebuild.db", clone)
 
 
