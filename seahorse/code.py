@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-6"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-7"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -213,16 +213,20 @@ def _is_function_value(node) -> bool:
                                         "generator_function")
 
 
-def _body_start(node) -> int:
+def _body_start(node) -> int | None:
     body = node.child_by_field_name("body")
     if node.type == "variable_declarator":
         v = node.child_by_field_name("value")
         body = v.child_by_field_name("body") if v is not None else None
-    return body.start_byte if body is not None else node.end_byte
+    return body.start_byte if body is not None else None
 
 
-def _signature(node, src: bytes) -> str:
-    sig = src[node.start_byte:_body_start(node)].decode("utf-8", "replace")
+def _signature(node, src: bytes, first_line: bool = False) -> str:
+    end = _body_start(node)
+    if end is None or first_line:  # no body field (Go type specs, Ruby classes): the first line
+        text = _text(node, src)
+        return " ".join(text.splitlines()[0].split())[:MAX_SIGNATURE_CHARS] if text else ""
+    sig = src[node.start_byte:end].decode("utf-8", "replace")
     sig = " ".join(sig.split()).rstrip(" :{=>")
     return sig[:MAX_SIGNATURE_CHARS]
 
@@ -233,6 +237,7 @@ def _strip_comment(text: str) -> str:
         line = line.strip()
         line = re.sub(r"^(///?|//!|/\*\*?|\*/|\*|#)\s?", "", line)
         line = line.removesuffix("*/").strip()
+        line = re.sub(r"</?(summary|remarks|returns|param|see|c|code|para)\b[^>]*>", "", line).strip()
         lines.append(line)
     return "\n".join(x for x in lines if x).strip()
 
@@ -349,7 +354,7 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
                 declared = _declare(node, source, language, spec, scope, owner, cls)
         if declared is not None:
             symbols.append(declared)
-            is_class = declared.kind == "class"
+            is_class = declared.kind in ("class", "impl")
             if is_class and spec.inherit:
                 for c in node.named_children:
                     if c.type in spec.inherit:
@@ -375,7 +380,7 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             continue
         for c in reversed(node.named_children):
             stack.append((c, scope, owner, cls))
-    return [module] + _dedupe(symbols)
+    return [module] + _dedupe(_merge_impls(symbols))
 
 
 def _python_doc_module(root, src: bytes) -> str:
@@ -403,8 +408,10 @@ def _declare(node, src: bytes, language: str, spec: Spec, scope: tuple, owner: S
         name = name.split(".")[-1]
     else:
         qual = ".".join(scope + (name,))
-        in_class = cls is not None and owner.kind == "class"
+        in_class = cls is not None and owner.kind in ("class", "impl")
         kind = "class" if is_class else ("method" if in_class else "function")
+        if node.type == "impl_item":
+            kind = "impl"
     start, end = node.start_point[0] + 1, node.end_point[0] + 1
     if node.end_point[1] == 0 and end > start:
         end -= 1
@@ -413,8 +420,19 @@ def _declare(node, src: bytes, language: str, spec: Spec, scope: tuple, owner: S
     if not is_class:
         body = _text(node, src)[:MAX_BODY_CHARS]
     return Symbol(qualname=qual, name=name, kind=kind, start_line=start, end_line=end,
-                  signature=_signature(node, src), doc=doc[:2000], parent=owner.qualname
+                  signature=_signature(node, src, language == "ruby"), doc=doc[:2000], parent=owner.qualname
                   if owner.kind != "module" else None, body=body)
+
+
+def _merge_impls(symbols: list[Symbol]) -> list[Symbol]:
+    """Rust ``impl T`` blocks scope their methods under ``T`` but are not declarations of
+    their own: their trait (an ``inherit`` reference) moves to ``T`` when ``T`` is here."""
+    out = [s for s in symbols if s.kind != "impl"]
+    by_qual = {s.qualname: s for s in out}
+    for s in symbols:
+        if s.kind == "impl" and s.qualname in by_qual:
+            by_qual[s.qualname].refs.extend(r for r in s.refs if r.kind == "inherit")
+    return out
 
 
 def _dedupe(symbols: list[Symbol]) -> list[Symbol]:
