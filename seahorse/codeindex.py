@@ -19,7 +19,7 @@ import json
 import re
 import time
 from collections import defaultdict
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .code import PARSER_VERSION, Symbol, language_for, parse_symbols, split_identifier, symbol_text
@@ -513,11 +513,6 @@ def _locate(text: str, passages: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def path_words(path: str) -> list[str]:
-    p = PurePosixPath(path)
-    return [w for part in p.parts for w in split_identifier(part.rsplit(".", 1)[0])]
-
-
 # ----- the query side ------------------------------------------------------------------
 COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
 MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
@@ -614,12 +609,6 @@ class CodeQueries:
         fields = self.code_fields(ids[:limit])
         return [{"id": i, **fields[i]} for i in ids[:limit] if i in fields]
 
-    def one(self, name: str, repo_id: int | None) -> dict:
-        found = self.find(name, repo_id)
-        if not found:
-            raise NotFound(f"no symbol {name!r}; `seahorse search` finds declarations by description")
-        return found[0]
-
     def body(self, node_id: int) -> str:
         row = self.db.execute("SELECT s.start_line, s.end_line, f.content FROM symbols s JOIN code_files f "
                               "ON f.doc_id=s.doc_id WHERE s.node_id=?", (node_id,)).fetchone()
@@ -705,7 +694,7 @@ class CodeQueries:
 
 def _commit_dict(r: tuple) -> dict:
     node, sha, author, date, message, change, path = r
-    subject, _, body = message.partition("\n")
+    subject = message.partition("\n")[0]
     out = {"id": node, "commit": sha, "author": author, "date": date, "subject": subject,
            "message": message}
     if change is not None:

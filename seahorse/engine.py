@@ -661,11 +661,16 @@ class Engine:
             result.info["refused_hits"] = len(result.hits)
             result.hits = []
 
-    def _symbol_id(self, name: str, repo: str | Path | None) -> tuple[dict, int | None]:
+    def _named(self, name: str, repo: str | Path | None) -> list[dict]:
+        """Declarations called ``name`` (best first), or NotFound saying what to do."""
+        name = _check_text("name", name)
         repo_id = self.code.repo_row(repo)[0] if repo is not None else None
         if repo_id is None and self.store.db.execute("SELECT count(*) FROM repos").fetchone()[0] == 0:
             raise NotFound("no repository is indexed; run `seahorse index --repo PATH` first")
-        return self.code_queries.one(name, repo_id), repo_id
+        found = self.code_queries.find(name, repo_id)
+        if not found:
+            raise NotFound(f"no symbol {name!r}; `seahorse search` finds declarations by description")
+        return found
 
     def find_symbol(self, name: str, repo: str | Path | None = None, limit: int = 20) -> list[dict]:
         repo_id = self.code.repo_row(repo)[0] if repo is not None else None
@@ -673,10 +678,8 @@ class Engine:
 
     def symbol(self, name: str, repo: str | Path | None = None) -> dict:
         """A declaration with its signature, span, doc, body, callers and callees."""
-        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        sym, *others = self._named(name, repo)
         q = self.code_queries
-        others = [s for s in q.find(name, None if repo is None else self.code.repo_row(repo)[0])
-                  if s["id"] != sym["id"]]
         return {**sym, "body": q.body(sym["id"]), "callers": q.linked(sym["id"], "calls", True),
                 "callees": q.linked(sym["id"], "calls", False),
                 "bases": q.linked(sym["id"], "inherits", False),
@@ -686,15 +689,15 @@ class Engine:
                                 "start_line": s["start_line"]} for s in others]}
 
     def callers(self, name: str, repo: str | Path | None = None) -> dict:
-        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        sym = self._named(name, repo)[0]
         return {"symbol": sym, "callers": self.code_queries.linked(sym["id"], "calls", True)}
 
     def references(self, name: str, repo: str | Path | None = None) -> dict:
-        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        sym = self._named(name, repo)[0]
         return {"symbol": sym, "references": self.code_queries.references(sym["id"])}
 
     def symbol_history(self, name: str, repo: str | Path | None = None, limit: int = 20) -> dict:
-        sym, _ = self._symbol_id(_check_text("name", name), repo)
+        sym = self._named(name, repo)[0]
         return {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit)}
 
     def recent_changes(self, since: str | None = None, repo: str | Path | None = None,
