@@ -229,6 +229,8 @@ def _human(command: str, out: Any) -> str:
         if out["skipped"]:
             text += f"; skipped {len(out['skipped'])}:\n" + "\n".join(
                 f"  {s['path']}: {s['reason']}" for s in out["skipped"][:50])
+        for notice in out.get("notices", []):
+            text += f"\nnote: {notice}"
         return text
     if command == "symbol":
         lines = [f"{out['symbol']}  ({out['symbol_kind']}, {out['language']})  {_where(out)}",
@@ -249,6 +251,9 @@ def _human(command: str, out: Any) -> str:
         lines += [f"  {_commit_line(c)}  [{c.get('change', '')}]" for c in out["commits"]]
         if not out["commits"]:
             lines.append("  no indexed commit touched it (index with history, or raise --max-commits)")
+        if out.get("also_named"):
+            lines.append("also named so (give the qualified name or path for those): " + ", ".join(
+                f"{x['path']}:{x['start_line']} {x['symbol']}" for x in out["also_named"][:10]))
         return "\n".join(lines)
     if command == "changes":
         lines = []

@@ -39,6 +39,12 @@ FILE_BATCH = 32  # files read, parsed and embedded together
 MAX_TOUCHED = 50  # a commit touching more symbols than this links only the first ones
 
 
+def file_source(root: Path | str, path: str) -> str:
+    """A repository file's document source: ``root//path`` is unique per repository even when
+    one checkout is nested in another (``/r//sub/x.py`` vs ``/r/sub//x.py``)."""
+    return f"{root}//{path}"
+
+
 def _decode(data: bytes) -> tuple[str | None, str | None]:
     """Text of a file, or None and the reason it is skipped."""
     if b"\x00" in data[:8192]:
@@ -77,8 +83,15 @@ class CodeIndex:
         except OSError:
             resolved = want
         for r in rows:
-            if r[1] == resolved or r[2] == want:
+            if r[1] == resolved:
                 return r
+        named = [r for r in rows if r[2] == want]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            roots = ", ".join(r[1] for r in named)
+            raise InvalidInput(f"{len(named)} indexed repositories are named {want!r} ({roots}); "
+                               "give the path instead")
         raise NotFound(f"repository {want!r} is not indexed; run `seahorse index --repo {want}`")
 
     def repos(self) -> list[dict]:
@@ -97,10 +110,12 @@ class CodeIndex:
         repo = Repo(root, max_file_mb=self.engine.settings.max_file_mb, exclude=exclude)
         listing = repo.list_files(worktree=worktree)
         repo_id, history_doc = self._ensure_repo(repo, listing.head)
-        known = {r[0]: (r[1], r[2]) for r in self.db.execute(
-            "SELECT path, doc_id, blob FROM code_files WHERE repo_id=?", (repo_id,))}
+        known = {r[0]: (r[1], r[2], bool(r[3])) for r in self.db.execute(
+            "SELECT path, doc_id, blob, dirty FROM code_files WHERE repo_id=?", (repo_id,))}
         present = {f.path for f in listing.files}
-        todo = [f for f in listing.files if known.get(f.path, (None, None))[1] != f.blob
+        # A file is redone when its blob changed, its parse is stale, or only its dirty mark
+        # changed (an edit committed as it was: same bytes, no longer uncommitted).
+        todo = [f for f in listing.files if known.get(f.path, (None, None, None))[1:] != (f.blob, f.dirty)
                 or self._stale(known[f.path][0])]
         removed = [p for p in known if p not in present]
         skipped = list(listing.skipped)
@@ -134,7 +149,7 @@ class CodeIndex:
         self.engine._after_write()
         return {"repo": str(repo.root), "repo_id": repo_id, "git": listing.is_git, "head": listing.head,
                 "files": len(listing.files), **counts, "skipped": skipped, "commits": commits,
-                "links": links, "worktree": worktree,
+                "links": links, "worktree": worktree, "notices": listing.notices,
                 "seconds": round(time.perf_counter() - t0, 3)}
 
     def _stale(self, doc_id: int) -> bool:
@@ -177,8 +192,8 @@ class CodeIndex:
                 skipped.append({"path": f.path, "reason": "empty file"})
                 continue
             if f.kind == "doc":
-                text = clean(text).strip()
-            prep = Prepared(f"{root}/{f.path}", f.path, text, f"blob:{f.blob}:{PARSER_VERSION}",
+                text = clean(text).rstrip()  # leading lines kept: spans are line numbers
+            prep = Prepared(file_source(root, f.path), f.path, text, f"blob:{f.blob}:{PARSER_VERSION}",
                             {"repo": str(root), "path": f.path, "dirty": f.dirty}, node_kind="symbol")
             try:
                 spans = self._analyse(prep, f, data, text)
@@ -221,7 +236,7 @@ class CodeIndex:
                 spans.append((Symbol(heading, heading, "doc", a, b, "", "", None), "passage"))
             return spans
         # any other text: line windows, no extraction
-        all_lines = text.splitlines()
+        all_lines = text.split("\n")  # tree-sitter's rows: only \n ends a line
         for a in range(0, len(all_lines), WINDOW_LINES):
             window = "\n".join(all_lines[a:a + WINDOW_LINES]).strip()
             if not window:
@@ -293,28 +308,42 @@ class CodeIndex:
         have = dict(self.db.execute("SELECT sha, node_id FROM commits WHERE repo_id=?", (repo_id,)))
         gone = [node for sha, node in have.items() if sha not in set(reachable)]
         new = [sha for sha in reachable if sha not in have]
+        # Touches of stored commits were computed by an older parser: recompute them all.
+        (parser,) = self.db.execute("SELECT history_parser FROM repos WHERE id=?", (repo_id,)).fetchone()
+        redo = [sha for sha in reversed(reachable) if sha in have] if parser != PARSER_VERSION else []
         # Oldest first: node ids then grow with recency, the tie-break for equal dates.
-        commits = repo.commits(list(reversed(new))) if new else []
+        commits = repo.commits(list(reversed(new)) + redo) if new or redo else []
         touched = self._touched_symbols(repo, commits)
         with self.store.atomic():
             if gone:
                 self.db.executemany("DELETE FROM passages_fts WHERE rowid=?", [(n,) for n in gone])
                 self.db.executemany("DELETE FROM nodes WHERE id=?", [(n,) for n in gone])
             for c in commits:
-                text = f"{c.message}\n{c.author} {c.date[:10]} {c.sha[:12]}"
-                cur = self.db.execute(
-                    "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES ('commit', ?, ?, ?, NULL)",
-                    (f"{repo_id}:{c.sha}", text, history_doc))
-                node = int(cur.lastrowid)
-                self.db.execute("INSERT INTO passages_fts(rowid, text) VALUES (?, ?)", (node, text))
-                self.db.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                (node, repo_id, c.sha, " ".join(c.parents), c.author, c.email, c.date,
-                                 c.message))
+                node = have.get(c.sha)
+                if node is None:
+                    node = self._add_commit(repo_id, history_doc, c)
+                self.db.execute("DELETE FROM commit_touches WHERE commit_node=?", (node,))
+                self.db.execute("DELETE FROM commit_renames WHERE commit_node=?", (node,))
                 self.db.executemany("INSERT OR IGNORE INTO commit_touches VALUES (?, ?, ?, ?)",
                                     [(node, p, q, ch) for p, q, ch in touched.get(c.sha, [])])
+                self.db.executemany("INSERT OR IGNORE INTO commit_renames VALUES (?, ?, ?)",
+                                    [(node, ch.old_path, ch.path) for ch in c.changes
+                                     if ch.old_path and ch.new_blob and ch.old_path != ch.path])
+            self.db.execute("UPDATE repos SET history_parser=? WHERE id=?", (PARSER_VERSION, repo_id))
             self.store.bump_version()
         total = self.db.execute("SELECT count(*) FROM commits WHERE repo_id=?", (repo_id,)).fetchone()[0]
-        return {"added": len(commits), "removed": len(gone), "total": total}
+        return {"added": len(new), "removed": len(gone), "total": total, "recomputed": len(redo)}
+
+    def _add_commit(self, repo_id: int, history_doc: int, c: Commit) -> int:
+        text = f"{c.message}\n{c.author} {c.date[:10]} {c.sha[:12]}"
+        cur = self.db.execute(
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES ('commit', ?, ?, ?, NULL)",
+            (f"{repo_id}:{c.sha}", text, history_doc))
+        node = int(cur.lastrowid)
+        self.db.execute("INSERT INTO passages_fts(rowid, text) VALUES (?, ?)", (node, text))
+        self.db.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (node, repo_id, c.sha, " ".join(c.parents), c.author, c.email, c.date, c.message))
+        return node
 
     def _touched_symbols(self, repo: Repo, commits: list[Commit]) -> dict[str, list[tuple[str, str, str]]]:
         """For each commit, the (path, qualname, change) of declarations its hunks overlap,
@@ -403,9 +432,12 @@ class CodeIndex:
                     edges[(node, sha_node[p], "parent")] = EDGE_WEIGHT["parent"]
         touches = db.execute("SELECT t.commit_node, t.path, t.qualname FROM commit_touches t "
                              "JOIN commits c ON c.node_id=t.commit_node WHERE c.repo_id=?", (repo_id,))
+        renamed = dict(db.execute(
+            "SELECT m.old_path, m.new_path FROM commit_renames m JOIN commits c ON c.node_id=m.commit_node "
+            "WHERE c.repo_id=? ORDER BY c.date, c.node_id", (repo_id,)).fetchall())
         per_commit: dict[int, int] = defaultdict(int)
         for node, path, qual in touches:
-            target = by_qual.get((path, qual))
+            target = by_qual.get((path, qual)) or by_qual.get((_renamed_to(path, renamed), qual))
             if target is not None and per_commit[node] < MAX_TOUCHED:
                 per_commit[node] += 1
                 edges[(node, target, "touched")] = EDGE_WEIGHT["touched"]
@@ -414,6 +446,15 @@ class CodeIndex:
         for (_s, _d, k) in edges:
             counts[k] += 1
         return dict(sorted(counts.items()))
+
+
+def _renamed_to(path: str, renamed: dict[str, str]) -> str:
+    """Where a file's later renames took it (cycles cut)."""
+    seen = {path}
+    while path in renamed and renamed[path] not in seen:
+        path = renamed[path]
+        seen.add(path)
+    return path
 
 
 def resolve(src: tuple, name: str, self_call: bool, by_name: dict, by_qual: dict, kind: str) -> int | None:
@@ -615,7 +656,7 @@ class CodeQueries:
         if row is None:
             return ""
         a, b, content = row
-        return "\n".join(content.splitlines()[a - 1:b])
+        return "\n".join(content.split("\n")[a - 1:b])
 
     def linked(self, node_id: int, kind: str, incoming: bool) -> list[dict]:
         col, other = ("dst", "src") if incoming else ("src", "dst")
@@ -662,17 +703,34 @@ class CodeQueries:
 
     # ----- history ------------------------------------------------------------------
     def history(self, node_id: int, limit: int = 20) -> list[dict]:
-        """Commits that changed the symbol, newest first (by the symbol's path and name)."""
+        """Commits that changed the symbol, newest first: by its qualified name in its file
+        and in every path the file was renamed from."""
         row = self.db.execute("SELECT path, qualname, repo_id FROM symbols WHERE node_id=?",
                               (node_id,)).fetchone()
         if row is None:
             return []
         path, qual, repo_id = row
+        paths = self.lineage(repo_id, path)
+        marks = ",".join("?" * len(paths))
         rows = self.db.execute(
             "SELECT c.node_id, c.sha, c.author, c.date, c.message, t.change, t.path FROM commit_touches t "
-            "JOIN commits c ON c.node_id=t.commit_node WHERE c.repo_id=? AND t.qualname=? AND t.path=? "
-            "ORDER BY c.date DESC, c.node_id DESC LIMIT ?", (repo_id, qual, path, limit)).fetchall()
+            "JOIN commits c ON c.node_id=t.commit_node "
+            f"WHERE c.repo_id=? AND t.qualname=? AND t.path IN ({marks}) "
+            "ORDER BY c.date DESC, c.node_id DESC LIMIT ?", (repo_id, qual, *paths, limit)).fetchall()
         return [_commit_dict(r) for r in rows]
+
+    def lineage(self, repo_id: int, path: str) -> list[str]:
+        """The path and every earlier name of the file (renames followed back, cycles cut)."""
+        seen = [path]
+        frontier = [path]
+        while frontier:
+            marks = ",".join("?" * len(frontier))
+            olds = [r[0] for r in self.db.execute(
+                "SELECT DISTINCT m.old_path FROM commit_renames m JOIN commits c ON c.node_id=m.commit_node "
+                f"WHERE c.repo_id=? AND m.new_path IN ({marks})", (repo_id, *frontier))]
+            frontier = [p for p in olds if p not in seen]
+            seen += frontier
+        return seen
 
     def changes(self, repo_id: int, shas: list[str], limit_symbols: int = 30) -> list[dict]:
         out = []

@@ -685,40 +685,43 @@ class Engine:
                 "bases": q.linked(sym["id"], "inherits", False),
                 "subclasses": q.linked(sym["id"], "inherits", True),
                 "members": q.linked(sym["id"], "contains", False),
-                "also_named": [{"id": s["id"], "path": s["path"], "symbol": s["symbol"],
-                                "start_line": s["start_line"]} for s in others]}
+                "also_named": _also_named(others)}
 
     def callers(self, name: str, repo: str | Path | None = None) -> dict:
-        sym = self._named(name, repo)[0]
-        return {"symbol": sym, "callers": self.code_queries.linked(sym["id"], "calls", True)}
+        sym, *others = self._named(name, repo)
+        return {"symbol": sym, "callers": self.code_queries.linked(sym["id"], "calls", True),
+                "also_named": _also_named(others)}
 
     def references(self, name: str, repo: str | Path | None = None) -> dict:
-        sym = self._named(name, repo)[0]
-        return {"symbol": sym, "references": self.code_queries.references(sym["id"])}
+        sym, *others = self._named(name, repo)
+        return {"symbol": sym, "references": self.code_queries.references(sym["id"]),
+                "also_named": _also_named(others)}
 
     def symbol_history(self, name: str, repo: str | Path | None = None, limit: int = 20) -> dict:
-        sym = self._named(name, repo)[0]
-        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit)}
+        sym, *others = self._named(name, repo)
+        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit),
+                "also_named": _also_named(others)}
 
     def recent_changes(self, since: str | None = None, repo: str | Path | None = None,
                        limit: int = 20) -> dict:
-        """Commits after ``since`` (a revision: HEAD~20, a sha, a tag), newest first, each
-        with the symbols it touched. Without ``since``: the latest ``limit`` commits."""
+        """Indexed commits after ``since`` (a revision: HEAD~20, a sha, a tag), newest first,
+        each with the symbols it touched; ``REV~N`` on a shorter history means all of it.
+        ``HEAD`` is the indexed head, not the checkout's current one. Without ``since``: the
+        latest ``limit`` commits."""
         from .repo import Repo
 
         row = self.code.repo_row(repo)
-        repo_id, root = row[0], row[1]
+        repo_id, root, head = row[0], row[1], row[4]
         if not row[3]:
             raise InvalidInput(f"{root} is not a git repository: it has no history")
         if since is not None:
-            r = Repo(root)
-            base = r.resolve(since)
-            shas = r._git("rev-list", f"--max-count={limit}", f"{base}..HEAD").decode().split()
+            shas = Repo(root).since(since, head, limit)
         else:
             shas = [r[0] for r in self.store.db.execute(
                 "SELECT sha FROM commits WHERE repo_id=? ORDER BY date DESC, node_id DESC LIMIT ?",
                 (repo_id, limit))]
-        return {"repo": root, "since": since, "commits": self.code_queries.changes(repo_id, shas)}
+        return {"repo": root, "head": head, "since": since,
+                "commits": self.code_queries.changes(repo_id, shas)}
 
     def stats(self) -> dict:
         meta = self.store.meta()
@@ -730,6 +733,12 @@ class Engine:
                 "writer_version": meta.get("writer_version"), "budget": self.budget().as_dict(),
                 "repos": self.code.repos(),
                 "read_only": self.store.read_only}
+
+
+def _also_named(others: list[dict]) -> list[dict]:
+    """Other declarations a bare name could mean: the answer is for the first, and says so."""
+    return [{"id": s["id"], "path": s["path"], "symbol": s["symbol"], "start_line": s["start_line"]}
+            for s in others]
 
 
 class PhraseMatrix:

@@ -4,31 +4,49 @@ Files are listed from git (``git ls-tree`` of HEAD, content by ``git cat-file --
 the folder is a git work tree, else by walking it; either way every file is keyed by its git
 blob hash (sha1 of ``blob <size>\\0<bytes>``), so unchanged content is never parsed twice.
 With ``worktree=True`` files whose working-tree bytes differ from HEAD (and untracked ones)
-are read from disk and marked ``dirty``.
+are read from disk and marked ``dirty``: the bytes on disk are hashed here and compared with
+the tree's blob ids, never through ``git status`` or ``git diff`` against the work tree,
+which would run the checkout's own ``filter.<driver>.clean`` commands.
 
 Nothing outside the root is read: symlinks are never followed, paths are checked to stay
-inside the tree, and git runs with a fixed environment (no pager, no external diff, no
-textconv, no config from the checkout's hooks). Skips carry a reason.
+inside the tree, and git runs only plumbing that never executes configured commands
+(``ls-tree``, ``cat-file``, ``ls-files --others``, ``diff-tree`` between commits with
+textconv and external diff off), with hooks pointed at /dev/null, optional index writes
+off and the caller's ``GIT_*`` variables dropped. Skips carry a reason.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import logging
 import os
 import re
 import subprocess
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 
 from .code import file_kind
 from .errors import InvalidInput, NotFound
 
+log = logging.getLogger("seahorse")
+
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox",
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", "dist", "build", "target",
                        ".idea", ".vscode", ".eggs"})
 GIT_ENV = {"GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_EXTERNAL_DIFF": "", "LC_ALL": "C"}
+           "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+GIT_FLAGS = ("-c", "core.quotepath=off", "-c", "diff.external=", "-c", "core.fsmonitor=false",
+             "-c", "core.hooksPath=/dev/null")
+_SHA = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # sha1 or sha256 object names
+
+
+def _git_env() -> dict[str, str]:
+    """The caller's environment without any GIT_* variable (GIT_DIR, GIT_INDEX_FILE,
+    GIT_CONFIG_* ... would point git elsewhere), plus ours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return {**env, **GIT_ENV}
 
 
 @dataclass
@@ -47,6 +65,7 @@ class Listing:
     head: str | None
     files: list[RepoFile] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -71,7 +90,7 @@ class Commit:
 
     @property
     def subject(self) -> str:
-        return self.message.splitlines()[0] if self.message else ""
+        return self.message.partition("\n")[0]
 
 
 def blob_sha(data: bytes) -> str:
@@ -94,29 +113,28 @@ class Repo:
         self.root = root.resolve()
         self.max_bytes = int(max_file_mb * 1024 * 1024)
         self.exclude = tuple(e.strip("/") for e in exclude if e.strip("/"))
-        self.is_git = self._git_toplevel() is not None
+        self.toplevel = self._git_toplevel()
+        self.is_git = self.toplevel == self.root
 
     # ----- git plumbing --------------------------------------------------------------
     def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        env = {**os.environ, **GIT_ENV}
-        cmd = ["git", "-c", "core.quotepath=off", "-c", "diff.external=", "-c", "core.fsmonitor=false",
-               "-C", str(self.root), *args]
-        res = subprocess.run(cmd, input=input, capture_output=True, env=env, timeout=600)
+        cmd = ["git", *GIT_FLAGS, "-C", str(self.root), *args]
+        res = subprocess.run(cmd, input=input, capture_output=True, env=_git_env(), timeout=600)
         if check and res.returncode != 0:
             raise InvalidInput(f"git {' '.join(args[:2])} failed in {self.root}: "
                                f"{res.stderr.decode('utf-8', 'replace').strip()[:300]}")
         return res.stdout
 
-    def _git_toplevel(self) -> str | None:
+    def _git_toplevel(self) -> Path | None:
+        """The work tree the root belongs to, if any (it may be the root or a parent)."""
         try:
-            out = subprocess.run(["git", "-C", str(self.root), "rev-parse", "--show-toplevel"],
-                                 capture_output=True, env={**os.environ, **GIT_ENV}, timeout=60)
+            out = subprocess.run(["git", *GIT_FLAGS, "-C", str(self.root), "rev-parse", "--show-toplevel"],
+                                 capture_output=True, env=_git_env(), timeout=60)
         except (FileNotFoundError, subprocess.TimeoutExpired):
             return None
         if out.returncode != 0:
             return None
-        top = Path(out.stdout.decode().strip()).resolve()
-        return str(top) if top == self.root else None  # a subfolder of a repo: walk it instead
+        return Path(os.fsdecode(out.stdout.strip())).resolve()
 
     def head(self) -> str | None:
         if not self.is_git:
@@ -131,6 +149,25 @@ class Repo:
         if not out:
             raise NotFound(f"no commit {rev!r} in {self.root}")
         return out
+
+    def since(self, rev: str, head: str | None, limit: int) -> list[str]:
+        """Commits after ``rev`` up to ``head`` (the indexed head: ``HEAD`` in ``rev`` means
+        it too), newest first. ``REV~N`` past the first commit means the whole history."""
+        if head is None:
+            return []
+        if rev == "@" or rev.startswith("@~") or rev.startswith("@^"):
+            rev = "HEAD" + rev[1:]
+        if rev.startswith("HEAD"):
+            rev = head + rev[4:]
+        try:
+            base = self.resolve(rev)
+        except NotFound:
+            m = re.fullmatch(r"(.+?)[~^]\d*", rev)
+            if not m:
+                raise
+            self.resolve(m[1])  # the revision exists, its history is shorter than asked
+            return self.rev_list(limit, head)
+        return self._git("rev-list", f"--max-count={limit}", f"{base}..{head}").decode().split()
 
     def read_blobs(self, shas: list[str]) -> dict[str, bytes]:
         """Contents of git blobs, in one ``cat-file --batch`` run."""
@@ -156,16 +193,23 @@ class Repo:
         if self.is_git and listing.head:
             self._list_git(listing, worktree)
         else:
+            if self.toplevel is not None and not self.is_git:
+                listing.notices.append(
+                    f"{self.root} is a folder inside the git checkout {self.toplevel}: indexed as a plain "
+                    f"folder, without history; pass --repo {self.toplevel} (with --exclude) for history")
+            elif self.is_git:
+                listing.notices.append(f"{self.root} has no commit yet: indexed as a plain folder")
             self._walk(listing)
         listing.files.sort(key=lambda f: f.path)
         return listing
 
     def _accept(self, path: str, size: int, listing: Listing) -> str | None:
+        """The file's kind if it is indexed. Git's own list is trusted as to which folders
+        belong to the project (a tracked ``build/`` is source); a walk prunes SKIP_DIRS."""
         if not _safe_rel(path):
             listing.skipped.append({"path": path, "reason": "path leaves the checkout"})
             return None
-        parts = PurePosixPath(path).parts
-        if any(p in SKIP_DIRS for p in parts[:-1]) or self._excluded(path):
+        if PurePosixPath(path).parts[0] == ".git" or self._excluded(path):
             return None
         kind = file_kind(path)
         if kind is None:
@@ -205,34 +249,36 @@ class Repo:
             self._overlay_worktree(listing)
 
     def _overlay_worktree(self, listing: Listing) -> None:
-        """Replace tracked files edited on disk (and add untracked ones), marked dirty."""
-        out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-        by_path = {f.path: f for f in listing.files}
-        for entry in out.split(b"\0"):
-            if len(entry) < 4:
-                continue
-            code, raw = entry[:2].decode(), entry[3:]
+        """Tracked files whose bytes on disk hash to another blob (and untracked files) are
+        read from disk and marked dirty; tracked files missing on disk are dropped.
+
+        Hashing here instead of asking ``git status`` matters: status runs the checkout's
+        clean filters (arbitrary commands from its config) and rewrites ``.git/index``."""
+        kept = []
+        for f in listing.files:
+            data = self._read_disk(f.path, listing)
+            if data is None:
+                continue  # deleted (or made unreadable / a symlink) in the work tree
+            sha = blob_sha(data)
+            kept.append(f if sha == f.blob else RepoFile(f.path, sha, f.kind, True, len(data)))
+        listing.files = kept
+        tracked = {f.path for f in kept}
+        out = self._git("ls-files", "-z", "--others", "--exclude-standard")
+        for raw in out.split(b"\0"):
             try:
                 path = raw.decode("utf-8")
             except UnicodeDecodeError:
+                listing.skipped.append({"path": raw.decode("utf-8", "replace"),
+                                        "reason": "file name is not valid UTF-8"})
                 continue
-            if "D" in code:
-                if path in by_path:
-                    listing.files.remove(by_path.pop(path))
+            if not path or path in tracked or file_kind(path) is None:
                 continue
             data = self._read_disk(path, listing)
             if data is None:
                 continue
             kind = self._accept(path, len(data), listing)
-            if not kind:
-                continue
-            f = RepoFile(path, blob_sha(data), kind, True, len(data))
-            if path in by_path:
-                if by_path[path].blob == f.blob:
-                    continue
-                listing.files.remove(by_path[path])
-            listing.files.append(f)
-            by_path[path] = f
+            if kind:
+                listing.files.append(RepoFile(path, blob_sha(data), kind, True, len(data)))
 
     def _read_disk(self, path: str, listing: Listing) -> bytes | None:
         if not _safe_rel(path):
@@ -260,6 +306,11 @@ class Repo:
 
     def _walk(self, listing: Listing) -> None:
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            for d in dirnames:
+                if d in SKIP_DIRS and d != ".git":
+                    rel = (Path(dirpath) / d).relative_to(self.root).as_posix()
+                    listing.skipped.append({"path": rel + "/", "reason": "dependency, cache or build "
+                                            "folder (not a git checkout, so nothing says it is source)"})
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
             for name in sorted(filenames):
                 full = Path(dirpath) / name
@@ -305,18 +356,30 @@ class Repo:
         return out.split()
 
     def commits(self, shas: list[str]) -> list[Commit]:
-        """Commits with their diffs (zero-context hunks), parsed from one ``git log`` run."""
+        """Commits with what each changed against its first parent, oldest order kept.
+
+        Metadata comes from the raw commit objects (any bytes in a message are safe), paths and
+        blob ids from ``diff-tree -z --raw`` (names with spaces, tabs or quotes survive), and
+        only the touched line ranges from a zero-context patch, matched entry by entry."""
         result: list[Commit] = []
         for start in range(0, len(shas), 200):
             batch = shas[start:start + 200]
-            out = self._git("log", "--no-walk=unsorted", "-p", "-U0", "--full-index", "--no-color",
-                            "--no-ext-diff", "--no-textconv", "--find-renames", "--first-parent", "-m",
-                            "--format=%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%B%x1f", *batch)
-            result += parse_log(out.decode("utf-8", "replace"))
+            objects = self.read_blobs(batch)
+            metas = [parse_commit_object(sha, objects[sha]) for sha in batch if sha in objects]
+            feed = "".join(f"{c.sha} {c.parents[0]}\n" if c.parents else f"{c.sha}\n" for c in metas)
+            common = ("diff-tree", "--stdin", "--always", "-r", "--root", "--find-renames",
+                      "--no-ext-diff", "--no-textconv", "--no-color")
+            raw = parse_raw(self._git(*common, "-z", "--no-abbrev", input=feed.encode()))
+            hunks = parse_hunks(self._git(*common, "-p", "-U0", "--full-index", input=feed.encode()))
+            for c in metas:
+                c.changes = _join(c.sha, raw.get(c.sha, []), hunks.get(c.sha, []))
+            result += metas
         return result
 
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_IDENT = re.compile(r"^(.*?) ?<([^>]*)> (\d+) ([+-])(\d\d)(\d\d)$")
+_REGULAR = {b"100644", b"100755", b"000000"}  # file modes whose blobs are source text
 
 
 def _span(start: int, count: int) -> tuple[int, int]:
@@ -325,45 +388,81 @@ def _span(start: int, count: int) -> tuple[int, int]:
     return (start, start + count - 1)
 
 
-def parse_log(text: str) -> list[Commit]:
-    commits: list[Commit] = []
-    for record in text.split("\x1e"):
-        if not record.strip():
-            continue
-        fields = record.split("\x1f", 6)
-        if len(fields) < 7:
-            continue
-        sha, parents, author, email, date, message, diff = fields
-        c = Commit(sha.strip(), parents.split(), author, email, date, message.strip())
-        if commits and commits[-1].sha == c.sha:  # -m repeats a merge per parent
-            continue
-        change: FileChange | None = None
-        for line in diff.splitlines():
-            if line.startswith("diff --git "):
-                change = FileChange("", None, None, None, [], [])
-                c.changes.append(change)
-            elif change is None:
+def parse_commit_object(sha: str, data: bytes) -> Commit:
+    """A raw commit object: header lines, a blank line, the message."""
+    head, _, body = data.partition(b"\n\n")
+    parents: list[str] = []
+    author, email, date = "", "", ""
+    for line in head.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        if key == b"parent":
+            parents.append(value.decode("ascii", "replace").strip())
+        elif key == b"author":
+            m = _IDENT.match(value.decode("utf-8", "replace"))
+            if m:
+                author, email = m[1], m[2]
+                offset = timedelta(hours=int(m[5]), minutes=int(m[6])) * (-1 if m[4] == "-" else 1)
+                date = datetime.fromtimestamp(int(m[3]), timezone(offset)).isoformat()
+    return Commit(sha, parents, author, email, date, body.decode("utf-8", "replace").strip())
+
+
+def parse_raw(out: bytes) -> dict[str, list[FileChange]]:
+    """``diff-tree --stdin -z --raw`` output: per commit, one change per file, in diff order.
+    Entries that are not regular files (symlinks, submodules) keep their slot as None."""
+    changes: dict[str, list] = {}
+    current: list | None = None
+    tokens = out.split(b"\0")
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith(b":") and current is not None:
+            old_mode, new_mode, old_sha, new_sha, status = tok[1:].split()[:5]
+            two = status[:1] in (b"R", b"C")
+            old = tokens[i + 1].decode("utf-8", "replace")
+            new = tokens[i + 2].decode("utf-8", "replace") if two else old
+            i += 3 if two else 2
+            if old_mode not in _REGULAR or new_mode not in _REGULAR:
+                current.append(None)
                 continue
-            elif line.startswith("index "):
-                m = re.match(r"index ([0-9a-f]+)\.\.([0-9a-f]+)", line)
-                if m:
-                    change.old_blob = None if set(m[1]) == {"0"} else m[1]
-                    change.new_blob = None if set(m[2]) == {"0"} else m[2]
-            elif line.startswith("--- "):
-                p = line[4:]
-                change.old_path = p[2:] if p.startswith("a/") else None
-            elif line.startswith("+++ "):
-                p = line[4:]
-                change.path = p[2:] if p.startswith("b/") else (change.old_path or "")
-            elif line.startswith("rename from "):
-                change.old_path = line[12:]
-            elif line.startswith("rename to "):
-                change.path = line[10:]
-            elif line.startswith("@@"):
-                m = _HUNK.match(line)
-                if m:
-                    change.old_lines.append(_span(int(m[1]), int(m[2] or 1)))
-                    change.new_lines.append(_span(int(m[3]), int(m[4] or 1)))
-        c.changes = [ch for ch in c.changes if ch.path]
-        commits.append(c)
-    return commits
+            added, deleted = status[:1] == b"A", status[:1] == b"D"
+            current.append(FileChange(new, None if added else old,
+                                      None if deleted else new_sha.decode(),
+                                      None if added else old_sha.decode(), [], []))
+            continue
+        if _SHA.fullmatch(tok):
+            current = changes.setdefault(tok.decode(), [])
+        i += 1
+    return changes
+
+
+def parse_hunks(out: bytes) -> dict[str, list[tuple[list, list]]]:
+    """The touched (old, new) line ranges of each file section of a ``-U0`` patch, per commit."""
+    sections: dict[str, list[tuple[list, list]]] = {}
+    current: list | None = None
+    section: tuple[list, list] | None = None
+    for line in out.split(b"\n"):
+        if _SHA.fullmatch(line):  # patch lines all start with a marker; a bare id heads a commit
+            current = sections.setdefault(line.decode(), [])
+            section = None
+        elif line.startswith(b"diff --git ") and current is not None:
+            section = ([], [])
+            current.append(section)
+        elif line.startswith(b"@@ ") and section is not None:
+            m = _HUNK.match(line)
+            if m:
+                section[0].append(_span(int(m[1]), int(m[2] or 1)))
+                section[1].append(_span(int(m[3]), int(m[4] or 1)))
+    return sections
+
+
+def _join(sha: str, changes: list, hunks: list) -> list[FileChange]:
+    if len(changes) != len(hunks):
+        log.warning("commit %s: %d files in the raw diff but %d in the patch; line ranges dropped",
+                    sha[:12], len(changes), len(hunks))
+        hunks = [([], [])] * len(changes)
+    out = []
+    for ch, (old_lines, new_lines) in zip(changes, hunks):
+        if ch is not None:
+            ch.old_lines, ch.new_lines = list(old_lines), list(new_lines)
+            out.append(ch)
+    return out

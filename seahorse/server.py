@@ -131,14 +131,14 @@ def build_server(db: str | None = None) -> MCPServer:
     def search_code(query: str, repo: str | None = None, token_budget: int = 2000,
                     top_k: int = 10, refuse: bool = True) -> dict[str, Any]:
         """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code."""
-        def run(eng):
-            row = eng.code.repo_row(repo)
-            return eng.search(query, top_k=top_k, repo=row[1], refuse=refuse).as_dict()
-
         from .codeindex import budget_hits
 
-        res = rt.call_with(run)
-        return {**res, **budget_hits(res["hits"], token_budget)}
+        def run(eng):
+            row = eng.code.repo_row(repo)
+            res = eng.search(query, top_k=top_k, repo=row[1], refuse=refuse).as_dict()
+            return {**res, **budget_hits(res["hits"], token_budget)}  # bad budget: a ToolError too
+
+        return rt.call_with(run)
 
     @server.tool(annotations=READ_ONLY)
     def find_symbol(name: str, repo: str | None = None) -> dict[str, Any]:

@@ -219,11 +219,34 @@ def _m0003_code(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0004_code_lineage(db: sqlite3.Connection) -> None:
+    """Per-repository file sources (``root//path``: nested checkouts no longer share one),
+    file renames per commit, and the parser that computed a repository's commit touches."""
+    _run_script(
+        db,
+        """
+        UPDATE documents SET source = (
+            SELECT r.root || '//' || f.path FROM code_files f JOIN repos r ON r.id = f.repo_id
+            WHERE f.doc_id = documents.id)
+        WHERE id IN (SELECT doc_id FROM code_files);
+        CREATE TABLE commit_renames(
+            commit_node INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            old_path TEXT NOT NULL,
+            new_path TEXT NOT NULL,
+            PRIMARY KEY(commit_node, old_path, new_path)
+        ) WITHOUT ROWID;
+        CREATE INDEX commit_renames_new ON commit_renames(new_path);
+        ALTER TABLE repos ADD COLUMN history_parser TEXT;
+        """,
+    )
+
+
 # Ordered and append-only: a shipped migration is never edited.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
     ("0003_code", _m0003_code),
+    ("0004_code_lineage", _m0004_code_lineage),
 ]
 
 

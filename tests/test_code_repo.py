@@ -228,12 +228,15 @@ def canonical(db_path: Path, repo_root: Path) -> dict:
         commits = sorted(db.execute("SELECT sha, parents, author, date, message FROM commits"))
         touches = sorted((key[c], p, q, ch) for c, p, q, ch in db.execute(
             "SELECT commit_node, path, qualname, change FROM commit_touches"))
+        renames = sorted((key[c], o, n) for c, o, n in db.execute(
+            "SELECT commit_node, old_path, new_path FROM commit_renames"))
         files = sorted(db.execute("SELECT path, blob, kind, dirty FROM code_files"))
         texts = sorted(db.execute("SELECT kind, text FROM nodes WHERE kind <> 'phrase'"))
         fts = db.execute("SELECT count(*) FROM passages_fts").fetchone()[0]
         nodes = db.execute("SELECT count(*) FROM nodes WHERE kind <> 'phrase'").fetchone()[0]
         return {"symbols": symbols, "edges": edges, "links": links, "refs": refs, "commits": commits,
-                "touches": touches, "files": files, "texts": texts, "fts": fts, "nodes": nodes}
+                "touches": touches, "renames": renames, "files": files, "texts": texts, "fts": fts,
+                "nodes": nodes}
     finally:
         db.close()
 
@@ -256,6 +259,8 @@ step = st.one_of(
               st.integers(0, 3)),
     st.tuples(st.just("delete"), st.sampled_from(["a.py", "pkg/b.py", "c.go", "notes.md"])),
     st.tuples(st.just("reset")),  # history rewritten: HEAD~1 as after a rebase or checkout
+    st.tuples(st.just("rename"), st.sampled_from(["a.py", "pkg/b.py"]),
+              st.sampled_from(["d.py", "pkg/e.py"])),
 )
 
 
@@ -265,7 +270,12 @@ def _apply(root: Path, op: tuple, n: int) -> None:
             git(root, "reset", "-q", "--hard", "HEAD~1")
         return
     path = root / op[1]
-    if op[0] == "delete":
+    if op[0] == "rename":
+        if not path.exists() or (root / op[2]).exists():
+            return
+        (root / op[2]).parent.mkdir(parents=True, exist_ok=True)
+        git(root, "mv", op[1], op[2])
+    elif op[0] == "delete":
         if path.exists():
             path.unlink()
     else:
