@@ -1,0 +1,186 @@
+"""The one home of ``onnxruntime`` and ``tokenizers`` for new code: load, run, time, quantize.
+
+Everything that touches these two libraries goes through here, so their quirks stay in one
+room and every failure becomes a Seahorse error that says what to do next:
+
+* a file that is not there is :class:`MissingExtra` (the model or tokenizer is not installed
+  where the setting points);
+* a file that is there but cannot be read as a model or tokenizer is :class:`InvalidInput`;
+* a bad thread count is :class:`ConfigError`.
+
+Sessions use the options ``embed.py`` measured for low memory on this kind of machine: CPU
+only, no memory arena and no memory patterns (dynamic shapes make both grow RSS without
+making anything faster), full graph optimisation, quiet logging, and intra-op threads from
+``SEAHORSE_ONNX_THREADS`` or ``min(2, cpu count)``.
+
+:func:`quantize_dynamic_int8` writes an INT8 copy of a model (weights quantized ahead of
+time, activations at run time) atomically; :func:`time_session` gives the median
+milliseconds per run so a caller can report the speed before and after.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import ConfigError, InvalidInput, MissingExtra
+
+log = logging.getLogger("seahorse")
+
+THREADS_ENV = "SEAHORSE_ONNX_THREADS"
+
+
+def _onnxruntime():
+    try:
+        import onnxruntime
+    except ImportError:  # pragma: no cover - a hard dependency
+        raise MissingExtra("onnxruntime is missing; run `pip install -e .` in the project") from None
+    return onnxruntime
+
+
+def _existing_file(path: str | os.PathLike[str], what: str) -> Path:
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise MissingExtra(f"no {what} at {p}; check the path, or put the {what} there")
+    if not p.is_file():
+        raise InvalidInput(f"{p} is not a file; give the path of the {what} itself")
+    return p
+
+
+def load_tokenizer(path: str | os.PathLike[str]):
+    """Load a HuggingFace ``tokenizer.json``; returns a ``tokenizers.Tokenizer``."""
+    p = _existing_file(path, "tokenizer file (tokenizer.json)")
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:  # pragma: no cover - a hard dependency
+        raise MissingExtra("tokenizers is missing; run `pip install -e .` in the project") from None
+    try:
+        return Tokenizer.from_file(str(p))
+    except Exception as exc:  # tokenizers raises a bare Exception for unreadable JSON
+        raise InvalidInput(
+            f"{p} is not a readable tokenizer.json ({exc}); use the tokenizer.json saved "
+            "with the model") from None
+
+
+def onnx_threads(env: Mapping[str, str] | None = None) -> int:
+    """Intra-op threads: ``SEAHORSE_ONNX_THREADS`` if set and non-zero, else min(2, cpus)."""
+    env = os.environ if env is None else env
+    raw = (env.get(THREADS_ENV) or "").strip() or "0"
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ConfigError(f"{THREADS_ENV}={raw!r} is not a whole number; set it to e.g. 2") from None
+    if n < 0:
+        raise ConfigError(f"{THREADS_ENV}={n} is negative; use 0 (automatic) or a positive count")
+    return n or min(2, os.cpu_count() or 1)
+
+
+def _session_options(ort, threads: int):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    # Same choice as embed.py: with dynamic shapes the arena and memory patterns only grow
+    # RSS, they do not make runs faster.
+    opts.enable_cpu_mem_arena = False
+    opts.enable_mem_pattern = False
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return opts
+
+
+def make_session(model_path: str | os.PathLike[str], threads: int | None = None):
+    """An ``onnxruntime.InferenceSession`` on the CPU with the low-RSS options."""
+    p = _existing_file(model_path, "ONNX model file")
+    if threads is None:
+        threads = onnx_threads()
+    elif threads < 1:
+        raise ConfigError(f"threads={threads}: give a positive thread count, or None for automatic")
+    ort = _onnxruntime()
+    try:
+        return ort.InferenceSession(str(p), sess_options=_session_options(ort, threads),
+                                    providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's own Fail / InvalidProtobuf / InvalidGraph
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidInput(
+            f"{p} could not be loaded as an ONNX model ({first}); re-export or re-download "
+            "the model file") from None
+
+
+def session_inputs(session) -> dict[str, str]:
+    """Input names of a session mapped to their ONNX types, e.g. ``{'input_ids': 'tensor(int64)'}``."""
+    return {i.name: i.type for i in session.get_inputs()}
+
+
+def session_outputs(session) -> dict[str, str]:
+    """Output names of a session mapped to their ONNX types."""
+    return {o.name: o.type for o in session.get_outputs()}
+
+
+def time_session(model, feeds: Mapping[str, np.ndarray], runs: int = 20, warmup: int = 2) -> float:
+    """Median milliseconds per ``session.run`` over *runs* timed runs after *warmup* untimed ones.
+
+    *model* is a session or the path of a model file (then loaded with :func:`make_session`).
+    """
+    if runs < 1 or warmup < 0:
+        raise InvalidInput("time_session needs runs >= 1 and warmup >= 0")
+    session = make_session(model) if isinstance(model, (str, os.PathLike)) else model
+    feeds = dict(feeds)
+    for _ in range(warmup):
+        session.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        times.append((time.perf_counter() - start) * 1000.0)
+    return float(statistics.median(times))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    return b.exists() and os.path.samefile(a, b)
+
+
+def quantize_dynamic_int8(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> dict[str, Any]:
+    """Write an INT8 (dynamic quantization, QInt8 weights) copy of *src* to *dst*, atomically.
+
+    Returns ``{"src": path, "dst": path, "src_bytes": n, "dst_bytes": m, "ratio": m / n}``.
+    The result is first written to a temporary file in *dst*'s folder and then moved over
+    *dst* with ``os.replace``, so a failure never leaves a half-written model behind.
+    """
+    src_p = Path(src).expanduser()
+    dst_p = Path(dst).expanduser()
+    if not src_p.is_file():
+        raise InvalidInput(f"no ONNX model file at {src_p}; give the path of the model to quantize")
+    if _same_file(src_p, dst_p):
+        raise InvalidInput(f"refusing to quantize {src_p} onto itself; give a different output path")
+    if not dst_p.parent.is_dir():
+        raise InvalidInput(f"output folder {dst_p.parent} does not exist; create it first")
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise MissingExtra(
+            f"quantization needs {exc.name or 'onnx'}; run `pip install onnx`") from None
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst_p.name}.", suffix=".tmp.onnx", dir=dst_p.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        quantize_dynamic(str(src_p), str(tmp), weight_type=QuantType.QInt8)
+        os.replace(tmp, dst_p)
+    except Exception as exc:
+        raise InvalidInput(
+            f"could not quantize {src_p} ({type(exc).__name__}: {exc}); check that it is a "
+            "valid float ONNX model") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    src_bytes, dst_bytes = src_p.stat().st_size, dst_p.stat().st_size
+    log.info("quantized %s (%d bytes) to %s (%d bytes)", src_p, src_bytes, dst_p, dst_bytes)
+    return {"src": str(src_p), "dst": str(dst_p), "src_bytes": src_bytes,
+            "dst_bytes": dst_bytes, "ratio": dst_bytes / src_bytes if src_bytes else float("nan")}
