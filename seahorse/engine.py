@@ -70,17 +70,18 @@ class Engine:
     """Index text into the graph, search it, delete from it. Models load on first use."""
 
     def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
-                 phrase_embedder=None, extractor: Extractor | None = None) -> None:
+                 phrase_embedder=None, extractor: Extractor | None = None,
+                 reembedding: bool = False) -> None:
         self.settings = settings or load_settings()
         self.store = SQLiteStore(self.settings.db_path)
         if embedder is None:
-            embedder, default_phrases = make_embedders(self.settings.embedder)
+            embedder, default_phrases = make_embedders(self.settings.embedder, self.settings.embedder_path)
             phrase_embedder = phrase_embedder or default_phrases
         self.embedder = embedder
         self.phrase_embedder = phrase_embedder or make_embedders("hash")[1]
         self.extractor = extractor or default_extractor()
         try:
-            self._check_meta()
+            self._check_meta(reembedding)
         except BaseException:
             self.store.close()
             raise
@@ -101,7 +102,8 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _check_meta(self) -> None:
+    def _check_meta(self, reembedding: bool = False) -> None:
+        """Fail fast when the file was embedded by another model (vector spaces never mix)."""
         meta = self.store.meta()
         want = {"embedder": self.embedder.name, "dim": str(self.embedder.dim),
                 "phrase_embedder": self.phrase_embedder.name, "extractor": self.extractor.name}
@@ -109,13 +111,21 @@ class Engine:
             if not self.store.read_only:
                 self.store.set_meta(**want, writer_version=__version__)
             return
-        for key, value in want.items():
-            if meta.get(key) != value:
-                raise SchemaMismatch(
-                    f"{self.store.path} was built with {key}={meta.get(key)!r}, this run uses "
-                    f"{value!r}; set SEAHORSE_EMBEDDER to match, or index into a new database "
-                    "(SEAHORSE_DB=other.db) and delete the old one"
-                )
+        if meta.get("phrase_embedder") != want["phrase_embedder"]:
+            raise SchemaMismatch(
+                f"{self.store.path} was built with phrase embedder {meta.get('phrase_embedder')!r}, this "
+                f"run uses {want['phrase_embedder']!r}; set SEAHORSE_EMBEDDER as when it was built, or "
+                "index into a new database (SEAHORSE_DB=other.db)")
+        if not reembedding and (meta.get("embedder"), meta.get("dim")) != (want["embedder"], want["dim"]):
+            raise SchemaMismatch(
+                f"{self.store.path} was embedded with {meta.get('embedder')!r} ({meta.get('dim')} "
+                f"dimensions), this run uses {want['embedder']!r} (SEAHORSE_EMBEDDER="
+                f"{self.settings.embedder}); run `seahorse reembed` to re-embed it with the new one, "
+                "or set SEAHORSE_EMBEDDER back")
+        if meta.get("extractor") != want["extractor"]:
+            # Phrases from two extractors coexist fine (no vector space involved): say so once.
+            log.warning("%s: documents indexed before have phrases from %r, new ones from %r",
+                        self.store.path, meta.get("extractor"), want["extractor"])
 
     # ----- indexing ---------------------------------------------------------------------
     def index_text(self, text: str, *, source: str | None = None, title: str | None = None,
@@ -253,9 +263,7 @@ class Engine:
         return prep
 
     def _embed_input(self, prep: Prepared, passage: str) -> tuple[str, int]:
-        if prep.title:
-            return f"{prep.title}\n{passage}", len(prep.title) + 1
-        return passage, 0
+        return embed_input(prep.title, passage)
 
     def _embed(self, preps: list[Prepared]) -> None:
         """Embed passages and pool their fact windows, reusing cached vectors by content hash."""
@@ -273,16 +281,8 @@ class Engine:
                         prep.vectors[k] = mat[0]
                         prep.fact_vectors[k] = mat[1:]
                         continue
-                sentences = split_sentences(passage)
-                groups = []
-                for i, _text, _keys in prep.facts[k]:
-                    lo, hi = max(0, i - FACT_WINDOW), min(len(sentences) - 1, i + FACT_WINDOW)
-                    ranges = [(sentences[lo][0] + shift, sentences[hi][1] + shift)]
-                    if shift:
-                        ranges.append((0, shift - 1))
-                    groups.append(ranges)
                 texts.append(text)
-                spans.append(groups)
+                spans.append(fact_spans(passage, shift, [i for i, _t, _k in prep.facts[k]]))
                 owners.append((prep, k))
         if not texts:
             return
@@ -733,6 +733,27 @@ class Engine:
                 "writer_version": meta.get("writer_version"), "budget": self.budget().as_dict(),
                 "repos": self.code.repos(),
                 "read_only": self.store.read_only}
+
+
+def embed_input(title: str | None, passage: str) -> tuple[str, int]:
+    """The text a passage is embedded as (its document's title first) and the title's length."""
+    if title:
+        return f"{title}\n{passage}", len(title) + 1
+    return passage, 0
+
+
+def fact_spans(passage: str, shift: int, sentence_ids: list[int]) -> list[list[tuple[int, int]]]:
+    """Per fact, the character ranges its vector pools: the sentence window around it, and the
+    title (the first ``shift`` characters of the embedded text) when there is one."""
+    sentences = split_sentences(passage)
+    groups = []
+    for i in sentence_ids:
+        lo, hi = max(0, i - FACT_WINDOW), min(len(sentences) - 1, i + FACT_WINDOW)
+        ranges = [(sentences[lo][0] + shift, sentences[hi][1] + shift)]
+        if shift:
+            ranges.append((0, shift - 1))
+        groups.append(ranges)
+    return groups
 
 
 def _also_named(others: list[dict]) -> list[dict]:

@@ -1,0 +1,97 @@
+"""``seahorse reembed``: move a database to another passage embedder without re-indexing.
+
+The database records which embedder wrote its vectors (``meta.embedder`` / ``meta.dim``); an
+engine opened with another one refuses to start and names this command. Re-embedding reads
+every passage back from SQLite (its text, its document's title, its facts' sentences), runs
+the new embedder batch by batch with a progress callback, and only then writes all vectors,
+fact vectors and the new ``meta`` in one transaction: a run killed half-way changes nothing,
+so the file never holds two vector spaces. Phrases, edges and the text index do not depend
+on the passage embedder and are left as they are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from . import __version__
+from .errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
+from .text import content_hash, split_sentences
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+BATCH = 32  # passages per embedder call between progress reports
+
+
+def _sentence_ids(passage: str, fact_texts: list[str]) -> list[int]:
+    """Which sentence of the passage each stored fact is (facts are stored in order)."""
+    sentences = [passage[a:b] for a, b in split_sentences(passage)]
+    out, at = [], 0
+    for text in fact_texts:
+        i = next((j for j in range(at, len(sentences)) if sentences[j] == text), None)
+        if i is None:  # written by another chunker: pool its own sentence by position
+            i = min(at, max(0, len(sentences) - 1))
+        out.append(i)
+        at = i + 1
+    return out
+
+
+def reembed(engine: "Engine", progress: Callable[[int, int, str], None] | None = None) -> dict:
+    """Re-embed every passage with ``engine.embedder``; returns what was done."""
+    from .engine import embed_input, fact_spans
+
+    store, db = engine.store, engine.store.db
+    if store.read_only:
+        raise ReadOnlyDatabase(f"{store.path} is read-only; reembed needs to write it")
+    meta = store.meta()
+    old, new = meta.get("embedder"), engine.embedder.name
+    if meta.get("phrase_embedder") not in (None, engine.phrase_embedder.name):
+        raise SchemaMismatch(
+            f"{store.path} was built with phrase embedder {meta.get('phrase_embedder')!r}, this run "
+            f"uses {engine.phrase_embedder.name!r}; reembed changes passage vectors only: index "
+            "into a new database (SEAHORSE_DB=other.db) instead")
+    t0 = time.perf_counter()
+    version = store.graph_version()
+    rows = db.execute(
+        "SELECT n.id, n.text, d.title FROM nodes n JOIN vectors v ON v.node_id = n.id "
+        "JOIN documents d ON d.id = n.doc_id WHERE v.space = 'dense' ORDER BY n.doc_id, n.ordinal"
+    ).fetchall()
+    facts: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for fid, pid, text in db.execute("SELECT id, passage_id, text FROM facts ORDER BY passage_id, ordinal"):
+        facts[pid].append((fid, text))
+    vectors: list[tuple[int, np.ndarray]] = []
+    fact_vecs: list[tuple[int, np.ndarray]] = []
+    cache: list[tuple[str, bytes]] = []
+    for start in range(0, len(rows), BATCH):
+        batch = rows[start:start + BATCH]
+        texts, spans = [], []
+        for node, passage, title in batch:
+            text, shift = embed_input(title, passage)
+            texts.append(text)
+            spans.append(fact_spans(passage, shift, _sentence_ids(passage, [t for _f, t in facts[node]])))
+        vecs, pooled = engine.embedder.embed_spans(texts, spans)
+        for (node, _p, _t), text, v, f in zip(batch, texts, vecs, pooled):
+            vectors.append((node, v))
+            fact_vecs += [(fid, f[n]) for n, (fid, _t) in enumerate(facts[node])]
+            cache.append((content_hash(text), np.vstack([v[None, :], f]).astype(np.float32).tobytes()))
+        if progress:
+            progress(min(start + BATCH, len(rows)), len(rows), "passages")
+    with store.atomic():
+        if store.graph_version() != version:
+            raise InvalidInput(f"{store.path} changed while re-embedding (another writer); nothing was "
+                               "written: run `seahorse reembed` again")
+        store.set_vectors("dense", vectors)
+        db.executemany("UPDATE facts SET vec=? WHERE id=?",
+                       [(np.ascontiguousarray(v, np.float32).tobytes(), fid) for fid, v in fact_vecs])
+        for digest, data in cache:
+            store.cache_embedding(digest, new, data)
+        store.set_meta(embedder=new, dim=str(engine.embedder.dim), writer_version=__version__)
+        store.bump_version()
+    engine._after_write()
+    return {"db": str(store.path), "from": old, "to": new, "dim": engine.embedder.dim,
+            "passages": len(vectors), "facts": len(fact_vecs),
+            "seconds": round(time.perf_counter() - t0, 3)}
