@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
+    sub.add_parser("reembed", parents=[common],
+                   help="re-embed every passage with the embedder in force (SEAHORSE_EMBEDDER)")
+
     op = sub.add_parser("optimize-graph", parents=[common],
                         help="rebuild synonym edges at a threshold, drop orphan phrases")
     op.add_argument("--threshold", type=float, default=0.8,
@@ -101,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _engine(args: argparse.Namespace, *, create: bool = False):
+def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool = False):
     from .config import load_settings
     from .engine import Engine
     from .errors import NotFound
@@ -111,7 +114,7 @@ def _engine(args: argparse.Namespace, *, create: bool = False):
         # A typo in --db must not silently answer from a new, empty database.
         raise NotFound(f"database {settings.db_path} does not exist; index something first "
                        "(`seahorse index ...`) or check --db / SEAHORSE_DB")
-    return Engine(settings)
+    return Engine(settings, reembedding=reembedding)
 
 
 def _progress(n: int, total: int, path: str) -> None:
@@ -293,11 +296,31 @@ def _human(command: str, out: Any) -> str:
     if command == "delete":
         return (f"deleted document {out['doc_id']} ({out['source']}): {out['passages']} "
                 f"passage(s), {out['phrases']} phrase(s) only it held")
+    if command == "reembed":
+        return (f"re-embedded {out['passages']} passages and {out['facts']} facts: {out['from']} -> "
+                f"{out['to']} ({out['dim']} dimensions) in {out['seconds']:.1f} s")
     if command == "optimize-graph":
         return (f"synonym edges at cosine >= {out['threshold']}: {out['synonym_edges_removed']} "
                 f"removed, {out['synonym_edges_added']} added; "
                 f"{out['orphan_phrases_removed']} orphan phrase(s) removed")
     return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def cmd_reembed(args: argparse.Namespace) -> Any:
+    with _engine(args, reembedding=True) as eng:
+        return eng.reembed(progress=None if args.json else _bar("passages"))
+
+
+def _bar(unit: str):
+    def show(n: int, total: int, _what: str) -> None:
+        if sys.stderr.isatty():
+            width = 30
+            full = width * n // max(total, 1)
+            print(f"\r[{'#' * full}{'.' * (width - full)}] {n}/{total} {unit}", end="" if n < total else "\n",
+                  file=sys.stderr, flush=True)
+        elif n == total or n % 500 < 32:
+            print(f"[{n}/{total}] {unit}", file=sys.stderr, flush=True)
+    return show
 
 
 def cmd_run(args: argparse.Namespace) -> Any:
@@ -309,7 +332,7 @@ def cmd_run(args: argparse.Namespace) -> Any:
 
 COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": cmd_stats,
             "delete": cmd_delete, "optimize-graph": cmd_optimize, "symbol": cmd_symbol,
-            "history": cmd_history, "changes": cmd_changes}
+            "history": cmd_history, "changes": cmd_changes, "reembed": cmd_reembed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -723,6 +723,13 @@ class Engine:
         return {"repo": root, "head": head, "since": since,
                 "commits": self.code_queries.changes(repo_id, shas)}
 
+    def reembed(self, progress: Callable[[int, int, str], None] | None = None) -> dict:
+        """Re-embed every passage with this engine's embedder, in one transaction at the end
+        (open with ``reembedding=True`` when the file was embedded by another model)."""
+        from .reembed import reembed
+
+        return reembed(self, progress)
+
     def stats(self) -> dict:
         meta = self.store.meta()
         return {"db": str(self.store.path), "db_bytes": self.store.file_size(),

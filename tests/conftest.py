@@ -83,7 +83,7 @@ def db_fingerprint() -> Callable[[Path], str]:
 
 def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items()
-            if not k.startswith(("SEAHORSE_", "HIPPO_"))}
+            if not k.startswith(("SEAHORSE_", "HIPPO_", "RERANK_", "GLINER_"))}
 
 
 class CLI:

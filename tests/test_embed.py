@@ -1,0 +1,117 @@
+"""Embedder tiers through the real loaders: the packaged MiniLM, the wordllama fast tier, and a
+local ONNX sentence embedder (a tiny model built here with the onnx helper API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx_fixtures import VOCAB, build_tokenizer
+
+from seahorse.config import load_settings
+from seahorse.embed import WordLlamaEmbedder, local_onnx, make_embedders, minilm
+from seahorse.errors import ConfigError, InvalidInput, MissingExtra
+
+DIM = 8
+
+
+def build_embedder(folder: Path, pooled: bool = False) -> Path:
+    """A tiny sentence embedder: token embedding lookup -> hidden states [B, T, DIM] (or, with
+    ``pooled``, the masked mean [B, DIM] a sentence-transformers export would output)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    build_tokenizer(folder / "tokenizer.json")
+    rng = np.random.default_rng(1)
+    table = rng.normal(size=(len(VOCAB), DIM)).astype(np.float32)
+    inits = [numpy_helper.from_array(table, "table")]
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["hidden"])]
+    out_shape = ["batch", "seq", DIM]
+    if pooled:
+        inits.append(numpy_helper.from_array(np.array([2], np.int64), "axis2"))
+        inits.append(numpy_helper.from_array(np.array([1], np.int64), "axis1"))
+        nodes += [helper.make_node("Cast", ["attention_mask"], ["maskf"], to=TensorProto.FLOAT),
+                  helper.make_node("Unsqueeze", ["maskf", "axis2"], ["mask3"]),
+                  helper.make_node("Mul", ["hidden", "mask3"], ["masked"]),
+                  helper.make_node("ReduceSum", ["masked", "axis1"], ["total"], keepdims=0),
+                  helper.make_node("ReduceSum", ["mask3", "axis1"], ["count"], keepdims=0),
+                  helper.make_node("Div", ["total", "count"], ["out"])]
+        out_shape = ["batch", DIM]
+    else:
+        nodes.append(helper.make_node("Identity", ["hidden"], ["out"]))
+    ints = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"])
+            for n in ("input_ids", "attention_mask")]
+    graph = helper.make_graph(nodes, "tiny_embedder", ints,
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, out_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, folder / "model.onnx")
+    return folder
+
+
+def test_local_onnx_embedder_pools_token_states_and_spans(tmp_path: Path) -> None:
+    emb = local_onnx(build_embedder(tmp_path / "m"))
+    assert emb.name.startswith("onnx:m:") and emb.dim == DIM
+    vecs = emb.embed(["the pi board", "zram swap", "the pi board"])
+    assert vecs.shape == (3, DIM) and np.allclose(np.linalg.norm(vecs, axis=1), 1.0)
+    assert np.allclose(vecs[0], vecs[2]) and not np.allclose(vecs[0], vecs[1])
+    text = "zram swap. the pi board"
+    full, spans = emb.embed_spans([text], [[[(0, 9)], [(11, 23)]]])
+    # a span's vector pools the tokens inside it: closer to that text than to the other span
+    alone = emb.embed(["the pi board"])[0]
+    assert float(spans[0][1] @ alone) > float(spans[0][0] @ alone)
+    assert np.allclose(full[0], emb.embed([text])[0], atol=1e-6)
+
+
+def test_a_model_that_pools_itself_embeds_spans_as_texts(tmp_path: Path) -> None:
+    emb = local_onnx(build_embedder(tmp_path / "pooled", pooled=True))
+    assert emb.dim == DIM
+    full, spans = emb.embed_spans(["zram swap. the pi board"], [[[(0, 9)]]])
+    assert np.allclose(spans[0][0], emb.embed(["zram swap"])[0], atol=1e-6)
+    assert full.shape == (1, DIM)
+
+
+def test_two_different_models_are_two_vector_spaces(tmp_path: Path) -> None:
+    a = local_onnx(build_embedder(tmp_path / "m"))
+    b = local_onnx(build_embedder(tmp_path / "m2", pooled=True))
+    assert a.name.split(":")[2] != b.name.split(":")[2]
+
+
+def test_local_onnx_errors_say_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="SEAHORSE_EMBEDDER_PATH"):
+        make_embedders("onnx", None)
+    with pytest.raises(MissingExtra, match="not a folder"):
+        local_onnx(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MissingExtra, match="exactly one .onnx"):
+        local_onnx(tmp_path / "empty")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "model.onnx").write_bytes(b"not a model")
+    build_tokenizer(bad / "tokenizer.json")
+    with pytest.raises(InvalidInput, match="could not be loaded"):
+        local_onnx(bad).embed(["x"])
+
+
+def test_settings_take_the_embedder_path_from_the_environment(tmp_path: Path) -> None:
+    s = load_settings({"SEAHORSE_EMBEDDER": "onnx", "SEAHORSE_EMBEDDER_PATH": str(tmp_path)})
+    assert (s.embedder, s.embedder_path) == ("onnx", tmp_path)
+    with pytest.raises(ConfigError, match="choose one of"):
+        make_embedders("bert-large")
+
+
+def test_fast_tier_is_static_and_consistent() -> None:
+    emb = WordLlamaEmbedder()
+    vecs = emb.embed(["zram compresses memory pages", "a swap device in RAM", "banana bread"])
+    assert vecs.shape == (3, 256)
+    assert float(vecs[0] @ vecs[1]) > float(vecs[0] @ vecs[2])
+    full, spans = emb.embed_spans(["Zram. Bread."], [[[(0, 5)]]])
+    assert np.allclose(spans[0][0], emb.embed(["Zram."])[0])
+
+
+def test_default_tier_is_the_packaged_minilm() -> None:
+    emb = minilm()
+    assert (emb.name, emb.dim) == ("all-MiniLM-L6-v2-int8", 384)
+    v = emb.embed(["How does zram work?", "zram is a compressed swap device in RAM", "bananas"])
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2])
