@@ -197,6 +197,8 @@ def test_bad_arguments_are_refused(assets):
         CrossEncoder(assets["model"], assets["tokenizer"], batch_size=0)
     with pytest.raises(InvalidInput, match="list of strings"):
         encoder(assets).score("q", "one passage")
+    with pytest.raises(InvalidInput, match="positive thread count"):
+        onnxrt.make_session(assets["model"], threads=0)
 
 
 @pytest.mark.parametrize("raw,expected", [("", min(2, os.cpu_count() or 1)),
