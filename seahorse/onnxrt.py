@@ -6,7 +6,8 @@ room and every failure becomes a Seahorse error that says what to do next:
 * a file that is not there is :class:`MissingExtra` (the model or tokenizer is not installed
   where the setting points);
 * a file that is there but cannot be read as a model or tokenizer is :class:`InvalidInput`;
-* a bad thread count is :class:`ConfigError`.
+* a bad ``SEAHORSE_ONNX_THREADS`` is :class:`ConfigError`, a bad ``threads`` argument
+  :class:`InvalidInput`.
 
 Sessions use the options ``embed.py`` measured for low memory on this kind of machine: CPU
 only, no memory arena and no memory patterns (dynamic shapes make both grow RSS without
@@ -101,7 +102,7 @@ def make_session(model_path: str | os.PathLike[str], threads: int | None = None)
     if threads is None:
         threads = onnx_threads()
     elif threads < 1:
-        raise ConfigError(f"threads={threads}: give a positive thread count, or None for automatic")
+        raise InvalidInput(f"threads={threads}: give a positive thread count, or None for automatic")
     ort = _onnxruntime()
     try:
         return ort.InferenceSession(str(p), sess_options=_session_options(ort, threads),

@@ -8,9 +8,11 @@ Three parts, each usable alone:
   lazily through :mod:`seahorse.onnxrt`. A pair is packed as ``[CLS] query [SEP] passage
   [SEP]`` from the tokenizer's own encoding of each side (no special tokens), with the
   special ids taken from the tokenizer. The score is the logit: ``[B]`` or ``[B, 1]`` outputs
-  give that value, ``[B, 2]`` outputs give the last column (the positive class).
-* :func:`fuse` is pure arithmetic over (id, PageRank score) candidates in PageRank order and
-  the logits of the top-N; :func:`rerank` glues the three together.
+  give that value, ``[B, 2]`` outputs give the last column (the positive class's raw logit,
+  no softmax), always as float32.
+* :func:`fuse` is pure arithmetic over (id, PageRank score) candidates and the logits of the
+  top-N; :func:`rerank` glues the three together. "PageRank order" below means the order the
+  candidates are given in (callers pass them best first); nothing re-sorts them.
 
 Length rule. ``RERANK_QUERY_MAX_LEN`` and ``RERANK_PASSAGE_MAX_LEN`` cap the *content* tokens
 of each side; ``RERANK_MODEL_MAX_LEN`` caps the whole pair, the three special tokens
@@ -32,13 +34,17 @@ Fusion rules (all decided here, tested in tests/test_rerank.py):
    finite members of the block (a constant column, e.g. a single candidate, normalises to
    0.0) and combined as ``w_ppr * ppr + w_rerank * rerank`` with the weights divided by
    their sum.
-5. ``rrf``: ``w_ppr / (k + ppr_rank) + w_rerank / (k + rerank_rank)``, ranks from 1 over the
-   finite members, same normalised weights (equal weights give classic unweighted RRF).
+5. ``rrf``: ``w_ppr / (k + ppr_rank) + w_rerank / (k + rerank_rank)`` with ``k = RERANK_RRF_K``
+   (0 to 100 000), ranks from 1 over the finite members by score, highest first, equal scores
+   sharing a rank (1, 2, 2, 4); same normalised weights, so equal weights give classic
+   unweighted RRF.
 6. Weights that are negative, NaN or infinite, or that sum to 0 or less, fall back to the
    defaults 0.7 / 0.3 with a logged warning (a weight that does not parse as a number is a
-   ConfigError instead).
+   ConfigError instead). :func:`rerank_settings` replaces them once; settings built by hand
+   with such weights warn on every :func:`fuse`.
 7. Fused scores are rounded to 12 decimals before sorting, so float noise from dividing the
-   weights never decides an order; ties are broken by PageRank order.
+   weights never decides an order; ties are broken by PageRank order. Candidates below the
+   top-N and sunk ones carry ``fused_score=None``.
 """
 
 from __future__ import annotations

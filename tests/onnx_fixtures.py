@@ -111,6 +111,10 @@ def build_model(path: Path, token_types: bool = True, outputs: int = 1, nan_toke
 
 
 def expected_score(text: str) -> float:
-    """What the model should give for a passage (token-type model, whole words in VOCAB)."""
+    """What the token-type model gives for a passage of whole words from VOCAB.
+
+    The passage segment is the words and the closing [SEP] (token type 1), so the mean
+    counts that [SEP] too.
+    """
     words = text.lower().split()
-    return float(np.mean([GOODNESS.get(w, 0.0) for w in words])) + 0.25 if words else 0.25
+    return sum(GOODNESS.get(w, 0.0) for w in words) / (len(words) + 1) + 0.25
