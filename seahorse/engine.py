@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from .config import Settings, load_settings
 from .embed import Embedder, make_embedders
 from .errors import InvalidInput, NotFound, SchemaMismatch, SeahorseError
 from .extract import Extractor, Phrase, default_extractor
+from .rerank import CrossEncoder, rerank, rerank_settings
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .storage import SQLiteStore
 from .text import chunk, clean, content_hash, split_sentences
@@ -80,6 +82,9 @@ class Engine:
         self.embedder = embedder
         self.phrase_embedder = phrase_embedder or make_embedders("hash")[1]
         self.extractor = extractor or default_extractor()
+        self.rerank = rerank_settings()  # RERANK_*: a bad value fails here, not on a query
+        self._cross_encoder = None
+        self._rerank_off: str | None = None  # why a requested reranker is not in force
         try:
             self._check_meta(reembedding)
         except BaseException:
@@ -477,11 +482,14 @@ class Engine:
             if bad:
                 raise InvalidInput(f"unknown kind {bad[0]!r}; kinds are "
                                    f"{', '.join(RETRIEVABLE + ('commit',))}")
+            encoder = self.cross_encoder()
+            depth = max(top_k, self.rerank.top_n) if encoder is not None else top_k
             result = search(index, self.store, self.embedder, self.extractor, self.settings,
-                            query.strip(), top_k, self.budget().node_budget, context, want, doc_filter,
+                            query.strip(), depth, self.budget().node_budget, context, want, doc_filter,
                             code=repo is not None)
             self._finish_code_hits(result, query, doc_filter,
                                    refuse if refuse is not None else repo is not None)
+            self._rerank_hits(result, query.strip(), encoder, top_k)
         finally:
             if snapshot:
                 db.execute("COMMIT")
@@ -643,6 +651,42 @@ class Engine:
         return self.code.index_repo(root, worktree=worktree, history=history, max_commits=max_commits,
                                     exclude=tuple(exclude), progress=progress)
 
+    # ----- reranking --------------------------------------------------------------------
+    def cross_encoder(self) -> CrossEncoder | None:
+        """The reranker in force, or None (off, or requested but unusable: said once)."""
+        if not self.rerank.enabled or self.rerank.top_n == 0 or self._rerank_off:
+            return None
+        if self._cross_encoder is None:
+            try:
+                enc = CrossEncoder.from_settings(self.rerank)
+                enc.score("probe", ["probe"])  # loads the model and tokenizer, checks inputs
+            except SeahorseError as exc:
+                self._rerank_off = str(exc)
+                log.warning("reranker off, ranking by PageRank only: %s", exc)
+                return None
+            self._cross_encoder = enc
+        return self._cross_encoder
+
+    def _rerank_hits(self, result: SearchResult, query: str, encoder, top_k: int) -> None:
+        if encoder is None or not result.hits:
+            result.hits = result.hits[:top_k]
+            if self.rerank.enabled:
+                result.info["rerank"] = {"used": False, "reason": self._rerank_off or "top_n is 0"}
+            return
+        t0 = time.perf_counter()
+        by_id = {h.id: h for h in result.hits}
+        fused = rerank(query, [(h.id, h.score) for h in result.hits], {h.id: h.text for h in result.hits},
+                       encoder, self.rerank)
+        for r in fused:
+            if r.rerank_score is not None:
+                by_id[r.id].evidence["rerank"] = {"logit": _finite(r.rerank_score),
+                                                  "fused": _finite(r.fused_score)}
+        result.hits = [by_id[r.id] for r in fused][:top_k]
+        result.info["rerank"] = {"used": True, "model": str(self.rerank.model_path),
+                                 "method": self.rerank.fusion_method,
+                                 "scored": min(self.rerank.top_n, len(fused)),
+                                 "ms": round((time.perf_counter() - t0) * 1000, 2)}
+
     def _finish_code_hits(self, result: SearchResult, query: str, doc_filter, refuse: bool) -> None:
         q = self.code_queries
         fields = q.code_fields([h.id for h in result.hits])
@@ -740,6 +784,11 @@ class Engine:
                 "writer_version": meta.get("writer_version"), "budget": self.budget().as_dict(),
                 "repos": self.code.repos(),
                 "read_only": self.store.read_only}
+
+
+def _finite(x: float | None) -> float | None:
+    """JSON has no NaN: a non-finite score is reported as null."""
+    return x if x is not None and math.isfinite(x) else None
 
 
 def embed_input(title: str | None, passage: str) -> tuple[str, int]:
