@@ -68,6 +68,13 @@ def read_memory() -> MemoryReading:
     return MemoryReading(total=vm.total, available=vm.available, zram_total=zt, zram_used=zu)
 
 
+def process_rss() -> int:
+    """Resident set size of this process, in bytes."""
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
 def profile_for(total: int) -> str:
     if total < 2 * GiB:
         return "low"

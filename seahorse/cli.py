@@ -94,6 +94,20 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
+    mo = sub.add_parser("models", parents=[common],
+                        help="models found on this machine (embedder tiers, reranker, GLiNER): where, size")
+    mo.add_argument("--measure", action="store_true",
+                    help="load each model found and time it here (load, warm ms per query, RSS)")
+    mosub = mo.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
+    qu = mosub.add_parser("quantize", parents=[common],
+                          help="write an INT8 copy of an ONNX model; sizes and speed before/after")
+    qu.add_argument("--in", dest="src", required=True, help="the float ONNX model")
+    qu.add_argument("--out", dest="dst", required=True, help="where to write the INT8 model")
+    qu.add_argument("--runs", type=int, default=20, help="timed runs for before/after (default 20)")
+
+    sub.add_parser("doctor", parents=[common],
+                   help="which models and fallbacks are in force here, and what to do about each")
+
     sub.add_parser("reembed", parents=[common],
                    help="re-embed every passage with the embedder in force (SEAHORSE_EMBEDDER)")
 
@@ -296,6 +310,30 @@ def _human(command: str, out: Any) -> str:
     if command == "delete":
         return (f"deleted document {out['doc_id']} ({out['source']}): {out['passages']} "
                 f"passage(s), {out['phrases']} phrase(s) only it held")
+    if command == "models" and "src" in out:
+        text = (f"wrote {out['dst']}: {out['src_bytes'] / 1048576:.1f} MB -> "
+                f"{out['dst_bytes'] / 1048576:.1f} MB ({out['ratio']:.2f}x)")
+        if "ms_before" in out:
+            text += f"; {out['ms_before']:.2f} ms -> {out['ms_after']:.2f} ms per run ({out['speedup']}x)"
+        return text + (f"; {out['speed']}" if "speed" in out else "")
+    if command == "models":
+        lines = [f"onnxruntime {out['onnxruntime']}, {out['threads']} thread(s)"]
+        for m in out["models"]:
+            label = m.get("tier") or m["kind"]
+            where = m.get("path") or "-"
+            size = f"{m['bytes'] / 1048576:.1f} MB" if m.get("bytes") else "-"
+            state = "found" if m.get("found") else f"not found: {m.get('why', '')}"
+            lines.append(f"{m['kind']:<9} {label:<10} {state if not m.get('found') else size:<10} {where}")
+            if m.get("dim"):
+                lines[-1] += f"  ({m['dim']} dimensions)"
+            if "measured" in m:
+                c = m["measured"]
+                lines.append(f"          load {c['load_ms']} ms, warm {c['warm_ms']} ms, +{c['rss_mb']} MB RSS"
+                             + (f" ({c['what']})" if "what" in c else ""))
+        return "\n".join(lines)
+    if command == "doctor":
+        return "\n".join([f"{c['what']:<10} {c['status']:<8} {c['detail']}" for c in out["checks"]]
+                         + [f"onnxruntime {out['onnxruntime']}, {out['threads']} thread(s)"])
     if command == "reembed":
         return (f"re-embedded {out['passages']} passages and {out['facts']} facts: {out['from']} -> "
                 f"{out['to']} ({out['dim']} dimensions) in {out['seconds']:.1f} s")
@@ -304,6 +342,22 @@ def _human(command: str, out: Any) -> str:
                 f"removed, {out['synonym_edges_added']} added; "
                 f"{out['orphan_phrases_removed']} orphan phrase(s) removed")
     return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def cmd_models(args: argparse.Namespace) -> Any:
+    from . import models
+    from .config import load_settings
+
+    if args.models_command == "quantize":
+        return models.quantize(args.src, args.dst, runs=args.runs)
+    return models.inventory(load_settings(db_path=args.db), measure=args.measure)
+
+
+def cmd_doctor(args: argparse.Namespace) -> Any:
+    from . import models
+    from .config import load_settings
+
+    return models.doctor(load_settings(db_path=args.db))
 
 
 def cmd_reembed(args: argparse.Namespace) -> Any:
@@ -332,7 +386,8 @@ def cmd_run(args: argparse.Namespace) -> Any:
 
 COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": cmd_stats,
             "delete": cmd_delete, "optimize-graph": cmd_optimize, "symbol": cmd_symbol,
-            "history": cmd_history, "changes": cmd_changes, "reembed": cmd_reembed}
+            "history": cmd_history, "changes": cmd_changes, "reembed": cmd_reembed,
+            "models": cmd_models, "doctor": cmd_doctor}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,190 @@
+"""What models this machine has, which are in force, and INT8 quantization with before/after.
+
+``seahorse models`` lists every model Seahorse can use — the embedder tiers, the reranker and
+the GLiNER extractor — with where it is found, its size on disk and its dimension; with
+``--measure`` it loads each one found and times it here (load time, warm milliseconds per
+query, RSS growth), since costs differ from machine to machine. ``seahorse doctor`` says
+which are in force for the current settings and, for each optional one that is not, why and
+what the fallback is. ``seahorse models quantize`` writes an INT8 copy of an ONNX model and
+times both on the same synthetic input.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from . import gliner, onnxrt
+from .budget import process_rss
+from .config import Settings
+from .embed import TIERS, make_embedders
+from .errors import InvalidInput, SeahorseError
+from .extract import default_extractor
+from .rerank import rerank_settings
+
+QUERY = "how does zram help a raspberry pi under memory pressure"
+
+
+def _size(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_size if path is not None else None
+    except OSError:
+        return None
+
+
+def _measure(fn_load, fn_run, runs: int = 5) -> dict:
+    """Load time, warm median ms of ``fn_run`` and RSS growth, measured now."""
+    rss0, t0 = process_rss(), time.perf_counter()
+    obj = fn_load()
+    fn_run(obj)  # first run: session initialisation belongs to the load
+    load_ms = (time.perf_counter() - t0) * 1000
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn_run(obj)
+        times.append((time.perf_counter() - t) * 1000)
+    return {"load_ms": round(load_ms, 1), "warm_ms": round(statistics.median(times), 2),
+            "rss_mb": round((process_rss() - rss0) / 1048576, 1)}
+
+
+def _embedder_row(key: str, settings: Settings, measure: bool) -> dict:
+    row: dict = {"kind": "embedder", "tier": key, "env": f"SEAHORSE_EMBEDDER={key}"}
+    try:
+        emb, _phrases = make_embedders(key, settings.embedder_path)
+        path = getattr(emb, "model_path", None)
+        row.update(name=emb.name, found=True, path=str(path) if path else "wordllama wheel",
+                   bytes=_size(path) if path else _wordllama_bytes(), dim=emb.dim)
+    except SeahorseError as exc:
+        return {**row, "found": False, "why": str(exc)}
+    if measure:
+        row["measured"] = _measure(lambda: make_embedders(key, settings.embedder_path)[0],
+                                   lambda e: e.embed([QUERY]))
+    return row
+
+
+def _wordllama_bytes() -> int | None:
+    try:
+        import wordllama  # noqa: PLC0415
+
+        folder = Path(wordllama.__file__).parent / "weights"
+        return sum(p.stat().st_size for p in folder.glob("*256*.safetensors")) or None
+    except (ImportError, OSError):
+        return None
+
+
+def _reranker_row(env: Mapping[str, str] | None, measure: bool) -> dict:
+    from .rerank import CrossEncoder
+
+    rs = rerank_settings(env)
+    row: dict = {"kind": "reranker", "enabled": rs.enabled, "env": "RERANK_MODEL_PATH",
+                 "path": str(rs.model_path) if rs.model_path else None,
+                 "bytes": _size(rs.model_path), "top_n": rs.top_n, "fusion": rs.fusion_method}
+    if rs.model_path is None:
+        return {**row, "found": False, "why": "RERANK_MODEL_PATH is not set"}
+    try:
+        enc = CrossEncoder.from_settings(rs)
+        enc.score("probe", ["probe"])
+    except SeahorseError as exc:
+        return {**row, "found": False, "why": str(exc)}
+    row["found"] = True
+    if measure:
+        passages = [QUERY * 4] * rs.top_n
+        row["measured"] = _measure(lambda: CrossEncoder.from_settings(rs),
+                                   lambda e: e.score(QUERY, passages))
+        row["measured"]["what"] = f"{rs.top_n} candidates of ~{len(QUERY) * 4} characters"
+    return row
+
+
+def inventory(settings: Settings, env: Mapping[str, str] | None = None, measure: bool = False) -> dict:
+    """Every model Seahorse can use on this machine: found or not, where, size, cost."""
+    rows = [_embedder_row(key, settings, measure) for key in TIERS]
+    rows.append(_reranker_row(env, measure))
+    rows.append({"kind": "extractor", **gliner.describe(env)})
+    return {"models": rows, "onnxruntime": _ort_version(), "threads": onnxrt.onnx_threads(env)}
+
+
+def _ort_version() -> str:
+    try:
+        import importlib.metadata as md
+
+        return md.version("onnxruntime")
+    except Exception:  # pragma: no cover - a hard dependency
+        return "missing"
+
+
+def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
+    """What is in force for these settings, with the fallback and its reason for each option."""
+    checks = []
+    emb = _embedder_row(settings.embedder, settings, False) if settings.embedder in TIERS else {
+        "tier": settings.embedder, "found": True, "name": settings.embedder}
+    checks.append({"what": "embedder", "status": "ok" if emb.get("found") else "error",
+                   "detail": emb.get("name") if emb.get("found") else emb["why"]})
+    rr = _reranker_row(env, False)
+    if not rr["enabled"]:
+        checks.append({"what": "reranker", "status": "off",
+                       "detail": "RERANK_ENABLED is off: ranking by PageRank (and seeds) only"})
+    else:
+        checks.append({"what": "reranker", "status": "ok" if rr["found"] else "fallback",
+                       "detail": rr["path"] if rr["found"] else
+                       f"{rr['why']}; falling back to PageRank order"})
+    ex = gliner.describe(env)
+    checks.append({"what": "extractor", "status": ex.get("status", "ok"),
+                   "detail": ex.get("detail") or ex.get("name") or default_extractor().name})
+    if settings.db_path.exists():
+        checks.append(_db_check(settings, emb.get("name")))
+    return {"checks": checks, "db": str(settings.db_path), "onnxruntime": _ort_version(),
+            "threads": onnxrt.onnx_threads(env)}
+
+
+def _db_check(settings: Settings, embedder_name: str | None) -> dict:
+    from .storage import SQLiteStore
+
+    try:
+        store = SQLiteStore(settings.db_path, read_only=True)
+    except SeahorseError as exc:
+        return {"what": "database", "status": "error", "detail": str(exc)}
+    try:
+        meta = store.meta()
+    finally:
+        store.close()
+    written = meta.get("embedder")
+    if written and embedder_name and written != embedder_name:
+        return {"what": "database", "status": "error",
+                "detail": f"embedded with {written!r}, settings use {embedder_name!r}: run `seahorse reembed`"}
+    return {"what": "database", "status": "ok", "detail": f"embedded with {written or 'nothing yet'}"}
+
+
+def _feeds(session, seq: int = 128) -> dict[str, np.ndarray]:
+    """A synthetic input for any BERT-style model: token ids 1..n, full masks, zero types."""
+    feeds = {}
+    for inp in session.get_inputs():
+        if inp.type not in ("tensor(int64)", "tensor(int32)"):
+            raise InvalidInput(f"cannot time a model with a {inp.type} input ({inp.name})")
+        dtype = np.int64 if inp.type == "tensor(int64)" else np.int32
+        if "type" in inp.name:
+            feeds[inp.name] = np.zeros((1, seq), dtype)
+        elif "mask" in inp.name:
+            feeds[inp.name] = np.ones((1, seq), dtype)
+        else:
+            feeds[inp.name] = (np.arange(seq, dtype=dtype) % 100 + 1)[None, :]
+    return feeds
+
+
+def quantize(src: str | os.PathLike[str], dst: str | os.PathLike[str], runs: int = 20) -> dict:
+    """INT8 copy of ``src`` at ``dst``, with sizes and median ms before/after on one input."""
+    report = onnxrt.quantize_dynamic_int8(src, dst)
+    try:
+        before = onnxrt.make_session(src)
+        feeds = _feeds(before)
+        report["ms_before"] = round(onnxrt.time_session(before, feeds, runs), 3)
+        report["ms_after"] = round(onnxrt.time_session(onnxrt.make_session(dst), feeds, runs), 3)
+        report["speedup"] = round(report["ms_before"] / report["ms_after"], 3) if report["ms_after"] else None
+        report["timed_on"] = {k: list(v.shape) for k, v in feeds.items()}
+    except SeahorseError as exc:
+        report["speed"] = f"not measured: {exc}"
+    return report
