@@ -469,7 +469,13 @@ class GlinerExtractor:
         assert self._session is not None
         feats = self.features(encoded)
         feeds = {n: feats[n].astype(_DTYPES[t]) for n, t in self._inputs.items()}
-        (logits,) = self._session.run([self._output], feeds)
+        try:
+            (logits,) = self._session.run([self._output], feeds)
+        except Exception as exc:  # onnxruntime's Fail / InvalidArgument
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise InvalidInput(
+                f"{self.model_path} failed on GLiNER inputs ({first}); check that max_width in "
+                "gliner_config.json matches the export and that it is a span-level GLiNER") from None
         want = (len(encoded), max(len(e.offsets) for e in encoded), self.config["max_width"],
                 len(self.labels))
         if tuple(np.shape(logits)) != want:

@@ -61,13 +61,13 @@ def _table() -> np.ndarray:
     return emb
 
 
-def _consts() -> list:
+def _consts(max_width: int) -> list:
     arr = numpy_helper.from_array
     i64 = lambda v, name: arr(np.array(v, np.int64), name)  # noqa: E731
     f32 = lambda v, name: arr(np.array(v, np.float32), name)  # noqa: E731
     return [arr(_table(), "emb"), i64(0, "zero"), i64(1, "one"), i64(VOCAB["<<ENT>>"], "ent_id"),
             i64([0], "ax0"), i64([1], "ax1"), i64([2], "ax2"), i64([0, 2], "ax02"),
-            i64([0, 1], "ax01"), i64([-1], "minus1"), i64([MAX_WIDTH], "kdim"), i64([3], "three"),
+            i64([0, 1], "ax01"), i64([-1], "minus1"), i64([max_width], "kdim"), i64([3], "three"),
             f32(1.0, "onef"), f32(20.0, "scale"), f32(17.0, "offset"), f32(0.1, "bonus"),
             f32(-1e4, "masked")]
 
@@ -141,8 +141,8 @@ def _span_nodes(n) -> list:
             n("Reshape", ["scored", "newshape"], ["logits"])]
 
 
-def build_model(path: Path) -> Path:
-    """Save the tiny span-level GLiNER (see the module docstring)."""
+def build_model(path: Path, max_width: int = MAX_WIDTH) -> Path:
+    """Save the tiny span-level GLiNER (see the module docstring), spans up to *max_width* words."""
     vi = helper.make_tensor_value_info
     inputs = [vi("input_ids", TensorProto.INT64, ["batch", "seq"]),
               vi("attention_mask", TensorProto.INT64, ["batch", "seq"]),
@@ -150,10 +150,10 @@ def build_model(path: Path) -> Path:
               vi("text_lengths", TensorProto.INT64, ["batch", 1]),
               vi("span_idx", TensorProto.INT64, ["batch", "spans", 2]),
               vi("span_mask", TensorProto.BOOL, ["batch", "spans"])]
-    output = vi("logits", TensorProto.FLOAT, ["batch", "words", MAX_WIDTH, "labels"])
+    output = vi("logits", TensorProto.FLOAT, ["batch", "words", max_width, "labels"])
     n = helper.make_node
     graph = helper.make_graph(_word_nodes(n) + _label_nodes(n) + _span_nodes(n), "tiny_gliner",
-                              inputs, [output], _consts())
+                              inputs, [output], _consts(max_width))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
                               producer_name="seahorse-tests")
     model.ir_version = 8
@@ -163,10 +163,13 @@ def build_model(path: Path) -> Path:
 
 
 def build_folder(folder: Path, model_at: str = "model.onnx", config: bool = True) -> Path:
-    """A complete GLiNER model folder: model (at *model_at*), tokenizer.json, gliner_config.json."""
+    """A complete GLiNER model folder: model (at *model_at*), tokenizer.json, gliner_config.json.
+
+    Without the config the model is built for GLiNER's default max_width, 12.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     (folder / model_at).parent.mkdir(parents=True, exist_ok=True)
-    build_model(folder / model_at)
+    build_model(folder / model_at, MAX_WIDTH if config else 12)
     build_tokenizer(folder / "tokenizer.json")
     if config:
         (folder / "gliner_config.json").write_text(json.dumps(
