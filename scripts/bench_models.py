@@ -49,10 +49,11 @@ def minilm_cross_encoder(out: Path) -> Path:
     rng = np.random.default_rng(0)
     g.initializer.extend([
         numpy_helper.from_array(np.array([0], np.int64), "ce_first"),
+        numpy_helper.from_array(np.array([1], np.int64), "ce_axis"),
         numpy_helper.from_array(rng.normal(0, 0.05, (384, 1)).astype(np.float32), "ce_w"),
         numpy_helper.from_array(np.zeros(1, np.float32), "ce_b")])
     g.node.extend([helper.make_node("Gather", [hidden, "ce_first"], ["ce_cls"], axis=1),
-                   helper.make_node("Squeeze", ["ce_cls", "ce_first"], ["ce_vec"]),
+                   helper.make_node("Squeeze", ["ce_cls", "ce_axis"], ["ce_vec"]),
                    helper.make_node("MatMul", ["ce_vec", "ce_w"], ["ce_mm"]),
                    helper.make_node("Add", ["ce_mm", "ce_b"], ["logits"])])
     del g.output[:]

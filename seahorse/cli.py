@@ -328,8 +328,8 @@ def _human(command: str, out: Any) -> str:
                 lines[-1] += f"  ({m['dim']} dimensions)"
             if "measured" in m:
                 c = m["measured"]
-                lines.append(f"          load {c['load_ms']} ms, warm {c['warm_ms']} ms, +{c['rss_mb']} MB RSS"
-                             + (f" ({c['what']})" if "what" in c else ""))
+                lines.append(f"          load {c['load_ms']} ms, warm {c['warm_ms']} ms, "
+                             f"+{c['rss_mb']} MB RSS" + (f" ({c['what']})" if "what" in c else ""))
         return "\n".join(lines)
     if command == "doctor":
         return "\n".join([f"{c['what']:<10} {c['status']:<8} {c['detail']}" for c in out["checks"]]

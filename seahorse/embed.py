@@ -253,6 +253,16 @@ class WordLlamaEmbedder:
     def __init__(self) -> None:
         self._phrases = WordLlamaPhrases()
 
+    @property
+    def model_path(self) -> Path | None:
+        """The weights file inside the wordllama wheel (None when it is not installed)."""
+        try:
+            import wordllama
+        except ImportError:
+            return None
+        return next(iter(sorted((Path(wordllama.__file__).parent / "weights").glob("*_256.safetensors"))),
+                    None)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._phrases.embed(texts)
 

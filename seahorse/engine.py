@@ -17,7 +17,8 @@ from .budget import Budget, compute_budget
 from .config import Settings, load_settings
 from .embed import Embedder, make_embedders
 from .errors import InvalidInput, NotFound, SchemaMismatch, SeahorseError
-from .extract import Extractor, Phrase, default_extractor
+from .extract import Extractor, Phrase
+from .gliner import make_extractor
 from .rerank import CrossEncoder, rerank, rerank_settings
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .storage import SQLiteStore
@@ -81,7 +82,7 @@ class Engine:
             phrase_embedder = phrase_embedder or default_phrases
         self.embedder = embedder
         self.phrase_embedder = phrase_embedder or make_embedders("hash")[1]
-        self.extractor = extractor or default_extractor()
+        self.extractor = extractor or make_extractor()  # GLiNER when GLINER_ONNX_PATH works
         self.rerank = rerank_settings()  # RERANK_*: a bad value fails here, not on a query
         self._cross_encoder = None
         self._rerank_off: str | None = None  # why a requested reranker is not in force
@@ -252,7 +253,9 @@ class Engine:
         title_phrases = self.extractor.extract(title) if title else []
         for passage in chunk(body, self.settings.chunk_chars):
             sentences = split_sentences(passage)
-            per_sentence = [self.extractor.extract(passage[a:b]) for a, b in sentences]
+            texts = [passage[a:b] for a, b in sentences]
+            batch = getattr(self.extractor, "extract_batch", None)  # a model runs once per passage
+            per_sentence = batch(texts) if batch else [self.extractor.extract(t) for t in texts]
             phrases = {p.key: p for p in title_phrases}
             for group in per_sentence:
                 for p in group:

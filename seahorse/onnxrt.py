@@ -133,6 +133,10 @@ def time_session(model, feeds: Mapping[str, np.ndarray], runs: int = 20, warmup:
         raise InvalidInput("time_session needs runs >= 1 and warmup >= 0")
     session = make_session(model) if isinstance(model, (str, os.PathLike)) else model
     feeds = dict(feeds)
+    try:
+        session.run(None, feeds)
+    except Exception as exc:  # onnxruntime's own errors: wrong shapes, ids out of range
+        raise InvalidInput(f"the model did not run on the timing input ({str(exc).strip()[:200]})") from None
     for _ in range(warmup):
         session.run(None, feeds)
     times = []

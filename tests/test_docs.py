@@ -38,3 +38,13 @@ def test_every_setting_variable_is_documented():
     readme = (ROOT / "README.md").read_text()
     for var, _cast in _ENV.values():
         assert f"`{var}`" in readme, var
+
+
+def test_every_model_variable_is_documented():
+    from seahorse.rerank import _ENV as RERANK_ENV
+
+    readme = (ROOT / "README.md").read_text()
+    gliner_vars = set(re.findall(r"GLINER_[A-Z_]+[A-Z]", (ROOT / "seahorse" / "gliner.py").read_text()))
+    assert len(gliner_vars) >= 5
+    for var in [v[0] for v in RERANK_ENV.values()] + sorted(gliner_vars):
+        assert f"`{var}`" in readme, var
