@@ -89,6 +89,7 @@ class RetrievalIndex:
         self.secondary = np.zeros(g.n, dtype=bool)
         self.secondary[secondary] = True
         self._global_pr: np.ndarray | None = None
+        self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
         rows = store.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
         self.phrase_by_key = {key: g.index[i] for i, key, _t in rows}
         self.label = {g.index[i]: text for i, _k, text in rows}
@@ -96,6 +97,13 @@ class RetrievalIndex:
         is_passage = np.isin(g.kinds, RETRIEVABLE).astype(np.float64)
         self.passage_count = np.asarray((g.adj > 0).astype(np.float64) @ is_passage).ravel()
 
+
+    def kind_mask(self, kinds: tuple[str, ...]) -> np.ndarray:
+        """Vertices of these kinds (cached: np.isin over object arrays costs ms per query)."""
+        mask = self._kind_masks.get(kinds)
+        if mask is None:
+            mask = self._kind_masks[kinds] = np.isin(self.graph.kinds, kinds)
+        return mask
 
     def global_pagerank(self, damping: float, node_budget: int) -> np.ndarray:
         """PageRank with a uniform teleport: what each node scores from structure alone."""
@@ -197,7 +205,7 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
     t_walk = time.perf_counter()
     dense_all = np.zeros(g.n)
     dense_all[index.passage_idx] = dense
-    rankable = np.isin(g.kinds, kinds)
+    rankable = index.kind_mask(kinds).copy()
     if doc_filter is not None:
         rankable &= np.isin(g.doc_ids, doc_filter)
     cand = np.flatnonzero(rankable)
@@ -267,11 +275,13 @@ def _apply_context(index: RetrievalIndex, scores: np.ndarray, seeds: np.ndarray,
 
 def _walk_phrases(index: RetrievalIndex, scores: np.ndarray) -> dict[int, float]:
     g = index.graph
-    phrase = (g.kinds == "phrase") & (g.hub_self == 0)
+    phrase = index.kind_mask(("phrase",)) & (g.hub_self == 0)
     cand = np.flatnonzero(phrase & (scores > 0))
     if not len(cand):
         return {}
-    top = cand[np.argsort(-scores[cand])[:CONTEXT_PHRASES]]
+    if len(cand) > CONTEXT_PHRASES:  # only the best few are needed: partition, then sort those
+        cand = cand[np.argpartition(-scores[cand], CONTEXT_PHRASES - 1)[:CONTEXT_PHRASES]]
+    top = cand[np.argsort(-scores[cand], kind="stable")]
     peak = float(scores[top[0]])
     return {int(j): round(float(scores[j]) / peak, 4) for j in top}
 
