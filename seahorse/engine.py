@@ -305,6 +305,7 @@ class Engine:
     def _write(self, prep: Prepared, old: tuple | None, after=None) -> IndexResult:
         assert prep.vectors is not None
         with self.store.atomic():
+            self._check_embedder()  # never write vectors of one space into a file of another
             # Read again under the write lock: another writer may have committed this source
             # since the caller looked.
             old = self.store.document_by_source(prep.source)
@@ -439,8 +440,18 @@ class Engine:
 
     def retrieval_index(self) -> RetrievalIndex:
         if self._index is None or self._index.version != self.store.graph_version():
+            self._check_embedder()  # another process may have re-embedded the file since
             self._index = RetrievalIndex(self.store, self.embedder.dim)
         return self._index
+
+    def _check_embedder(self) -> None:
+        meta = self.store.meta()
+        written = (meta.get("embedder"), meta.get("dim"))
+        if written[0] is not None and written != (self.embedder.name, str(self.embedder.dim)):
+            raise SchemaMismatch(
+                f"{self.store.path} is now embedded with {written[0]!r} (re-embedded by another "
+                f"process?), this one uses {self.embedder.name!r}; restart it with SEAHORSE_EMBEDDER "
+                "matching, or run `seahorse reembed`")
 
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
                repo: str | Path | None = None, kinds: Sequence[str] | None = None,
@@ -455,6 +466,7 @@ class Engine:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty: ask a question")
+        query = _check_text("query", query)
         if len(query) > 10_000:
             raise InvalidInput("query is over 10,000 characters; shorten it")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
@@ -674,12 +686,20 @@ class Engine:
         if encoder is None or not result.hits:
             result.hits = result.hits[:top_k]
             if self.rerank.enabled:
-                result.info["rerank"] = {"used": False, "reason": self._rerank_off or "top_n is 0"}
+                why = "no hits to rerank" if encoder is not None else self._rerank_off or "top_n is 0"
+                result.info["rerank"] = {"used": False, "reason": why}
             return
         t0 = time.perf_counter()
         by_id = {h.id: h for h in result.hits}
-        fused = rerank(query, [(h.id, h.score) for h in result.hits], {h.id: h.text for h in result.hits},
-                       encoder, self.rerank)
+        try:
+            fused = rerank(query, [(h.id, h.score) for h in result.hits],
+                           {h.id: h.text for h in result.hits}, encoder, self.rerank)
+        except SeahorseError as exc:  # a model that loads but fails on real input: off, said once
+            self._rerank_off = str(exc)
+            log.warning("reranker off, ranking by PageRank only: %s", exc)
+            result.hits = result.hits[:top_k]
+            result.info["rerank"] = {"used": False, "reason": self._rerank_off}
+            return
         for r in fused:
             if r.rerank_score is not None:
                 by_id[r.id].evidence["rerank"] = {"logit": _finite(r.rerank_score),

@@ -565,7 +565,10 @@ def _resolve(env: Mapping[str, str] | None, setup: bool) -> tuple[Extractor, str
         return default_extractor(), reason, settings
     note = ""
     if setup and settings.auto_setup and folder_problem(settings.onnx_path):
-        note = auto_setup(settings, env)
+        try:
+            note = auto_setup(settings, env)
+        except OSError as exc:  # unwritable target, full disk: the rules, with the reason
+            return default_extractor(), f"auto setup could not copy the model ({exc})", settings
     extractor = GlinerExtractor(settings.onnx_path, settings.labels, settings.threshold,
                                 _model_name(settings))
     try:

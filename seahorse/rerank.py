@@ -311,7 +311,11 @@ class CrossEncoder:
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
-            (raw,) = self._session.run([self._output], self.features([pairs[i] for i in batch]))
+            try:
+                (raw,) = self._session.run([self._output], self.features([pairs[i] for i in batch]))
+            except Exception as exc:  # onnxruntime's own errors (ids past the vocabulary, dtypes)
+                raise InvalidInput(f"the cross-encoder {self.model_path} failed to run "
+                                   f"({str(exc).strip()[:200]}); check it matches its tokenizer") from None
             out[batch] = _logits(raw, len(batch), self._output)
         return out
 

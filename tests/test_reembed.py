@@ -130,3 +130,21 @@ def test_cli_reembed_to_a_local_onnx_model(cli, tmp_path: Path) -> None:
     assert all(len(np.frombuffer(v, np.float32)) == 8 for v in vec.values())
     human = cli.run("reembed", embedder="onnx", env=env)
     assert human.returncode == 0 and "re-embedded 2 passages" in human.stdout
+
+
+def test_an_engine_opened_before_a_reembed_refuses_to_write_or_search_after_it(tmp_path: Path) -> None:
+    db = tmp_path / "kg.db"
+    _build(db)
+    stale = Engine(Settings(db_path=db, embedder="hash"))
+    try:
+        with Engine(Settings(db_path=db, embedder="hash32"), reembedding=True) as eng:
+            eng.reembed()
+        with pytest.raises(SchemaMismatch, match="seahorse reembed"):
+            stale.index_text("Late words from the old space.", source="late")
+        with pytest.raises(SchemaMismatch, match="re-embedded by another process"):
+            stale.search("swap")
+    finally:
+        stale.close()
+    after = _vectors(db)
+    assert after["embedder"] == "hash-32"
+    assert {len(v) for v in after["dense"].values()} == {32 * 4}

@@ -101,3 +101,11 @@ def test_cli_search_reports_the_fusion(cli, model) -> None:
     out = cli.json("search", "pi board memory swap", "--top-k", "3", env=env)
     assert out["rerank"]["used"] is True and out["rerank"]["method"] == "rrf"
     assert len(out["hits"]) == 3 and all("rerank" in h["evidence"] for h in out["hits"])
+
+
+def test_a_query_with_a_lone_surrogate_is_a_clear_error(tmp_path, monkeypatch, model) -> None:
+    from seahorse.errors import InvalidInput
+
+    with _engine(tmp_path, monkeypatch, {**model, "RERANK_ENABLED": "1"}) as eng:
+        with pytest.raises(InvalidInput, match="not valid Unicode"):
+            eng.search("pi board \udc80 memory")
