@@ -70,7 +70,8 @@ class IndexResult:
 
 
 class Engine:
-    """Index text into the graph, search it, delete from it. Models load on first use."""
+    """Index text into the graph, search it, delete from it. MiniLM and the reranker load on
+    first use; a local ONNX embedder (its dimension) and GLiNER are probed when it opens."""
 
     def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
                  phrase_embedder=None, extractor: Extractor | None = None,
