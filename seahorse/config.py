@@ -54,19 +54,26 @@ _ENV = {
 }
 
 
-def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-    """Resolve settings from overrides, then the environment, then defaults."""
+def read_env(env: Mapping[str, str] | None, spec: Mapping[str, tuple]) -> dict[str, Any]:
+    """Values of the variables in ``spec`` (name -> (VARIABLE, cast[, what it must be])) that
+    are set and not blank, cast; a value that does not cast is a ConfigError naming it."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
-    for name, (var, cast) in _ENV.items():
+    for name, (var, cast, *what) in spec.items():
         raw = env.get(var)
         if raw is None or raw.strip() == "":
             continue
         try:
             values[name] = cast(raw.strip())
         except ValueError:
-            kind = getattr(cast, "__name__", "value")
+            kind = what[0] if what else getattr(cast, "__name__", "value")
             raise ConfigError(f"{var}={raw!r} is not a valid {kind}") from None
+    return values
+
+
+def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Resolve settings from overrides, then the environment, then defaults."""
+    values = read_env(env, _ENV)
     known = {f.name for f in fields(Settings)}
     for name, value in overrides.items():
         if name not in known:

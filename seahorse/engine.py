@@ -677,11 +677,14 @@ class Engine:
                 enc = CrossEncoder.from_settings(self.rerank)
                 enc.score("probe", ["probe"])  # loads the model and tokenizer, checks inputs
             except SeahorseError as exc:
-                self._rerank_off = str(exc)
-                log.warning("reranker off, ranking by PageRank only: %s", exc)
+                self._reranker_failed(exc)
                 return None
             self._cross_encoder = enc
         return self._cross_encoder
+
+    def _reranker_failed(self, exc: SeahorseError) -> None:
+        self._rerank_off = str(exc)
+        log.warning("reranker off, ranking by PageRank only: %s", exc)
 
     def _rerank_hits(self, result: SearchResult, query: str, encoder, top_k: int) -> None:
         if encoder is None or not result.hits:
@@ -696,8 +699,7 @@ class Engine:
             fused = rerank(query, [(h.id, h.score) for h in result.hits],
                            {h.id: h.text for h in result.hits}, encoder, self.rerank)
         except SeahorseError as exc:  # a model that loads but fails on real input: off, said once
-            self._rerank_off = str(exc)
-            log.warning("reranker off, ranking by PageRank only: %s", exc)
+            self._reranker_failed(exc)
             result.hits = result.hits[:top_k]
             result.info["rerank"] = {"used": False, "reason": self._rerank_off}
             return

@@ -59,6 +59,7 @@ from typing import Callable, Hashable, Mapping, Sequence
 import numpy as np
 
 from . import onnxrt
+from .config import read_env
 from .errors import ConfigError, InvalidInput
 
 log = logging.getLogger("seahorse")
@@ -164,16 +165,7 @@ def _validate(s: RerankSettings) -> None:
 
 def rerank_settings(env: Mapping[str, str] | None = None) -> RerankSettings:
     """Resolve the ``RERANK_*`` variables (blank means unset) into validated settings."""
-    env = os.environ if env is None else env
-    values: dict = {}
-    for name, (var, cast, kind) in _ENV.items():
-        raw = env.get(var)
-        if raw is None or raw.strip() == "":
-            continue
-        try:
-            values[name] = cast(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{var}={raw!r} is not a valid {kind}") from None
+    values = read_env(env, _ENV)
     weights = (values.get("w_ppr", DEFAULT_W_PPR), values.get("w_rerank", DEFAULT_W_RERANK))
     if not weights_usable(*weights):
         _warn_weights(*weights)
