@@ -59,7 +59,7 @@ class SeahorseTool:
                                              exclude=() if include_docs else ("docs",))
 
     def search(self, query: str, k: int, refuse: bool | None = None) -> list[BaselineHit]:
-        r = self.engine.search(query, top_k=k, repo=self.root,
+        r = self.engine.search_code(query, repo=self.root, top_k=k,
                                refuse=self.refuse if refuse is None else refuse)
         self.last_reason = (r.info.get("refusal") or {}).get("reason", "")
         return [BaselineHit(h.code["path"], h.code["symbol"], h.score) for h in r.hits if h.code]

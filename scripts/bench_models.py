@@ -68,7 +68,7 @@ def float32_and_int8(packaged_ce: Path, folder: Path) -> tuple[Path, Path]:
     MatMuls): fold them into a float32 model, then quantize that for real (MatMulInteger)."""
     import onnxruntime as ort
 
-    from seahorse.models import quantize
+    from seahorse.services.models import quantize
 
     f32 = folder / "minilm-ce-f32.onnx"
     opts = ort.SessionOptions()
@@ -179,7 +179,7 @@ def main() -> None:
                "RERANK_TOKENIZER_PATH": str(args.reranker_tokenizer)}
         rerankers["ppr+rerank"] = env
         timed.append(("given reranker", env))
-        from seahorse.models import quantize
+        from seahorse.services.models import quantize
 
         q = quantize(args.reranker, Path(work.name) / "given.int8.onnx", runs=5)
         timed.append(("given reranker, INT8 by `models quantize`",

@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from seahorse.storage import SQLiteStore  # noqa: E402
+from seahorse.store import SQLiteStore  # noqa: E402
 
 BEGIN, END = "<!-- schema:begin -->", "<!-- schema:end -->"
 

@@ -1,8 +1,6 @@
 """Seahorse: a local knowledge engine for agents, built on personalized PageRank."""
 
-__version__ = "0.1.0"
-
-from .errors import (  # noqa: E402
+from .errors import (
     ConfigError,
     InvalidInput,
     MissingExtra,
@@ -11,6 +9,7 @@ from .errors import (  # noqa: E402
     SchemaMismatch,
     SeahorseError,
 )
+from .version import __version__
 
 __all__ = ["Engine", "Settings", "load_settings", "SeahorseError", "InvalidInput", "NotFound",
            "ConfigError", "MissingExtra", "SchemaMismatch", "ReadOnlyDatabase", "__version__"]

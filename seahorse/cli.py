@@ -17,8 +17,8 @@ from typing import Any, Sequence
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from . import __version__  # noqa: E402
 from .errors import SeahorseError  # noqa: E402
+from .version import __version__  # noqa: E402
 
 log = logging.getLogger("seahorse")
 
@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--kind", action="append", choices=["passage", "memory", "symbol", "commit"],
                     help="node kinds that may be hits (repeatable; default passage, memory, symbol)")
     se.add_argument("--no-refuse", action="store_true",
-                    help="answer even when the query's distinctive words are absent or scattered")
+                    help="answer even when the query's distinctive words are absent from the store")
     se.add_argument("--refuse", action="store_true", help="refusal outside --repo too")
     se.add_argument("--token-budget", type=int,
                     help="compact hits (path, symbol, span, signature, snippet) under this many tokens")
@@ -142,7 +142,7 @@ def _progress(n: int, total: int, path: str) -> None:
 def cmd_index(args: argparse.Namespace) -> Any:
     with _engine(args, create=True) as eng:
         if args.text is not None:
-            return eng.index_text(args.text, source=args.source, title=args.title).as_dict()
+            return eng.add_document(args.text, source=args.source, title=args.title).as_dict()
         if args.file is not None:
             return eng.index_file(args.file, title=args.title).as_dict()
         if args.repo is not None:
@@ -159,10 +159,14 @@ def cmd_index(args: argparse.Namespace) -> Any:
 def cmd_search(args: argparse.Namespace) -> Any:
     refuse = False if args.no_refuse else (True if args.refuse else None)
     with _engine(args) as eng:
-        result = eng.search(args.query, top_k=args.top_k, repo=args.repo, kinds=args.kind, refuse=refuse)
+        if args.repo is not None:
+            result = eng.search_code(args.query, repo=args.repo, top_k=args.top_k, kinds=args.kind,
+                                     refuse=refuse is not False)
+        else:
+            result = eng.search(args.query, top_k=args.top_k, kinds=args.kind, refuse=refuse)
         out = result.as_dict()
     if args.token_budget is not None:
-        from .codeindex import budget_hits
+        from .services.codequery import budget_hits
 
         out = {**out, **budget_hits(out["hits"], args.token_budget)}
     return out
@@ -180,7 +184,7 @@ def cmd_history(args: argparse.Namespace) -> Any:
 
 def cmd_changes(args: argparse.Namespace) -> Any:
     with _engine(args) as eng:
-        return eng.recent_changes(args.since, repo=args.repo, limit=args.limit)
+        return eng.get_recent_changes(args.since, repo=args.repo, limit=args.limit)
 
 
 def cmd_stats(args: argparse.Namespace) -> Any:
@@ -190,7 +194,7 @@ def cmd_stats(args: argparse.Namespace) -> Any:
 
 def cmd_delete(args: argparse.Namespace) -> Any:
     with _engine(args) as eng:
-        return eng.delete(args.ref)
+        return eng.delete_document(args.ref)
 
 
 def cmd_optimize(args: argparse.Namespace) -> Any:
@@ -345,8 +349,8 @@ def _human(command: str, out: Any) -> str:
 
 
 def cmd_models(args: argparse.Namespace) -> Any:
-    from . import models
     from .config import load_settings
+    from .services import models
 
     if args.models_command == "quantize":
         return models.quantize(args.src, args.dst, runs=args.runs)
@@ -354,8 +358,8 @@ def cmd_models(args: argparse.Namespace) -> Any:
 
 
 def cmd_doctor(args: argparse.Namespace) -> Any:
-    from . import models
     from .config import load_settings
+    from .services import models
 
     return models.doctor(load_settings(db_path=args.db))
 

@@ -1,45 +1,75 @@
-"""The error hierarchy. Every message says what to do next."""
+"""The error hierarchy. Every message says what to do next.
+
+An error carries a machine-readable ``code`` (default: the class's), the ``field`` (argument)
+it is about, and ``data``; the message is written for any caller. Each adapter words the
+next step for its own user (:func:`seahorse.adapters.hints`): flags for the CLI, tool and
+parameter names for MCP.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class SeahorseError(Exception):
     """Base class of every error Seahorse raises on purpose."""
 
     exit_code = 1
+    default_code = "error"
+
+    def __init__(self, message: str = "", *, code: str | None = None, field: str | None = None,
+                 **data: Any) -> None:
+        super().__init__(message)
+        self.code = code or self.default_code
+        self.field = field
+        self.data = data
+
+    def as_dict(self) -> dict:
+        out: dict[str, Any] = {"code": self.code, "message": str(self)}
+        if self.field is not None:
+            out["field"] = self.field
+        if self.data:
+            out["data"] = self.data
+        return out
 
 
 class InvalidInput(SeahorseError):
     """The caller gave text, a path or an argument we cannot use."""
 
     exit_code = 2
+    default_code = "invalid_input"
 
 
 class NotFound(SeahorseError):
     """A document, node or path that does not exist."""
 
     exit_code = 3
+    default_code = "not_found"
 
 
 class ConfigError(SeahorseError):
     """A setting (flag, environment variable, preset) has a bad value."""
 
     exit_code = 4
+    default_code = "config_error"
 
 
 class MissingExtra(SeahorseError):
     """An optional dependency or model file is not installed."""
 
     exit_code = 5
+    default_code = "missing_extra"
 
 
 class SchemaMismatch(SeahorseError):
     """The database was written by another schema or embedder."""
 
     exit_code = 6
+    default_code = "schema_mismatch"
 
 
 class ReadOnlyDatabase(SeahorseError):
     """A write was asked of a database that is open read-only."""
 
     exit_code = 7
+    default_code = "read_only"

@@ -17,8 +17,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from . import __version__
 from .errors import SeahorseError
+from .version import __version__
 
 log = logging.getLogger("seahorse")
 
@@ -28,6 +28,10 @@ READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHin
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
                           openWorldHint=False)
+# Search never changes documents or memories; with a session_id it records the turn's context
+# (so a repeated call may rank differently: not idempotent). Without one it writes nothing.
+SEARCH = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=False,
+                         openWorldHint=False)
 # A second delete_document of the same id is an error ("no document"), so not idempotent.
 DELETE_ONCE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False,
                               openWorldHint=False)
@@ -83,11 +87,11 @@ def build_server(db: str | None = None) -> MCPServer:
     def add_document(text: str, source: str | None = None,
                      metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
-        return rt.call("index_text", text, source=source, metadata=metadata).as_dict()
+        return rt.call("add_document", text, source=source, metadata=metadata).as_dict()
 
-    @server.tool(annotations=READ_ONLY)
-    def search(query: str, session_id: str = "default", top_k: int = 5) -> dict[str, Any]:
-        """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each."""
+    @server.tool(annotations=SEARCH)
+    def search(query: str, session_id: str | None = None, top_k: int = 5) -> dict[str, Any]:
+        """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context)."""
         res = rt.call("search", query, top_k=top_k, session_id=session_id).as_dict()
         res["hits"] = [_compact(h) for h in res["hits"]]
         return res
@@ -108,7 +112,7 @@ def build_server(db: str | None = None) -> MCPServer:
     @server.tool(annotations=DELETE_ONCE)
     def delete_document(id: int | str) -> dict[str, Any]:
         """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
-        return rt.call("delete", id)
+        return rt.call("delete_document", id)
 
     @server.tool(annotations=READ_ONLY)
     def get(id: int) -> dict[str, Any]:
@@ -131,11 +135,10 @@ def build_server(db: str | None = None) -> MCPServer:
     def search_code(query: str, repo: str | None = None, token_budget: int = 2000,
                     top_k: int = 10, refuse: bool = True) -> dict[str, Any]:
         """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code."""
-        from .codeindex import budget_hits
+        from .services.codequery import budget_hits
 
         def run(eng):
-            row = eng.code.repo_row(repo)
-            res = eng.search(query, top_k=top_k, repo=row[1], refuse=refuse).as_dict()
+            res = eng.search_code(query, repo=repo, top_k=top_k, refuse=refuse).as_dict()
             return {**res, **budget_hits(res["hits"], token_budget)}  # bad budget: a ToolError too
 
         return rt.call_with(run)
@@ -152,12 +155,12 @@ def build_server(db: str | None = None) -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     def get_callers(name: str, repo: str | None = None) -> dict[str, Any]:
         """Symbols whose calls resolve unambiguously to this one (ambiguous calls are not guessed: see get_references)."""
-        return rt.call("callers", name, repo=repo)
+        return rt.call("get_callers", name, repo=repo)
 
     @server.tool(annotations=READ_ONLY)
     def get_references(name: str, repo: str | None = None) -> dict[str, Any]:
         """Every place naming the symbol: calls, imports, subclasses and docs; `resolved: false` marks a same-named call that could mean another symbol."""
-        return rt.call("references", name, repo=repo)
+        return rt.call("get_references", name, repo=repo)
 
     @server.tool(annotations=READ_ONLY)
     def symbol_history(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
@@ -168,7 +171,7 @@ def build_server(db: str | None = None) -> MCPServer:
     def get_recent_changes(since: str | None = None, repo: str | None = None,
                            limit: int = 20) -> dict[str, Any]:
         """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
-        return rt.call("recent_changes", since, repo=repo, limit=limit)
+        return rt.call("get_recent_changes", since, repo=repo, limit=limit)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:

@@ -118,3 +118,16 @@ def query_terms(text: str) -> list[str]:
 def fts_match(terms: list[str]) -> str:
     """An FTS5 OR query of quoted terms; quoting keeps user text from being FTS syntax."""
     return " OR ".join('"' + t.replace('"', "") + '"' for t in terms if t.replace('"', ""))
+
+
+def decode_text(data: bytes, probe: int = 65536) -> tuple[str | None, str | None]:
+    """UTF-8 text of a file's bytes (a BOM dropped), or None and why it is not text."""
+    if b"\x00" in data[:probe]:
+        return None, "binary file (NUL bytes); only text files are indexed"
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, (f"not valid UTF-8 (byte {exc.start}); re-encode it as UTF-8, e.g. "
+                      "`iconv -f latin1 -t utf-8`")

@@ -125,7 +125,7 @@ def seeded_template(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("template") / "seed.db"
     with Engine(Settings(db_path=path, embedder="hash")) as eng:
         for text, source in SEED_DOCS:
-            eng.index_text(text, source=source)
+            eng.add_document(text, source=source)
     assert not Path(str(path) + "-wal").exists(), "WAL left behind; copy would be partial"
     return path
 

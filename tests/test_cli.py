@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from seahorse.storage import SCHEMA_VERSION
+from seahorse.store import SCHEMA_VERSION
 
 HIT_KEYS = {"id", "text", "score", "source", "evidence"}
 

@@ -169,7 +169,7 @@ def test_index_repo_skips_bad_files_with_reasons_and_writes_only_the_database(tm
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
         rep = eng.index_repo(root)
         reasons = {s["path"]: s["reason"] for s in rep["skipped"]}
-        assert reasons["binary.py"] == "binary file"
+        assert reasons["binary.py"].startswith("binary file")
         assert "UTF-8" in reasons["latin1.py"] and reasons["empty.py"] == "empty file"
         assert [s["symbol"] for s in eng.find_symbol("good")] == ["good"]
     assert sorted(p.name for p in root.rglob("*")) == before

@@ -122,19 +122,19 @@ def test_symbols_spans_and_conservative_call_resolution(demo_repo: Path, tmp_pat
         callees = {c["symbol"] for c in sym["callees"]}
         # self.load_cookie inside CookieJar is CookieJar.load_cookie, not Router.load_cookie.
         assert callees == {"CookieJar.load_cookie", "decode_payload"}
-        callers = {c["symbol"] for c in eng.callers("decode_payload")["callers"]}
+        callers = {c["symbol"] for c in eng.get_callers("decode_payload")["callers"]}
         assert callers == {"CookieJar.open_session", "helper"}
         # A bare call to load_cookie in run() could mean either class's method: not guessed.
-        refs = eng.references("Router.load_cookie")["references"]
+        refs = eng.get_references("Router.load_cookie")["references"]
         bare = [r for r in refs if r["symbol"] == "run"]
         assert bare and all(not r["resolved"] for r in bare)
-        assert {c["symbol"] for c in eng.callers("Router.load_cookie")["callers"]} == set()
+        assert {c["symbol"] for c in eng.get_callers("Router.load_cookie")["callers"]} == set()
         router = eng.symbol("Router")
         assert [b["symbol"] for b in router["bases"]] == ["CookieJar"]
         assert {m["symbol"] for m in router["members"]} == {"Router.dispatch", "Router.lookup",
                                                             "Router.load_cookie"}
         # The README names both symbols: doc -> symbol edges.
-        refs = eng.references("decode_payload")["references"]
+        refs = eng.get_references("decode_payload")["references"]
         assert any(r["kind"] == "mentions" and r["path"] == "README.md" for r in refs)
         assert [s["symbol"] for s in eng.find_symbol("open_session")] == ["CookieJar.open_session"]
         with pytest.raises(NotFound):
@@ -152,7 +152,7 @@ def test_history_answers_which_commit_changed_it_and_why(demo_repo: Path, tmp_pa
         # open_session's lines were not in the fix's hunk: only the commit that added it.
         assert [c["subject"] for c in eng.symbol_history("CookieJar.open_session")["commits"]] == [
             "Add cookie sessions"]
-        changes = eng.recent_changes("HEAD~1")["commits"]
+        changes = eng.get_recent_changes("HEAD~1")["commits"]
         assert len(changes) == 1 and changes[0]["subject"].startswith("Fix decode_payload")
         assert {(s["path"], s["symbol"]) for s in changes[0]["symbols"]} == {
             ("app/sessions.py", "decode_payload")}
@@ -164,7 +164,7 @@ def test_history_answers_which_commit_changed_it_and_why(demo_repo: Path, tmp_pa
 def test_search_hits_carry_the_code_contract(demo_repo: Path, tmp_path: Path) -> None:
     with make_engine(tmp_path) as eng:
         eng.index_repo(demo_repo)
-        res = eng.search("signed cookie session dictionary", repo=demo_repo, top_k=5)
+        res = eng.search_code("signed cookie session dictionary", repo=demo_repo, top_k=5)
         assert res.hits, res.info
         for h in res.hits:
             d = h.as_dict()
@@ -180,14 +180,14 @@ def test_search_hits_carry_the_code_contract(demo_repo: Path, tmp_path: Path) ->
 def test_refusal_is_machine_readable_and_spares_real_questions(demo_repo: Path, tmp_path: Path) -> None:
     with make_engine(tmp_path) as eng:
         eng.index_repo(demo_repo)
-        res = eng.search("which codec transcodes the uploaded video frames", repo=demo_repo)
+        res = eng.search_code("which codec transcodes the uploaded video frames", repo=demo_repo)
         assert res.hits == []
         assert res.info["refusal"]["reason"] == "absent_terms"
         assert {"codec", "video"} <= set(res.info["refusal"]["missing"])
         # The same question without refusal still answers (it is a choice, not a crash).
-        assert eng.search("which codec transcodes the uploaded video frames", repo=demo_repo,
+        assert eng.search_code("which codec transcodes the uploaded video frames", repo=demo_repo,
                           refuse=False).hits
-        assert eng.search("verify the cookie signature", repo=demo_repo).hits
+        assert eng.search_code("verify the cookie signature", repo=demo_repo).hits
 
 
 def test_worktree_edits_are_indexed_on_request_and_marked(demo_repo: Path, tmp_path: Path) -> None:
@@ -363,9 +363,9 @@ def test_bad_repo_arguments_are_clear(tmp_path: Path, demo_repo: Path) -> None:
             eng.symbol("anything")
         eng.index_repo(demo_repo)
         with pytest.raises(InvalidInput):
-            eng.recent_changes("--output=/etc/passwd")
+            eng.get_recent_changes("--output=/etc/passwd")
         with pytest.raises(NotFound):
-            eng.recent_changes("no-such-branch")
+            eng.get_recent_changes("no-such-branch")
 
 
 def test_cli_repo_commands(cli, demo_repo: Path) -> None:

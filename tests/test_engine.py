@@ -11,7 +11,7 @@ import pytest
 
 from seahorse import Engine, Settings
 from seahorse.errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch
-from seahorse.storage import SCHEMA_VERSION
+from seahorse.store import SCHEMA_VERSION
 
 
 def _q(engine: Engine, sql: str, *args) -> list[tuple]:
@@ -52,9 +52,9 @@ def _texts(result) -> list[str]:
 
 # ----- index / search / delete -----------------------------------------------------------
 def test_index_search_delete_search(engine: Engine) -> None:
-    a = engine.index_text("Raspberry Pi 5 users often enable zram to keep pages in memory.",
+    a = engine.add_document("Raspberry Pi 5 users often enable zram to keep pages in memory.",
                           source="doc:zram")
-    b = engine.index_text("Bananas are rich in potassium and taste sweet.", source="doc:fruit")
+    b = engine.add_document("Bananas are rich in potassium and taste sweet.", source="doc:fruit")
     assert (a.status, b.status) == ("added", "added") and a.passages == b.passages == 1
     res = engine.search("How do I enable zram on a Raspberry Pi 5?", top_k=2)
     assert res.hits[0].source == "doc:zram" and "zram" in res.hits[0].text
@@ -63,21 +63,21 @@ def test_index_search_delete_search(engine: Engine) -> None:
     assert hit["evidence"]["phrases"] and "dense" in hit["evidence"]
     assert res.hits[0].score >= res.hits[1].score
 
-    out = engine.delete("doc:zram")
+    out = engine.delete_document("doc:zram")
     assert out["deleted"] is True and out["doc_id"] == a.doc_id and out["passages"] == 1
     res = engine.search("How do I enable zram on a Raspberry Pi 5?", top_k=5)
     assert [h.source for h in res.hits] == ["doc:fruit"]  # same Engine: cache rebuilt
     assert_consistent(engine)
 
-    engine.delete(str(b.doc_id))  # by id, given as the CLI gives it
+    engine.delete_document(str(b.doc_id))  # by id, given as the CLI gives it
     res = engine.search("bananas", top_k=5)
     assert res.hits == [] and res.info["reason"] == "empty_index"
     with pytest.raises(NotFound):
-        engine.delete("doc:fruit")
+        engine.delete_document("doc:fruit")
 
 
 def test_search_argument_checks(engine: Engine) -> None:
-    engine.index_text("Something to find.")
+    engine.add_document("Something to find.")
     for bad in ("", "   "):
         with pytest.raises(InvalidInput):
             engine.search(bad)
@@ -90,10 +90,10 @@ def test_search_argument_checks(engine: Engine) -> None:
 
 
 def test_reindexing_same_text_is_unchanged(engine: Engine) -> None:
-    first = engine.index_text("Alpha Centauri is the closest star system to the Sun.")
+    first = engine.add_document("Alpha Centauri is the closest star system to the Sun.")
     counts, version = engine.store.counts(), engine.store.graph_version()
     cache = _one(engine, "SELECT count(*) FROM embed_cache")
-    again = engine.index_text("  Alpha Centauri is the closest star system to the Sun.\n")
+    again = engine.add_document("  Alpha Centauri is the closest star system to the Sun.\n")
     assert again.status == "unchanged"
     assert (again.doc_id, again.source, again.passages) == (first.doc_id, first.source, 1)
     assert engine.store.counts() == counts
@@ -118,10 +118,10 @@ def test_reindexing_a_changed_file_replaces_it(engine: Engine, tmp_path: Path) -
     old_paras = [f"Old paragraph {i} mentions Zorblax Engine and quantum toast."
                  for i in range(4)]
     f.write_text("\n\n".join(old_paras), encoding="utf-8")
-    engine.settings = engine.settings.with_overrides(chunk_chars=80)  # one passage per paragraph
+    engine.rt.settings = engine.settings.with_overrides(chunk_chars=80)  # one passage per paragraph
     first = engine.index_file(f)
     assert first.passages == 4
-    engine.index_text("Crumb Corp also sells quantum toast.", source="doc:other")
+    engine.add_document("Crumb Corp also sells quantum toast.", source="doc:other")
     new_paras = ["New text about Raspberry Pi 5 and zram swap.",
                  "A second new paragraph, long enough to be its own passage."]
     f.write_text("\n\n".join(new_paras), encoding="utf-8")
@@ -143,9 +143,9 @@ def test_reindexing_a_changed_file_replaces_it(engine: Engine, tmp_path: Path) -
 
 
 def test_delete_removes_only_what_the_document_owned(engine: Engine) -> None:
-    a = engine.index_text("Raspberry Pi 5 users enable zram. Zram keeps compressed pages.",
+    a = engine.add_document("Raspberry Pi 5 users enable zram. Zram keeps compressed pages.",
                           source="doc:a")
-    b = engine.index_text("Raspberry Pi 5 boards overheat. Heatsinks cool the board.",
+    b = engine.add_document("Raspberry Pi 5 boards overheat. Heatsinks cool the board.",
                           source="doc:b")
     keys_a = {r[0] for r in _q(engine, "SELECT key FROM nodes WHERE kind='phrase' AND id IN "
                                        "(SELECT dst FROM edges WHERE src IN (SELECT id FROM "
@@ -157,7 +157,7 @@ def test_delete_removes_only_what_the_document_owned(engine: Engine) -> None:
                            "(SELECT id FROM nodes WHERE doc_id=?)", b.doc_id)
     assert facts_b > 0 and _one(engine, "SELECT count(*) FROM facts") > facts_b
 
-    engine.delete("doc:a")
+    engine.delete_document("doc:a")
     marks = ",".join("?" * len(pa))
     assert _one(engine, f"SELECT count(*) FROM nodes WHERE id IN ({marks})", *pa) == 0
     assert _one(engine, f"SELECT count(*) FROM facts WHERE passage_id IN ({marks})", *pa) == 0
@@ -173,7 +173,7 @@ def test_delete_removes_only_what_the_document_owned(engine: Engine) -> None:
 
 def test_one_phrase_node_for_all_spellings(engine: Engine, pi_sentences) -> None:
     for text in pi_sentences:
-        engine.index_text(text)
+        engine.add_document(text)
     rows = _q(engine, "SELECT id FROM nodes WHERE kind='phrase' AND key='raspberry pi 5'")
     assert len(rows) == 1
     assert _one(engine, "SELECT count(*) FROM edges WHERE kind='context' AND (src=? OR dst=?)",
@@ -213,11 +213,11 @@ def test_index_file_reads_utf8_with_bom(engine: Engine, tmp_path: Path) -> None:
 
 def test_two_engines_on_one_file_see_each_others_writes(hash_settings: Settings) -> None:
     with Engine(hash_settings) as reader, Engine(hash_settings) as writer:
-        writer.index_text("Apples are red.", source="doc:apples")
+        writer.add_document("Apples are red.", source="doc:apples")
         assert [h.source for h in reader.search("apples").hits] == ["doc:apples"]
-        writer.index_text("Zram compresses memory pages.", source="doc:zram")
+        writer.add_document("Zram compresses memory pages.", source="doc:zram")
         assert reader.search("zram compresses").hits[0].source == "doc:zram"
-        writer.delete("doc:zram")
+        writer.delete_document("doc:zram")
         assert [h.source for h in reader.search("zram compresses").hits] == ["doc:apples"]
 
 
@@ -232,7 +232,7 @@ def test_optimize_graph_honours_the_threshold(engine: Engine) -> None:
                  "Raspberry Pie recipes use fresh raspberries.",
                  "Memory pressure on a Raspberry Pi board means swapping.",
                  "Orange Pi 5 boards are similar to Raspberry Pi boards."):
-        engine.index_text(text)
+        engine.add_document(text)
     low = engine.optimize_graph(0.3)
     low_weights = _synonym_weights(engine)
     assert low["synonym_edges_added"] == len(low_weights) > 0
@@ -254,7 +254,7 @@ def test_optimize_graph_honours_the_threshold(engine: Engine) -> None:
 
 def test_synonym_edges_at_index_time_respect_the_setting(hash_settings: Settings) -> None:
     with Engine(hash_settings.with_overrides(synonym_threshold=0.5)) as eng:
-        eng.index_text("Raspberry Pi 5 boards and Raspberry Pi 4 boards and Raspberry Pie.")
+        eng.add_document("Raspberry Pi 5 boards and Raspberry Pi 4 boards and Raspberry Pie.")
         weights = _synonym_weights(eng)
         assert weights and min(weights) >= 0.5
         assert_consistent(eng)
@@ -263,7 +263,7 @@ def test_synonym_edges_at_index_time_respect_the_setting(hash_settings: Settings
 # ----- database identity -------------------------------------------------------------------
 def test_other_embedder_on_a_hash_database_is_a_schema_mismatch(
         engine: Engine, hash_settings: Settings, db_fingerprint) -> None:
-    engine.index_text("Raspberry Pi 5 users enable zram.")
+    engine.add_document("Raspberry Pi 5 users enable zram.")
     engine.close()
     before = db_fingerprint(hash_settings.db_path)
     with pytest.raises(SchemaMismatch, match="embedder") as err:
@@ -290,7 +290,7 @@ def test_meta_describes_the_artifact(engine: Engine) -> None:
 def test_read_only_engine_searches_but_refuses_writes(hash_settings: Settings,
                                                        db_fingerprint) -> None:
     with Engine(hash_settings) as eng:
-        eng.index_text("Zram keeps compressed pages in memory.", source="doc:zram")
+        eng.add_document("Zram keeps compressed pages in memory.", source="doc:zram")
     path = hash_settings.db_path
     before = db_fingerprint(path)
     path.chmod(0o444)
@@ -299,9 +299,9 @@ def test_read_only_engine_searches_but_refuses_writes(hash_settings: Settings,
             assert ro.stats()["read_only"] is True
             assert ro.search("zram").hits[0].source == "doc:zram"
             with pytest.raises(ReadOnlyDatabase):
-                ro.index_text("Another text.")
+                ro.add_document("Another text.")
             with pytest.raises(ReadOnlyDatabase):
-                ro.delete("doc:zram")
+                ro.delete_document("doc:zram")
             with pytest.raises(ReadOnlyDatabase):
                 ro.optimize_graph(0.5)
     finally:
@@ -312,7 +312,7 @@ def test_read_only_engine_searches_but_refuses_writes(hash_settings: Settings,
 def test_engine_creates_the_database_directory(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "kg.db"
     with Engine(Settings(db_path=path, embedder="hash")) as eng:
-        eng.index_text("Hello there.")
+        eng.add_document("Hello there.")
     assert path.exists()
     db = sqlite3.connect(str(path))
     try:
@@ -323,7 +323,7 @@ def test_engine_creates_the_database_directory(tmp_path: Path) -> None:
 
 def test_optimize_threshold_is_kept_for_later_indexing(engine: Engine) -> None:
     engine.optimize_graph(0.95)
-    engine.index_text("Raspberry Pi 5 boards and Raspberry Pi 4 boards and Raspberry Pie.")
+    engine.add_document("Raspberry Pi 5 boards and Raspberry Pi 4 boards and Raspberry Pie.")
     weights = _synonym_weights(engine)
     assert all(w >= 0.95 for w in weights)
     assert all(a < b for a, b in _q(engine, "SELECT src, dst FROM edges"))
@@ -338,13 +338,13 @@ def test_duplicate_source_in_one_batch_is_refused(engine: Engine) -> None:
 def test_ids_are_never_reused_and_expand_returns_the_whole_document(engine: Engine) -> None:
     long_text = "\n\n".join(f"Paragraph {i} is about the Falcon project and its zram swap. " * 8
                             for i in range(4))
-    res = engine.index_text(long_text, source="long")
+    res = engine.add_document(long_text, source="long")
     assert res.passages > 1
     first = engine.search("Falcon project zram", top_k=1).hits[0]
     full = engine.expand(first.id)
     assert full["document_text"].split() == long_text.split()
-    engine.delete("long")
-    again = engine.index_text(long_text, source="long")
+    engine.delete_document("long")
+    again = engine.add_document(long_text, source="long")
     new_ids = [r[0] for r in _q(engine, "SELECT id FROM nodes WHERE doc_id=?", again.doc_id)]
     assert first.id not in new_ids and again.doc_id != res.doc_id
     with pytest.raises(NotFound):
@@ -356,12 +356,12 @@ def test_review_regressions(engine: Engine, tmp_path: Path) -> None:
 
     engine.upsert_memory("editor", "The user prefers vim.")
     with pytest.raises(InvalidInput, match="memory:"):
-        engine.index_text("x", source="memory:global:editor")
+        engine.add_document("x", source="memory:global:editor")
     assert engine.get(engine.upsert_memory("editor", "The user prefers vim.")["id"])["memory"]
     with pytest.raises(NotFound):
-        engine.delete("\u00b2")  # a superscript digit is not a document id
+        engine.delete_document("\u00b2")  # a superscript digit is not a document id
     with pytest.raises(InvalidInput, match="Unicode"):
-        engine.index_text("hello", source="bad\udcff")
+        engine.add_document("hello", source="bad\udcff")
     with pytest.raises(ConfigError, match="finite"):
         load_settings(env={"SEAHORSE_SESSION_TTL": "nan"})
     f = tmp_path / "n.md"

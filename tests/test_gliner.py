@@ -372,7 +372,7 @@ def test_describe_gliner(model_dir: Path):
 def test_engine_indexes_gliner_entities(tmp_path: Path, model_dir: Path):
     extractor = make_extractor(_env(model_dir, GLINER_MODEL="tiny/gliner"))
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash"), extractor=extractor) as eng:
-        eng.index_text("Notes on the engine: Ada Lovelace worked with Charles Babbage in London. "
+        eng.add_document("Notes on the engine: Ada Lovelace worked with Charles Babbage in London. "
                        "The memory pressure was low.", source="doc:ada")
         rows = eng.store.db.execute("SELECT key, text FROM nodes WHERE kind='phrase'").fetchall()
         meta = dict(eng.store.db.execute("SELECT key, value FROM meta").fetchall())

@@ -32,7 +32,7 @@ register_embedder("hash32", lambda _path: (Hash32(), HashPhrases()))
 def _build(db: Path, embedder: str = "hash") -> None:
     with Engine(Settings(db_path=db, embedder=embedder)) as eng:
         for text, source in DOCS:
-            eng.index_text(text, source=source, title=source.title())
+            eng.add_document(text, source=source, title=source.title())
 
 
 def _vectors(db: Path) -> dict:
@@ -85,7 +85,7 @@ def test_a_crash_half_way_changes_nothing(tmp_path: Path) -> None:
                 raise KeyboardInterrupt  # as if killed between batches
             return super().embed_spans(texts, spans)
 
-    import seahorse.reembed as rm
+    import seahorse.services.reembed as rm
 
     old_batch, rm.BATCH = rm.BATCH, 1
     try:
@@ -106,7 +106,7 @@ def test_a_writer_during_reembed_makes_it_refuse_without_writing(tmp_path: Path)
     class Interleaved(Hash32):
         def embed_spans(self, texts, spans):
             with Engine(Settings(db_path=db, embedder="hash")) as other:
-                other.index_text("A third note about swap files.", source="third")
+                other.add_document("A third note about swap files.", source="third")
             return super().embed_spans(texts, spans)
 
     with Engine(Settings(db_path=db, embedder="hash"), embedder=Interleaved(),
@@ -140,7 +140,7 @@ def test_an_engine_opened_before_a_reembed_refuses_to_write_or_search_after_it(t
         with Engine(Settings(db_path=db, embedder="hash32"), reembedding=True) as eng:
             eng.reembed()
         with pytest.raises(SchemaMismatch, match="seahorse reembed"):
-            stale.index_text("Late words from the old space.", source="late")
+            stale.add_document("Late words from the old space.", source="late")
         with pytest.raises(SchemaMismatch, match="re-embedded by another process"):
             stale.search("swap")
     finally:

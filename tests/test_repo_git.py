@@ -9,8 +9,8 @@ from pathlib import Path
 
 from test_code_repo import commit, git, make_engine
 
-from seahorse.codeindex import PARSER_VERSION
 from seahorse.repo import Repo
+from seahorse.services.codeindex import PARSER_VERSION
 
 
 def _hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
@@ -205,9 +205,9 @@ def test_changes_since_reads_the_indexed_head_and_tolerates_short_histories(tmp_
     with make_engine(tmp_path) as eng:
         eng.index_repo(root)
         commit(root, "Three, not indexed yet", {"m.py": "def f():\n    return 3\n"})
-        assert [c["subject"] for c in eng.recent_changes("HEAD~20")["commits"]] == ["Two", "One"]
-        assert [c["subject"] for c in eng.recent_changes("HEAD~1")["commits"]] == ["Two"]
-        assert [c["subject"] for c in eng.recent_changes(first)["commits"]] == ["Two"]
+        assert [c["subject"] for c in eng.get_recent_changes("HEAD~20")["commits"]] == ["Two", "One"]
+        assert [c["subject"] for c in eng.get_recent_changes("HEAD~1")["commits"]] == ["Two"]
+        assert [c["subject"] for c in eng.get_recent_changes(first)["commits"]] == ["Two"]
 
 
 def test_ambiguous_bare_names_say_what_else_they_could_mean(tmp_path: Path) -> None:
@@ -217,5 +217,5 @@ def test_ambiguous_bare_names_say_what_else_they_could_mean(tmp_path: Path) -> N
     commit(root, "Add", {"a.py": "def load():\n    pass\n", "b.py": "def load():\n    pass\n"})
     with make_engine(tmp_path) as eng:
         eng.index_repo(root)
-        for res in (eng.symbol_history("load"), eng.callers("load"), eng.references("load")):
+        for res in (eng.symbol_history("load"), eng.get_callers("load"), eng.get_references("load")):
             assert [x["path"] for x in res["also_named"]] == ["b.py"]

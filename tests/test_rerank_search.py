@@ -34,7 +34,7 @@ def _engine(tmp_path: Path, monkeypatch, env: dict[str, str]) -> Engine:
     eng = Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash"))
     if not eng.store.db.execute("SELECT count(*) FROM documents").fetchone()[0]:
         for source, text in DOCS.items():
-            eng.index_text(text, source=source)
+            eng.add_document(text, source=source)
     return eng
 
 

@@ -31,7 +31,7 @@ def minilm(tmp_path: Path):
     eng = Engine(load_settings(env={}, db_path=tmp_path / "kg.db"))
     assert eng.embedder.name == "all-MiniLM-L6-v2-int8"
     for text in DOCS:
-        eng.index_text(text)
+        eng.add_document(text)
     yield eng
     eng.close()
 
@@ -89,7 +89,7 @@ def test_session_expires_after_its_ttl(tmp_path: Path) -> None:
     path = tmp_path / "kg.db"
     with Engine(Settings(db_path=path, embedder="hash")) as eng:
         for text in DOCS:
-            eng.index_text(text)
+            eng.add_document(text)
     # Control: with the default TTL the follow-up does carry the first turn's phrases.
     with Engine(Settings(db_path=path, embedder="hash")) as eng:
         eng.search(FIRST, session_id="live")
@@ -110,7 +110,7 @@ def test_read_only_database_searches_with_a_session(tmp_path: Path, db_fingerpri
     path = tmp_path / "kg.db"
     with Engine(Settings(db_path=path, embedder="hash")) as eng:
         for text in DOCS:
-            eng.index_text(text)
+            eng.add_document(text)
         eng.search(FIRST, session_id="kept")  # a live session saved before the chmod
     digest = db_fingerprint(path)
     path.chmod(0o444)

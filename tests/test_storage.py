@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from seahorse.errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
-from seahorse.storage import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
+from seahorse.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
 from seahorse.text import fts_match, query_terms
 
 

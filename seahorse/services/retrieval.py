@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .code import SECONDARY_PATH
-from .config import Settings
-from .embed import Embedder
-from .extract import Extractor
-from .graph import GraphCache
-from .storage import SQLiteStore
-from .text import fts_match, query_terms
+from ..code import SECONDARY_PATH
+from ..config import Settings
+from ..embed import Embedder
+from ..extract import Extractor
+from ..graph import GraphCache
+from ..store import Store
+from ..text import fts_match, query_terms
 
 LEXICAL_CANDIDATES = 100
 RETRIEVABLE = ("passage", "memory", "symbol")
@@ -71,7 +71,7 @@ class SearchResult:
 class RetrievalIndex:
     """Everything the query path reads, loaded from the store for one graph_version."""
 
-    def __init__(self, store: SQLiteStore, dim: int) -> None:
+    def __init__(self, store: Store, dim: int) -> None:
         self.version = store.graph_version()
         self.graph = GraphCache.build(self.version, store.load_nodes(), store.load_edges())
         g = self.graph
@@ -84,19 +84,23 @@ class RetrievalIndex:
                                 for ph in fact_phrases]
         # Code: tests and examples rank behind the code they exercise (unless asked for), and
         # the walk is read as lift over the graph's own PageRank (hubs score by structure).
-        secondary = [g.index[i] for i, path in store.db.execute("SELECT node_id, path FROM symbols")
+        secondary = [g.index[i] for i, path in store.symbol_paths()
                      if i in g.index and SECONDARY_PATH.search(path)]
         self.secondary = np.zeros(g.n, dtype=bool)
         self.secondary[secondary] = True
         self._global_pr: np.ndarray | None = None
         self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
-        rows = store.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
+        rows = store.phrase_nodes()
         self.phrase_by_key = {key: g.index[i] for i, key, _t in rows}
         self.label = {g.index[i]: text for i, _k, text in rows}
         # Passages (and memories) holding each phrase = its context-edge count.
         is_passage = np.isin(g.kinds, RETRIEVABLE).astype(np.float64)
         self.passage_count = np.asarray((g.adj > 0).astype(np.float64) @ is_passage).ravel()
-
+        # A memory's rank is its walk score times trust x strength (both 1 by default).
+        self.prior = np.ones(g.n)
+        for node_id, weight in store.memory_priors():
+            if node_id in g.index:
+                self.prior[g.index[node_id]] = weight
 
     def kind_mask(self, kinds: tuple[str, ...]) -> np.ndarray:
         """Vertices of these kinds (cached: np.isin over object arrays costs ms per query)."""
@@ -160,7 +164,7 @@ def _seed_phrases(index: RetrievalIndex, q: np.ndarray, query: str, extractor: E
     return phrase_seed
 
 
-def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extractor: Extractor,
+def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: Extractor,
            settings: Settings, query: str, top_k: int, node_budget: int,
            context: dict[int, float] | None = None, kinds: tuple[str, ...] = RETRIEVABLE,
            doc_filter: np.ndarray | None = None, code: bool = False) -> SearchResult:
@@ -211,7 +215,7 @@ def search(index: RetrievalIndex, store: SQLiteStore, embedder: Embedder, extrac
     cand = np.flatnonzero(rankable)
     if kinds != RETRIEVABLE:  # nodes without a vector (commits) need a share of the walk
         cand = cand[scores[cand] > 0]
-    rank_scores = scores
+    rank_scores = scores * index.prior
     if code:
         rank_scores = np.zeros(g.n)
         rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, node_budget, query)

@@ -1,8 +1,9 @@
 """SQLite storage: the source of truth. The graph and vector matrices are caches of it.
 
-One file, WAL mode, ordered named migrations, a ``meta`` table that describes the artifact,
-and one :meth:`SQLiteStore.atomic` context manager (savepoints nest) around every logical
-change. The class is the storage interface: a second backend implements the same methods.
+One file, WAL mode, ordered named migrations (``migrations.py``), a ``meta`` table that
+describes the artifact, and one :meth:`SQLiteStore.atomic` context manager (savepoints nest)
+around every logical change. Every SQL statement of the project is in this package; the
+methods are the :class:`~seahorse.store.base.Store` interface a second backend implements.
 """
 
 from __future__ import annotations
@@ -13,241 +14,15 @@ import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch, SeahorseError
+from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch, SeahorseError
+from .code import CodeTables
+from .migrations import MIGRATIONS, SCHEMA_VERSION
 
-SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 10.0
-
-
-def _run_script(db: sqlite3.Connection, script: str) -> None:
-    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
-    buf = ""
-    for line in script.splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            db.execute(buf)
-            buf = ""
-    if buf.strip():
-        raise ValueError(f"incomplete SQL statement in migration: {buf!r}")
-
-
-def _m0001_initial(db: sqlite3.Connection) -> None:
-    _run_script(
-        db,
-        """
-        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE documents(
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            source TEXT NOT NULL UNIQUE,
-            title TEXT,
-            content_hash TEXT NOT NULL,
-            metadata TEXT,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL
-        );
-        CREATE TABLE nodes(
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            kind TEXT NOT NULL,
-            key TEXT NOT NULL,
-            text TEXT NOT NULL,
-            doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
-            ordinal INTEGER,
-            UNIQUE(kind, key)
-        );
-        CREATE INDEX nodes_doc ON nodes(doc_id);
-        CREATE TABLE edges(
-            src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            dst INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            kind TEXT NOT NULL,
-            weight REAL NOT NULL,
-            PRIMARY KEY(src, dst, kind)
-        ) WITHOUT ROWID;
-        CREATE INDEX edges_dst ON edges(dst);
-        CREATE TABLE vectors(
-            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
-            space TEXT NOT NULL,
-            vec BLOB NOT NULL
-        );
-        CREATE INDEX vectors_space ON vectors(space);
-        CREATE TABLE facts(
-            id INTEGER PRIMARY KEY,
-            passage_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            ordinal INTEGER NOT NULL,
-            text TEXT NOT NULL,
-            phrase_ids TEXT NOT NULL,
-            vec BLOB NOT NULL
-        );
-        CREATE INDEX facts_passage ON facts(passage_id);
-        CREATE TABLE embed_cache(
-            hash TEXT NOT NULL,
-            embedder TEXT NOT NULL,
-            data BLOB NOT NULL,
-            PRIMARY KEY(hash, embedder)
-        ) WITHOUT ROWID;
-        CREATE VIRTUAL TABLE passages_fts USING fts5(text, tokenize='porter unicode61');
-        """
-    )
-
-
-def _m0002_memories_sessions(db: sqlite3.Connection) -> None:
-    _run_script(
-        db,
-        """
-        CREATE TABLE memories(
-            id INTEGER PRIMARY KEY,
-            scope TEXT NOT NULL,
-            key TEXT NOT NULL,
-            doc_id INTEGER NOT NULL UNIQUE REFERENCES documents(id) ON DELETE CASCADE,
-            kind TEXT NOT NULL,
-            trust REAL NOT NULL,
-            strength REAL NOT NULL,
-            provenance TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            UNIQUE(scope, key)
-        );
-        CREATE TABLE memory_history(
-            id INTEGER PRIMARY KEY,
-            scope TEXT NOT NULL,
-            key TEXT NOT NULL,
-            value TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            trust REAL NOT NULL,
-            strength REAL NOT NULL,
-            provenance TEXT NOT NULL,
-            replaced_at REAL NOT NULL
-        );
-        CREATE INDEX memory_history_key ON memory_history(scope, key);
-        CREATE TABLE sessions(
-            id TEXT PRIMARY KEY,
-            context TEXT NOT NULL,
-            turns INTEGER NOT NULL,
-            updated_at REAL NOT NULL,
-            expires_at REAL NOT NULL
-        );
-        """,
-    )
-
-
-def _m0003_code(db: sqlite3.Connection) -> None:
-    _run_script(
-        db,
-        """
-        CREATE TABLE repos(
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            root TEXT NOT NULL UNIQUE,
-            name TEXT NOT NULL,
-            is_git INTEGER NOT NULL,
-            head TEXT,
-            history_doc INTEGER REFERENCES documents(id) ON DELETE SET NULL,
-            indexed_at REAL NOT NULL
-        );
-        CREATE TABLE code_files(
-            doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
-            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
-            path TEXT NOT NULL,
-            blob TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            language TEXT,
-            dirty INTEGER NOT NULL,
-            content TEXT NOT NULL,
-            UNIQUE(repo_id, path)
-        );
-        CREATE TABLE symbols(
-            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
-            doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            repo_id INTEGER NOT NULL,
-            path TEXT NOT NULL,
-            qualname TEXT NOT NULL,
-            name TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            start_line INTEGER NOT NULL,
-            end_line INTEGER NOT NULL,
-            signature TEXT NOT NULL,
-            doc TEXT NOT NULL,
-            parent TEXT
-        );
-        CREATE INDEX symbols_name ON symbols(repo_id, name);
-        CREATE INDEX symbols_qualname ON symbols(qualname);
-        CREATE INDEX symbols_doc ON symbols(doc_id);
-        CREATE TABLE symbol_refs(
-            node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            name TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            line INTEGER NOT NULL,
-            self_call INTEGER NOT NULL
-        );
-        CREATE INDEX symbol_refs_node ON symbol_refs(node_id);
-        CREATE INDEX symbol_refs_name ON symbol_refs(name);
-        CREATE TABLE parse_cache(
-            blob TEXT NOT NULL,
-            parser TEXT NOT NULL,
-            data BLOB NOT NULL,
-            PRIMARY KEY(blob, parser)
-        ) WITHOUT ROWID;
-        CREATE TABLE commits(
-            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
-            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
-            sha TEXT NOT NULL,
-            parents TEXT NOT NULL,
-            author TEXT NOT NULL,
-            email TEXT NOT NULL,
-            date TEXT NOT NULL,
-            message TEXT NOT NULL,
-            UNIQUE(repo_id, sha)
-        );
-        CREATE TABLE code_links(
-            src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            dst INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            kind TEXT NOT NULL,
-            PRIMARY KEY(src, dst, kind)
-        ) WITHOUT ROWID;
-        CREATE INDEX code_links_dst ON code_links(dst, kind);
-        CREATE TABLE commit_touches(
-            commit_node INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            path TEXT NOT NULL,
-            qualname TEXT NOT NULL,
-            change TEXT NOT NULL,
-            PRIMARY KEY(commit_node, path, qualname)
-        ) WITHOUT ROWID;
-        CREATE INDEX commit_touches_symbol ON commit_touches(qualname);
-        """,
-    )
-
-
-def _m0004_code_lineage(db: sqlite3.Connection) -> None:
-    """Per-repository file sources (``root//path``: nested checkouts no longer share one),
-    file renames per commit, and the parser that computed a repository's commit touches."""
-    _run_script(
-        db,
-        """
-        UPDATE documents SET source = (
-            SELECT r.root || '//' || f.path FROM code_files f JOIN repos r ON r.id = f.repo_id
-            WHERE f.doc_id = documents.id)
-        WHERE id IN (SELECT doc_id FROM code_files);
-        CREATE TABLE commit_renames(
-            commit_node INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-            old_path TEXT NOT NULL,
-            new_path TEXT NOT NULL,
-            PRIMARY KEY(commit_node, old_path, new_path)
-        ) WITHOUT ROWID;
-        CREATE INDEX commit_renames_new ON commit_renames(new_path);
-        ALTER TABLE repos ADD COLUMN history_parser TEXT;
-        """,
-    )
-
-
-# Ordered and append-only: a shipped migration is never edited.
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
-    ("0001_initial", _m0001_initial),
-    ("0002_memories_sessions", _m0002_memories_sessions),
-    ("0003_code", _m0003_code),
-    ("0004_code_lineage", _m0004_code_lineage),
-]
 
 
 def _to_blob(vec: np.ndarray) -> bytes:
@@ -260,7 +35,7 @@ def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1).copy()
 
 
-class SQLiteStore:
+class SQLiteStore(CodeTables):
     """Every read and write of the knowledge graph goes through here."""
 
     def __init__(self, path: Path | str, *, read_only: bool | None = None) -> None:
@@ -390,6 +165,23 @@ class SQLiteStore:
             )
         return SeahorseError(f"database error on {self.path}: {msg}")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads in one snapshot: another process's commit cannot land between them. Inside
+        a write transaction the transaction is the snapshot."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
+    def optimize(self) -> None:
+        """Let SQLite refresh its planner statistics after a large change."""
+        self.db.execute("PRAGMA optimize")
+
     # ----- meta -------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT key, value FROM meta"))
@@ -461,6 +253,14 @@ class SQLiteStore:
         phrases = self.delete_orphan_phrases()
         return {"passages": len(passage_ids), "phrases": phrases}
 
+    def passage_count(self, doc_id: int) -> int:
+        return self.db.execute("SELECT count(*) FROM nodes WHERE doc_id=?", (doc_id,)).fetchone()[0]
+
+    def document_nodes(self, doc_id: int) -> list[tuple[int, str]]:
+        """(node id, text) of a document's nodes, in order."""
+        return self.db.execute("SELECT id, text FROM nodes WHERE doc_id=? ORDER BY ordinal",
+                               (doc_id,)).fetchall()
+
     def update_document(self, doc_id: int, title: str | None, content_hash: str,
                         metadata: dict | None) -> None:
         self.db.execute(
@@ -503,6 +303,13 @@ class SQLiteStore:
             rows,
         )
 
+    def put_edges(self, kind: str, edges: Iterable[tuple[int, int, float]]) -> None:
+        """Undirected edges of one kind whose weight is set, not accumulated (synonyms: the
+        weight is the cosine)."""
+        rows = {(min(a, b), max(a, b)): w for a, b, w in edges if a != b}
+        self.db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
+                            [(a, b, kind, w) for (a, b), w in rows.items()])
+
     def delete_edges(self, kind: str) -> int:
         return self.db.execute("DELETE FROM edges WHERE kind=?", (kind,)).rowcount
 
@@ -528,8 +335,9 @@ class SQLiteStore:
 
     # ----- memories and sessions --------------------------------------------------------
     def memory(self, scope: str, key: str) -> tuple | None:
+        """(id, doc_id, kind, trust, strength, provenance, text, created_at) of a memory."""
         return self.db.execute(
-            "SELECT m.id, m.doc_id, m.kind, m.trust, m.strength, m.provenance, n.text"
+            "SELECT m.id, m.doc_id, m.kind, m.trust, m.strength, m.provenance, n.text, m.created_at"
             " FROM memories m JOIN nodes n ON n.doc_id = m.doc_id"
             " WHERE m.scope=? AND m.key=?", (scope, key)).fetchone()
 
@@ -565,6 +373,15 @@ class SQLiteStore:
             " WHERE scope=? AND key=? ORDER BY id DESC", (scope, key)).fetchall()
         names = ("value", "kind", "trust", "strength", "provenance", "replaced_at")
         return [dict(zip(names, r)) for r in rows]
+
+    def memory_priors(self) -> list[tuple[int, float]]:
+        """(node id, trust x strength) of every memory node."""
+        return self.db.execute("SELECT n.id, m.trust * m.strength FROM nodes n "
+                               "JOIN memories m ON m.doc_id = n.doc_id").fetchall()
+
+    def delete_memory_history(self, scope: str, key: str) -> int:
+        return self.db.execute("DELETE FROM memory_history WHERE scope=? AND key=?",
+                               (scope, key)).rowcount
 
     def session(self, session_id: str, now: float) -> tuple[dict[int, float], int] | None:
         row = self.db.execute(
@@ -615,6 +432,25 @@ class SQLiteStore:
         passage_ids = np.array([r[0] for r in rows], dtype=np.int64)
         phrases = [json.loads(r[1]) for r in rows]
         return passage_ids, phrases, _from_blobs([r[2] for r in rows], dim)
+
+    def phrase_nodes(self) -> list[tuple[int, str, str]]:
+        """(id, normalised key, surface text) of every phrase."""
+        return self.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
+
+    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None]]:
+        """(node id, text, document title) of every node with a vector in ``space``."""
+        return self.db.execute(
+            "SELECT n.id, n.text, d.title FROM nodes n JOIN vectors v ON v.node_id = n.id "
+            "JOIN documents d ON d.id = n.doc_id WHERE v.space=? ORDER BY n.doc_id, n.ordinal",
+            (space,)).fetchall()
+
+    def fact_texts(self) -> list[tuple[int, int, str]]:
+        """(fact id, passage id, sentence) of every fact, in passage order."""
+        return self.db.execute(
+            "SELECT id, passage_id, text FROM facts ORDER BY passage_id, ordinal").fetchall()
+
+    def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        self.db.executemany("UPDATE facts SET vec=? WHERE id=?", [(_to_blob(v), i) for i, v in items])
 
     def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
         out: dict[int, tuple[str, str, int | None, int | None]] = {}

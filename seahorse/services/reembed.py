@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
-from . import __version__
-from .errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
-from .text import content_hash, split_sentences
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
+from ..text import content_hash, split_sentences
+from ..version import __version__
+from .ingest import embed_input, fact_spans
+from .runtime import Runtime
 
 BATCH = 32  # passages per embedder call between progress reports
 
@@ -40,11 +39,9 @@ def _sentence_ids(passage: str, fact_texts: list[str]) -> list[int]:
     return out
 
 
-def reembed(engine: "Engine", progress: Callable[[int, int, str], None] | None = None) -> dict:
-    """Re-embed every passage with ``engine.embedder``; returns what was done."""
-    from .engine import embed_input, fact_spans
-
-    store, db = engine.store, engine.store.db
+def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = None) -> dict:
+    """Re-embed every passage with ``engine.embedder`` (the runtime's); returns what was done."""
+    store = engine.store
     if store.read_only:
         raise ReadOnlyDatabase(f"{store.path} is read-only; reembed needs to write it")
     meta = store.meta()
@@ -56,12 +53,9 @@ def reembed(engine: "Engine", progress: Callable[[int, int, str], None] | None =
             "into a new database (SEAHORSE_DB=other.db) instead")
     t0 = time.perf_counter()
     version = store.graph_version()
-    rows = db.execute(
-        "SELECT n.id, n.text, d.title FROM nodes n JOIN vectors v ON v.node_id = n.id "
-        "JOIN documents d ON d.id = n.doc_id WHERE v.space = 'dense' ORDER BY n.doc_id, n.ordinal"
-    ).fetchall()
+    rows = store.embedded_passages("dense")
     facts: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    for fid, pid, text in db.execute("SELECT id, passage_id, text FROM facts ORDER BY passage_id, ordinal"):
+    for fid, pid, text in store.fact_texts():
         facts[pid].append((fid, text))
     vectors: list[tuple[int, np.ndarray]] = []
     fact_vecs: list[tuple[int, np.ndarray]] = []
@@ -85,13 +79,12 @@ def reembed(engine: "Engine", progress: Callable[[int, int, str], None] | None =
             raise InvalidInput(f"{store.path} changed while re-embedding (another writer); nothing was "
                                "written: run `seahorse reembed` again")
         store.set_vectors("dense", vectors)
-        db.executemany("UPDATE facts SET vec=? WHERE id=?",
-                       [(np.ascontiguousarray(v, np.float32).tobytes(), fid) for fid, v in fact_vecs])
+        store.set_fact_vectors(fact_vecs)
         for digest, data in cache:
             store.cache_embedding(digest, new, data)
         store.set_meta(embedder=new, dim=str(engine.embedder.dim), writer_version=__version__)
         store.bump_version()
-    engine._after_write()
+    engine.after_write()
     return {"db": str(store.path), "from": old, "to": new, "dim": engine.embedder.dim,
             "passages": len(vectors), "facts": len(fact_vecs),
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -19,12 +19,13 @@ from typing import Mapping
 
 import numpy as np
 
-from . import gliner, onnxrt
-from .budget import process_rss
-from .config import Settings
-from .embed import TIERS, make_embedders
-from .errors import InvalidInput, SeahorseError
-from .rerank import rerank_settings
+from .. import gliner, onnxrt
+from ..budget import process_rss
+from ..config import Settings
+from ..embed import TIERS, make_embedders
+from ..errors import InvalidInput, SeahorseError
+from ..rerank import rerank_settings
+from ..store import open_store
 
 QUERY = "how does zram help a raspberry pi under memory pressure"
 
@@ -67,7 +68,7 @@ def _embedder_row(key: str, settings: Settings, measure: bool) -> dict:
 
 
 def _reranker_row(env: Mapping[str, str] | None, measure: bool) -> dict:
-    from .rerank import CrossEncoder
+    from ..rerank import CrossEncoder
 
     rs = rerank_settings(env)
     row: dict = {"kind": "reranker", "enabled": rs.enabled, "env": "RERANK_MODEL_PATH",
@@ -147,10 +148,8 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
 
 
 def _db_check(settings: Settings, embedder_name: str | None) -> dict:
-    from .storage import SQLiteStore
-
     try:
-        store = SQLiteStore(settings.db_path, read_only=True)
+        store = open_store(settings.db_path, read_only=True)
     except SeahorseError as exc:
         return {"what": "database", "status": "error", "detail": str(exc)}
     try:

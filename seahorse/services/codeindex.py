@@ -1,0 +1,445 @@
+"""Checkouts in the graph: files, symbols, the edges between them, and the git history.
+
+Per file (one transaction each, through the same document writer as any text): a ``file`` node, one
+``symbol`` node per declaration (embedded and full-text indexed), phrase nodes for the names
+it defines and uses, and ``contains`` edges. Per repository, after the files: every edge
+that depends on more than one file (``calls``, ``inherits``, ``imports``, ``mentions`` from
+docs, ``touched`` and ``parent`` from commits) is recomputed from the stored references, so an
+incremental index and a rebuild from scratch hold the same graph.
+
+Resolution is conservative: a call names a bare identifier; it is linked only when exactly
+one declaration can be meant (``self.x`` inside a class with a method ``x``; else the only
+symbol of that name in the file, else in the repository). Ambiguous calls stay unlinked and
+are still listed by ``references``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+from ..code import PARSER_VERSION, Symbol, language_for, parse_symbols, symbol_text
+from ..extract import Phrase
+from ..repo import Commit, Repo, RepoFile
+from ..text import clean, decode_text, normalise_phrase
+from .ingest import Ingest, Prepared
+from .runtime import Runtime
+
+LINK_KINDS = ("calls", "inherits", "imports", "mentions", "touched", "parent")
+EDGE_WEIGHT = {"contains": 1.0, "calls": 0.5, "inherits": 0.5, "imports": 0.25, "mentions": 0.5,
+               "touched": 0.25, "parent": 0.1}
+WINDOW_LINES = 40
+FILE_BATCH = 32  # files read, parsed and embedded together
+MAX_TOUCHED = 50  # a commit touching more symbols than this links only the first ones
+
+
+def file_source(root: Path | str, path: str) -> str:
+    """A repository file's document source: ``root//path`` is unique per repository even when
+    one checkout is nested in another (``/r//sub/x.py`` vs ``/r/sub//x.py``)."""
+    return f"{root}//{path}"
+
+
+class CodeIndex:
+    """Index checkouts through the same document writer as any text (:class:`Ingest`)."""
+
+    def __init__(self, rt: Runtime, ingest: Ingest) -> None:
+        self.rt = rt
+        self.ingest = ingest
+        self.store = rt.store
+
+    def index_repo(self, root: str | Path, *, worktree: bool = False, history: bool = True,
+                   max_commits: int = 1000, exclude: tuple[str, ...] = (),
+                   progress: Callable[[int, int, str], None] | None = None) -> dict:
+        t0 = time.perf_counter()
+        repo = Repo(root, max_file_mb=self.rt.settings.max_file_mb, exclude=exclude)
+        listing = repo.list_files(worktree=worktree)
+        repo_id, history_doc = self._ensure_repo(repo, listing.head)
+        known = self.store.repo_files(repo_id)
+        present = {f.path for f in listing.files}
+        # A file is redone when its blob changed, its parse is stale, or only its dirty mark
+        # changed (an edit committed as it was: same bytes, no longer uncommitted).
+        todo = [f for f in listing.files if known.get(f.path, (None, None, None))[1:] != (f.blob, f.dirty)
+                or self._stale(known[f.path][0])]
+        removed = [p for p in known if p not in present]
+        skipped = list(listing.skipped)
+        counts = {"added": 0, "updated": 0, "unchanged": len(listing.files) - len(todo),
+                  "removed": len(removed)}
+        if removed:
+            with self.store.atomic():
+                for p in removed:
+                    self.store.delete_document(known[p][0])
+                self.store.bump_version()
+            self.rt.after_write()
+        with self.ingest.many():
+            for start in range(0, len(todo), FILE_BATCH):
+                batch = todo[start:start + FILE_BATCH]
+                if progress:
+                    progress(min(start + len(batch), len(todo)), len(todo), batch[-1].path)
+                contents = repo.read(batch)  # one batch of file contents in memory at a time
+                self._index_batch(repo_id, repo.root, batch, contents, known, skipped, counts)
+        commits = {"added": 0, "removed": 0, "total": 0}
+        if history and listing.is_git and listing.head:
+            commits = self._sync_history(repo, repo_id, history_doc, max_commits)
+        with self.store.atomic():
+            links = self._relink(repo_id)
+            self.store.set_repo_head(repo_id, listing.head)
+            self.store.bump_version()
+        self.rt.after_write()
+        return {"repo": str(repo.root), "repo_id": repo_id, "git": listing.is_git, "head": listing.head,
+                "files": len(listing.files), **counts, "skipped": skipped, "commits": commits,
+                "links": links, "worktree": worktree, "notices": listing.notices,
+                "seconds": round(time.perf_counter() - t0, 3)}
+
+    def _stale(self, doc_id: int) -> bool:
+        row = self.store.document(doc_id)
+        return row is None or not row[3].endswith(":" + PARSER_VERSION)
+
+    def _ensure_repo(self, repo: Repo, head: str | None) -> tuple[int, int]:
+        return self.store.ensure_repo(str(repo.root), repo.root.name, repo.is_git, head)
+
+    # ----- files ----------------------------------------------------------------------
+    def _index_batch(self, repo_id: int, root: Path, batch: list[RepoFile], contents: dict[str, bytes],
+                     known: dict, skipped: list, counts: dict) -> None:
+        preps = []
+        for f in batch:
+            data = contents.get(f.path)
+            if data is None:
+                skipped.append({"path": f.path, "reason": "vanished while indexing"})
+                continue
+            text, reason = decode_text(data, probe=8192)
+            if text is None:
+                skipped.append({"path": f.path, "reason": reason})
+                continue
+            if not text.strip():
+                skipped.append({"path": f.path, "reason": "empty file"})
+                continue
+            if f.kind == "doc":
+                text = clean(text).rstrip()  # leading lines kept: spans are line numbers
+            prep = Prepared(file_source(root, f.path), f.path, text, f"blob:{f.blob}:{PARSER_VERSION}",
+                            {"repo": str(root), "path": f.path, "dirty": f.dirty}, node_kind="symbol")
+            try:
+                spans = self._analyse(prep, f, data, text)
+            except Exception as exc:  # a grammar crash on hostile input must not stop the run
+                skipped.append({"path": f.path, "reason": f"could not parse: {type(exc).__name__}"})
+                continue
+            preps.append((prep, f, spans))
+        self.ingest.embed([p for p, _f, _s in preps])
+        for prep, f, spans in preps:
+            old = self.store.document_by_source(prep.source)
+            res = self.ingest.write(prep, old, after=lambda doc_id, f=f, spans=spans, prep=prep:
+                                     self._write_file(repo_id, doc_id, f, prep.text, spans))
+            counts[res.status if res.status in counts else "updated"] += 1
+
+    def _analyse(self, prep, f: RepoFile, data: bytes, text: str) -> list[tuple[Symbol, str]]:
+        """Fill the prepared document's passages; returns (symbol record, node kind) per passage."""
+        language = language_for(f.path) if f.kind == "code" else None
+        spans: list[tuple[Symbol, str]] = []
+        if language is not None:
+            symbols = self._parse_cached(f.blob, data, language, f.path)
+            children: dict[str | None, list[str]] = defaultdict(list)
+            for s in symbols[1:]:
+                children[s.parent].append(s.name)
+            for s in symbols:
+                kids = children[None] if s.kind == "module" else children.get(s.qualname, [])
+                prep.passages.append(symbol_text(f.path, s, kids))
+                names = {s.name} | {r.name for r in s.refs if len(r.name) > 2}
+                if s.kind == "module":
+                    names = {s.name}
+                prep.phrases.append([Phrase(normalise_phrase(n), n, "code") for n in sorted(names)
+                                     if normalise_phrase(n)])
+                prep.facts.append([])
+                spans.append((s, "file" if s.kind == "module" else "symbol"))
+            return spans
+        if f.kind == "doc":
+            self.ingest.analyse(prep)
+            lines = _locate(text, prep.passages)
+            for (a, b), passage in zip(lines, prep.passages):
+                heading = _first_line(passage)
+                spans.append((Symbol(heading, heading, "doc", a, b, "", "", None), "passage"))
+            return spans
+        # any other text: line windows, no extraction
+        all_lines = text.split("\n")  # tree-sitter's rows: only \n ends a line
+        for a in range(0, len(all_lines), WINDOW_LINES):
+            window = "\n".join(all_lines[a:a + WINDOW_LINES]).strip()
+            if not window:
+                continue
+            prep.passages.append(f"{f.path} lines {a + 1}-{min(a + WINDOW_LINES, len(all_lines))}\n{window}")
+            prep.phrases.append([])
+            prep.facts.append([])
+            spans.append((Symbol("", "", "window", a + 1, min(a + WINDOW_LINES, len(all_lines)), "", "",
+                                 None), "passage"))
+        return spans
+
+    def _parse_cached(self, blob: str, data: bytes, language: str, path: str) -> list[Symbol]:
+        cached = self.store.parsed(blob, f"{PARSER_VERSION}:{language}:{path}")
+        if cached is not None:
+            return [Symbol.from_dict(d) for d in json.loads(cached)]
+        symbols = parse_symbols(data, language, path)
+        if not self.store.read_only:
+            self.store.cache_parse(blob, f"{PARSER_VERSION}:{language}:{path}",
+                                   json.dumps([s.to_dict() for s in symbols]))
+        return symbols
+
+    def _write_file(self, repo_id: int, doc_id: int, f: RepoFile, text: str,
+                    spans: list[tuple[Symbol, str]]) -> None:
+        """The rows a file adds beside its passages: symbols, references, contains edges."""
+        self.store.put_code_file(doc_id, repo_id, f.path, f.blob, f.kind, language_for(f.path), f.dirty, text)
+        nodes = [node for node, _text in self.store.document_nodes(doc_id)]
+        by_qual: dict[str, int] = {}
+        file_node = None
+        for node_id, (sym, kind) in zip(nodes, spans):
+            if kind != "symbol":
+                self.store.set_node_kind(node_id, kind)
+            if kind == "file":
+                file_node = node_id
+            self.store.add_symbol(node_id, doc_id, repo_id, f.path, sym.qualname, sym.name,
+                                  "file" if kind == "file" else sym.kind, sym.start_line, sym.end_line,
+                                  sym.signature, sym.doc, sym.parent,
+                                  [(r.name, r.kind, r.line, r.self_call) for r in sym.refs])
+            if sym.kind not in ("doc", "window", "module"):
+                by_qual.setdefault(sym.qualname, node_id)
+        edges = []
+        for node_id, (sym, kind) in zip(nodes, spans):
+            if kind != "symbol":
+                continue
+            parent = by_qual.get(sym.parent) if sym.parent else file_node
+            if parent is not None and parent != node_id:
+                edges.append(((parent, node_id, "contains"), EDGE_WEIGHT["contains"]))
+        self._add_links(edges)
+
+    def _add_links(self, links: list[tuple[tuple[int, int, str], float]]) -> None:
+        """Directed code links (for callers/callees) and their undirected graph edges."""
+        self.store.add_code_links(links)
+
+    # ----- history --------------------------------------------------------------------
+    def _sync_history(self, repo: Repo, repo_id: int, history_doc: int, max_commits: int) -> dict:
+        reachable = repo.rev_list(max_commits)
+        have = self.store.commit_nodes(repo_id)
+        gone = [node for sha, node in have.items() if sha not in set(reachable)]
+        new = [sha for sha in reachable if sha not in have]
+        # Touches of stored commits were computed by an older parser: recompute them all.
+        parser = self.store.history_parser(repo_id)
+        redo = [sha for sha in reversed(reachable) if sha in have] if parser != PARSER_VERSION else []
+        # Oldest first: node ids then grow with recency, the tie-break for equal dates.
+        commits = repo.commits(list(reversed(new)) + redo) if new or redo else []
+        touched = self._touched_symbols(repo, commits)
+        with self.store.atomic():
+            if gone:
+                self.store.delete_nodes(gone)
+            for c in commits:
+                node = have.get(c.sha)
+                if node is None:
+                    node = self._add_commit(repo_id, history_doc, c)
+                self.store.set_commit_touches(node, touched.get(c.sha, []),
+                                              [(ch.old_path, ch.path) for ch in c.changes
+                                               if ch.old_path and ch.new_blob and ch.old_path != ch.path])
+            self.store.set_history_parser(repo_id, PARSER_VERSION)
+            self.store.bump_version()
+        total = self.store.commit_count(repo_id)
+        return {"added": len(new), "removed": len(gone), "total": total, "recomputed": len(redo)}
+
+    def _add_commit(self, repo_id: int, history_doc: int, c: Commit) -> int:
+        text = f"{c.message}\n{c.author} {c.date[:10]} {c.sha[:12]}"
+        return self.store.add_commit(repo_id, history_doc, c.sha, " ".join(c.parents), c.author, c.email,
+                                     c.date, c.message, text)
+
+    def _touched_symbols(self, repo: Repo, commits: list[Commit]) -> dict[str, list[tuple[str, str, str]]]:
+        """For each commit, the (path, qualname, change) of declarations its hunks overlap,
+        read from the file as it was after the commit (before it, for a deletion)."""
+        wanted: dict[str, tuple[str, str]] = {}
+        for c in commits:
+            for ch in c.changes:
+                for blob, path in ((ch.new_blob, ch.path), (ch.old_blob, ch.old_path or ch.path)):
+                    if blob and language_for(path):
+                        wanted[blob] = (path, language_for(path) or "")
+        parsed: dict[str, list[Symbol]] = {}
+        missing = []
+        for blob, (path, language) in wanted.items():
+            cached = self.store.parsed(blob, f"{PARSER_VERSION}:{language}:{path}")
+            if cached is not None:
+                parsed[blob] = [Symbol.from_dict(d) for d in json.loads(cached)]
+            else:
+                missing.append(blob)
+        contents = repo.read_blobs(missing)
+        for blob in missing:
+            if blob in contents:
+                path, language = wanted[blob]
+                try:
+                    parsed[blob] = self._parse_cached(blob, contents[blob], language, path)
+                except Exception:  # hostile historical blob: no symbols for it
+                    parsed[blob] = []
+        out: dict[str, list[tuple[str, str, str]]] = {}
+        for c in commits:
+            rows: dict[tuple[str, str], str] = {}
+            for ch in c.changes:
+                if ch.new_blob and ch.new_blob in parsed:
+                    change = "added" if ch.old_blob is None else "modified"
+                    for s in _overlapping(parsed[ch.new_blob], ch.new_lines, whole=ch.old_blob is None):
+                        rows.setdefault((ch.path, s.qualname), change)
+                elif ch.new_blob is None and ch.old_blob in parsed:
+                    for s in _overlapping(parsed[ch.old_blob], ch.old_lines, whole=True):
+                        rows.setdefault((ch.old_path or ch.path, s.qualname), "deleted")
+            out[c.sha] = [(p, q, v) for (p, q), v in list(rows.items())[:MAX_TOUCHED * 4]]
+        return out
+
+    # ----- cross-file edges -------------------------------------------------------------
+    def _relink(self, repo_id: int) -> dict:
+        store = self.store
+        store.clear_repo_links(repo_id, LINK_KINDS)
+        syms = store.link_symbols(repo_id)
+        by_name: dict[str, list[tuple]] = defaultdict(list)
+        by_qual: dict[tuple[str, str], int] = {}
+        qual_any: dict[str, list[int]] = defaultdict(list)
+        for s in syms:
+            if s[4] == "file":
+                continue
+            by_name[s[3]].append(s)
+            by_qual.setdefault((s[1], s[2]), s[0])
+            qual_any[s[2]].append(s[0])
+        info = {s[0]: s for s in syms}
+        edges: dict[tuple[int, int, str], float] = {}
+        refs = store.link_refs(repo_id)
+        for node, name, kind, self_call in refs:
+            src = info.get(node)
+            if src is None:
+                continue
+            target = resolve(src, name, bool(self_call), by_name, by_qual, kind)
+            if target is not None and target != node:
+                ek = {"call": "calls", "inherit": "inherits", "import": "imports"}[kind]
+                edges[(node, target, ek)] = EDGE_WEIGHT[ek]
+        # docs name symbols: ``open_session``, `Flask.wsgi_app`, SecureCookieSessionInterface
+        docs = store.doc_passages(repo_id)
+        for node, text in docs:
+            for target in _mentioned(text, by_name, qual_any):
+                edges[(node, target, "mentions")] = EDGE_WEIGHT["mentions"]
+        commits = store.commit_parents(repo_id)
+        sha_node = store.commit_nodes(repo_id)
+        for node, parents in commits:
+            for p in parents.split():
+                if p in sha_node:
+                    edges[(node, sha_node[p], "parent")] = EDGE_WEIGHT["parent"]
+        touches = store.repo_touches(repo_id)
+        renamed = store.repo_renames(repo_id)
+        per_commit: dict[int, int] = defaultdict(int)
+        for node, path, qual in touches:
+            target = by_qual.get((path, qual)) or by_qual.get((_renamed_to(path, renamed), qual))
+            if target is not None and per_commit[node] < MAX_TOUCHED:
+                per_commit[node] += 1
+                edges[(node, target, "touched")] = EDGE_WEIGHT["touched"]
+        self._add_links(sorted(edges.items()))
+        counts: dict[str, int] = defaultdict(int)
+        for (_s, _d, k) in edges:
+            counts[k] += 1
+        return dict(sorted(counts.items()))
+
+
+def _renamed_to(path: str, renamed: dict[str, str]) -> str:
+    """Where a file's later renames took it (cycles cut)."""
+    seen = {path}
+    while path in renamed and renamed[path] not in seen:
+        path = renamed[path]
+        seen.add(path)
+    return path
+
+
+def resolve(src: tuple, name: str, self_call: bool, by_name: dict, by_qual: dict, kind: str) -> int | None:
+    """The one declaration a reference can mean, or None when it is ambiguous or unknown."""
+    _node, path, qual, _n, skind, _parent = src
+    if self_call:
+        cls = qual if skind == "class" else (qual.rsplit(".", 1)[0] if "." in qual else None)
+        while cls:
+            hit = by_qual.get((path, f"{cls}.{name}"))
+            if hit is not None:
+                return hit
+            cls = cls.rsplit(".", 1)[0] if "." in cls else None
+    cands = by_name.get(name, [])
+    if kind == "inherit":
+        cands = [c for c in cands if c[4] == "class"]
+    if len(cands) == 1:
+        return cands[0][0]
+    local = [c for c in cands if c[1] == path and "." not in c[2]]
+    if len(local) == 1:
+        return local[0][0]
+    if kind == "call" and not self_call:
+        top = [c for c in cands if c[4] in ("function", "class") and "." not in c[2]]
+        if len(top) == 1:
+            return top[0][0]
+    return None
+
+
+_MENTION = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*")
+
+
+def _mentioned(text: str, by_name: dict, qual_any: dict) -> list[int]:
+    out: list[int] = []
+    seen = set()
+    for m in _MENTION.finditer(text):
+        tok = m.group(0).strip(".")
+        if tok in seen or len(tok) < 4:
+            continue
+        seen.add(tok)
+        if "." in tok:
+            hits = qual_any.get(tok) or qual_any.get(tok.split(".", 1)[1], [])
+            if len(hits) == 1:
+                out.append(hits[0])
+                continue
+            tok = tok.rsplit(".", 1)[1]
+        if "_" not in tok and not re.search(r"[a-z][A-Z]", tok):
+            continue  # a plain word ("Flask", "session") is prose, not a reference
+        cands = by_name.get(tok, [])
+        if len(cands) == 1:
+            out.append(cands[0][0])
+    return out
+
+
+def _overlapping(symbols: list[Symbol], ranges: list[tuple[int, int]], whole: bool) -> list[Symbol]:
+    """Innermost declarations whose spans meet a changed range (all of them for a new file)."""
+    decls = [s for s in symbols if s.kind != "module"]
+    if whole:
+        return decls
+    out = []
+    for s in decls:
+        if any(a <= s.end_line and b >= s.start_line for a, b in ranges):
+            out.append(s)
+    # a class counts only if a change falls outside all its members
+    members = defaultdict(list)
+    for s in out:
+        if s.parent:
+            members[s.parent].append(s)
+    keep = []
+    for s in out:
+        if s.kind == "class" and members.get(s.qualname):
+            inside = [(m.start_line, m.end_line) for m in members[s.qualname]]
+            own = any(not any(x <= a and b <= y for x, y in inside) for a, b in ranges
+                      if a <= s.end_line and b >= s.start_line)
+            if not own:
+                continue
+        keep.append(s)
+    return keep
+
+
+def _first_line(passage: str) -> str:
+    line = passage.strip().splitlines()[0] if passage.strip() else ""
+    return line.strip("#=*-~ ")[:80]
+
+
+def _locate(text: str, passages: list[str]) -> list[tuple[int, int]]:
+    """1-based line spans of each passage in the file (passages are cleaned copies)."""
+    out = []
+    pos = 0
+    for p in passages:
+        probe = p.strip().splitlines()[0][:60] if p.strip() else ""
+        at = text.find(probe, pos) if probe else -1
+        if at < 0:
+            at = pos
+        start = text.count("\n", 0, at) + 1
+        end = start + p.count("\n")
+        out.append((start, end))
+        pos = at + 1
+    return out
+
+

@@ -1,0 +1,275 @@
+"""The read side of code: repositories by reference, declarations by name, bodies, callers,
+references, history, recent changes, refusal for code searches, and the compact, token-budgeted
+form of hits that both adapters hand to agents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..code import split_identifier
+from ..errors import InvalidInput, NotFound
+from ..store import Store
+from ..text import query_terms
+from .runtime import check_int, check_text
+
+COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
+MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
+MANY_ABSENT, MIN_COVERAGE_MANY = 2, 0.75  # ... or two or more are absent and over a quarter
+MIN_DENSE = 0.1  # refuse when no top hit is similar in meaning either (cosine)
+ID_MAX = 2**63 - 1
+
+
+class CodeQueries:
+    """Read-only lookups over the code tables (symbols, references, commits)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # ----- repositories ---------------------------------------------------------------
+    def repo_row(self, ref: str | Path | None) -> tuple:
+        """(id, root, name, is_git, head, history_doc) of an indexed repository: by path, by
+        name, or the only one there is."""
+        rows = self.store.repo_rows()
+        if ref is None:
+            if len(rows) == 1:
+                return rows[0]
+            if not rows:
+                raise NotFound("no repository is indexed; index a checkout first", code="no_repo")
+            names = ", ".join(r[2] for r in rows)
+            raise InvalidInput(f"{len(rows)} repositories are indexed ({names}); name the one to use",
+                               field="repo", code="ambiguous_repo", repos=[r[2] for r in rows])
+        want = check_text("repo", str(ref))
+        try:
+            resolved = str(Path(want).expanduser().resolve())
+        except (OSError, ValueError):
+            resolved = want
+        for r in rows:
+            if r[1] == resolved:
+                return r
+        named = [r for r in rows if r[2] == want]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            roots = ", ".join(r[1] for r in named)
+            raise InvalidInput(f"{len(named)} indexed repositories are named {want!r} ({roots}); "
+                               "give the path instead", field="repo", code="ambiguous_repo")
+        raise NotFound(f"repository {want!r} is not indexed; index it first", field="repo",
+                       code="repo_not_indexed", repo=want)
+
+    def code_fields(self, node_ids: list[int]) -> dict[int, dict]:
+        syms, commits = self.store.code_rows(node_ids)
+        out: dict[int, dict] = {}
+        for node, path, qual, kind, a, b, sig, doc, dirty, lang, repo in syms:
+            is_decl = kind not in ("doc", "window", "file")
+            out[node] = {"path": path, "symbol": qual if is_decl else None, "symbol_kind": kind,
+                         "start_line": a, "end_line": b, "signature": sig if is_decl else None,
+                         "language": lang, "repo": repo, "dirty": bool(dirty),
+                         "doc": (doc.split("\n\n")[0][:300] if doc else None)}
+        for node, sha, subject, date, author in commits:
+            out[node] = {"commit": sha, "subject": subject, "date": date, "author": author,
+                         "path": None, "symbol": None, "start_line": None, "end_line": None}
+        return out
+
+    # ----- refusal ------------------------------------------------------------------
+    def refusal(self, terms: list[str], top_dense: float | None) -> dict | None:
+        """A machine-readable reason to return nothing, or None to answer.
+
+        Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
+        none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
+        are missing and they are over a quarter of them. ``no_match``: the words are there
+        but none of the top hits is close in meaning (``top_dense``, their best cosine, is
+        under MIN_DENSE)."""
+        if not terms:
+            return None
+        total = self.store.text_units() or 1
+        present, absent = [], []
+        for t in terms:
+            n = self.store.text_matches('"' + t.replace('"', "") + '"')
+            if n == 0:
+                absent.append(t)
+            elif n / total <= COMMON_SHARE:
+                present.append(t)
+        distinctive = len(present) + len(absent)
+        coverage = len(present) / distinctive if distinctive else 1.0
+        detail = {"coverage": round(coverage, 3), "missing": absent, "found": present}
+        if distinctive and (coverage < MIN_COVERAGE
+                            or (len(absent) >= MANY_ABSENT and coverage < MIN_COVERAGE_MANY)):
+            return {"reason": "absent_terms", **detail}
+        if top_dense is not None and top_dense < MIN_DENSE:
+            return {"reason": "no_match", "top_dense": round(top_dense, 4), **detail}
+        return None
+
+    # ----- symbols ------------------------------------------------------------------
+    def find(self, name: str, repo_id: int | None = None, limit: int = 20) -> list[dict]:
+        """Declarations named ``name``: an exact qualified name, a bare name, or a dotted tail
+        (``wsgi_app`` and ``Flask.wsgi_app`` both find ``Flask.wsgi_app``)."""
+        name = name.strip()
+        if not name:
+            raise InvalidInput("symbol name is empty", field="name", code="empty")
+        ids = self.store.find_symbols(name, repo_id, "qualname")
+        if not ids:
+            ids = self.store.find_symbols(name, repo_id, "tail")
+        if not ids and "." not in name:
+            ids = self.store.find_symbols(name, repo_id, "name")
+        fields = self.code_fields(ids[:limit])
+        return [{"id": i, **fields[i]} for i in ids[:limit] if i in fields]
+
+    def named(self, name: str, repo: str | Path | None) -> list[dict]:
+        """Declarations called ``name`` (best first), or NotFound saying what to do."""
+        name = check_text("name", name)
+        repo_id = self.repo_row(repo)[0] if repo is not None else None
+        if repo_id is None and not self.store.repo_rows():
+            raise NotFound("no repository is indexed; index a checkout first", code="no_repo")
+        found = self.find(name, repo_id)
+        if not found:
+            raise NotFound(f"no symbol {name!r}; search finds declarations by description",
+                           field="name", code="no_symbol", name=name)
+        return found
+
+    def body(self, node_id: int) -> str:
+        row = self.store.symbol_span(node_id)
+        if row is None:
+            return ""
+        a, b, content = row
+        return "\n".join(content.split("\n")[a - 1:b])
+
+    def linked(self, node_id: int, kind: str, incoming: bool) -> list[dict]:
+        ids = self.store.linked_ids(node_id, kind, incoming)
+        fields = self.code_fields(ids)
+        return [{"id": i, **fields[i]} for i in ids if i in fields]
+
+    def references(self, node_id: int) -> list[dict]:
+        """Every place that names the symbol: resolved calls/imports/inherits, calls by the
+        same name that could not be resolved (marked ``resolved: false``), and docs."""
+        row = self.store.symbol_key(node_id)
+        if row is None:
+            return []
+        _path, _qual, name, repo_id = row
+        resolved = self.store.links_to(node_id, ("calls", "inherits", "imports", "mentions"))
+        kind_of = {"call": "calls", "inherit": "inherits", "import": "imports"}
+        out = []
+        seen = set()
+        for src, kind, line in self.store.refs_named(name, repo_id):
+            if src == node_id:
+                continue
+            seen.add((src, kind_of[kind]))
+            out.append((src, kind_of[kind], line, (src, kind_of[kind]) in resolved))
+        for src, kind in sorted(resolved):
+            if (src, kind) not in seen:
+                out.append((src, kind, None, True))
+        fields = self.code_fields([o[0] for o in out])
+        res = []
+        for src, kind, line, ok in out:
+            if src in fields:
+                f = fields[src]
+                res.append({"id": src, "kind": kind, "resolved": ok, "line": line or f["start_line"],
+                            "path": f["path"], "symbol": f["symbol"], "start_line": f["start_line"],
+                            "end_line": f["end_line"]})
+        return res
+
+    # ----- history ------------------------------------------------------------------
+    def history(self, node_id: int, limit: int = 20) -> list[dict]:
+        """Commits that changed the symbol, newest first: by its qualified name in its file
+        and in every path the file was renamed from."""
+        row = self.store.symbol_key(node_id)
+        if row is None:
+            return []
+        path, qual, _name, repo_id = row
+        paths = self.lineage(repo_id, path)
+        return [_commit_dict(r) for r in self.store.symbol_commits(repo_id, qual, paths, limit)]
+
+    def lineage(self, repo_id: int, path: str) -> list[str]:
+        """The path and every earlier name of the file (renames followed back, cycles cut)."""
+        seen = [path]
+        frontier = [path]
+        while frontier:
+            olds = self.store.renamed_from(repo_id, frontier)
+            frontier = [p for p in olds if p not in seen]
+            seen += frontier
+        return seen
+
+    def changes(self, repo_id: int, shas: list[str], limit_symbols: int = 30) -> list[dict]:
+        out = []
+        for sha in shas:
+            row = self.store.commit_row(repo_id, sha)
+            if row is None:
+                continue
+            c = _commit_dict((*row, None, None))
+            touched, total = self.store.commit_touch_list(row[0], limit_symbols)
+            c["symbols"] = [{"path": p, "symbol": q, "change": ch} for p, q, ch in touched]
+            c["symbols_total"] = total
+            out.append(c)
+        return out
+
+
+def _commit_dict(r: tuple) -> dict:
+    node, sha, author, date, message, change, path = r
+    subject = message.partition("\n")[0]
+    out = {"id": node, "commit": sha, "author": author, "date": date, "subject": subject,
+           "message": message}
+    if change is not None:
+        out["change"] = change
+    return out
+
+
+def also_named(others: list[dict]) -> list[dict]:
+    """Other declarations a bare name could mean: the answer is for the first, and says so."""
+    return [{"id": s["id"], "path": s["path"], "symbol": s["symbol"], "start_line": s["start_line"]}
+            for s in others]
+
+
+def check_limit(limit, hi: int = 1000) -> int:
+    return check_int("limit", limit, 1, hi)
+
+
+def check_id(node_id) -> int:
+    if isinstance(node_id, bool) or not isinstance(node_id, int):
+        raise InvalidInput("id must be an integer (the `id` of a search hit)", field="id")
+    if not 0 < node_id <= ID_MAX:
+        raise InvalidInput(f"id must be from 1 to {ID_MAX}", field="id")
+    return node_id
+
+
+# ----- compact hits under a token budget (both adapters use these) -------------------------
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
+    """What an agent needs to decide whether to expand: what, where, a few lines."""
+    text = hit.get("text", "")
+    keys = ("id", "kind", "score", "source", "title", "path", "symbol", "symbol_kind", "start_line",
+            "end_line", "signature", "dirty", "commit", "subject")
+    out = {k: hit.get(k) for k in keys if hit.get(k) is not None}
+    if hit.get("doc"):
+        out["doc"] = hit["doc"]
+    if hit.get("memory"):
+        out["memory"] = {k: hit["memory"].get(k) for k in ("scope", "key", "kind")}
+    lines = [ln for ln in text.splitlines()[1:] if ln.strip()] if hit.get("symbol") else text.splitlines()
+    out["snippet"] = "\n".join(lines[:snippet_lines])[:600]
+    out["expand"] = {"tool": "expand", "id": hit["id"]}
+    return out
+
+
+def budget_hits(hits: list[dict], token_budget: int) -> dict:
+    """Compact hits, best first, while they fit ``token_budget`` (at least one always)."""
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        raise InvalidInput("token_budget must be a positive integer", field="token_budget")
+    out, used = [], 0
+    for h in hits:
+        c = compact_hit(h)
+        cost = estimate_tokens(json.dumps(c, ensure_ascii=False))
+        if out and used + cost > token_budget:
+            break
+        out.append(c)
+        used += cost
+    return {"hits": out, "token_budget": token_budget, "tokens_used": used,
+            "truncated": len(out) < len(hits)}
+
+
+def refusal_terms(query: str) -> list[str]:
+    """The query's content words, identifiers spelt out (``open_session`` -> open, session);
+    a hyphenated word counts once, by its parts."""
+    words = query_terms(" ".join(split_identifier(query)) + " " + query.replace("-", " "))
+    return [t for t in dict.fromkeys(words) if not set("_.-") & set(t)]

@@ -1,0 +1,452 @@
+"""The document pipeline: validate, chunk, extract phrases and facts, embed (reusing cached
+vectors by content hash), and write one document per transaction with its passages, phrase
+nodes, context edges, facts, vectors and incremental synonym edges. Also delete and the
+offline synonym rebuild (``optimize-graph``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInput, NotFound
+from ..extract import Phrase
+from ..text import chunk, clean, content_hash, decode_text, split_sentences
+from .runtime import Runtime, check_text
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
+FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
+SYNONYM_BLOCK = 256  # rows per similarity block: 256 x 30k phrases = 30 MB transient
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class Prepared:
+    """A document chunked, extracted and embedded, ready to be written in one transaction."""
+
+    source: str
+    title: str | None
+    text: str
+    digest: str
+    metadata: dict | None
+    passages: list[str] = field(default_factory=list)
+    phrases: list[list[Phrase]] = field(default_factory=list)  # per passage
+    # per passage: (sentence index, sentence text, phrase keys)
+    facts: list[list[tuple[int, str, list[str]]]] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    fact_vectors: list[np.ndarray] = field(default_factory=list)
+    node_kind: str = "passage"  # or "memory", "symbol"
+
+
+@dataclass
+class IndexResult:
+    doc_id: int
+    source: str
+    status: str  # added | updated | unchanged
+    passages: int
+
+    def as_dict(self) -> dict:
+        return {"doc_id": self.doc_id, "source": self.source, "status": self.status,
+                "passages": self.passages}
+
+
+class Ingest:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.store = rt.store
+
+    # ----- entry points -------------------------------------------------------------------
+    def add_file(self, path: str | Path, title: str | None = None) -> IndexResult:
+        p = Path(path)
+        text = read_text_file(p, self.rt.settings.max_file_mb)
+        if not clean(text).strip():
+            raise InvalidInput(f"{p} is empty: nothing to index", field="path")
+        return self.add_many([(text, str(p.resolve()), title, None)],
+                             limit_mb=self.rt.settings.max_file_mb)[0]
+
+    def add_dir(self, path: str | Path, progress: Progress | None = None
+                ) -> tuple[list[IndexResult], list[dict]]:
+        root = Path(path)
+        if not root.exists():
+            raise NotFound(f"{root} does not exist", field="path")
+        if not root.is_dir():
+            raise InvalidInput(f"{root} is not a directory; index one file by its path instead",
+                               field="path", code="not_a_directory")
+        files, skipped = _text_files(root)
+        results: list[IndexResult] = []
+        with self.many():
+            for n, p in enumerate(files, 1):
+                if progress:
+                    progress(n, len(files), str(p))
+                try:
+                    results.append(self.add_file(p))
+                except (InvalidInput, NotFound) as exc:
+                    reason = str(exc).removeprefix(f"{p} ").removeprefix(f"{p}: ")
+                    skipped.append({"path": str(p), "reason": reason})
+        return results, skipped
+
+    def many(self):
+        """While many documents are indexed, the phrase matrix is kept between them."""
+        return _Many(self.rt)
+
+    def add_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
+                 batch_size: int = 64, limit_mb: float | None = None) -> list[IndexResult]:
+        """Index (text, source, title, metadata) items; each document is one transaction."""
+        sources = [check_text("source", src) for _t, src, _ti, _m in items if src is not None]
+        if any(src.startswith("memory:") for src in sources):
+            raise InvalidInput("sources starting with 'memory:' belong to memories; "
+                               "store a memory with upsert_memory, or choose another source",
+                               field="source", code="reserved_source")
+        if len(sources) != len(set(sources)):
+            dup = next(x for x in sources if sources.count(x) > 1)
+            raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once", field="source")
+        results: list[IndexResult | None] = []
+        for start in range(0, len(items), batch_size):
+            batch = [self.normalise(*item, limit_mb=limit_mb) for item in items[start:start + batch_size]]
+            todo = []
+            first = len(results)
+            for prep in batch:
+                old = self.store.document_by_source(prep.source)
+                if old is not None and old[3] == prep.digest:  # unchanged: no chunking either
+                    results.append(IndexResult(old[0], prep.source, "unchanged",
+                                               self.store.passage_count(old[0])))
+                else:
+                    self.analyse(prep)
+                    todo.append((prep, old))
+                    results.append(None)
+            self.embed([p for p, _ in todo])
+            it = iter(todo)
+            for k in range(first, len(results)):
+                if results[k] is None:
+                    prep, old = next(it)
+                    results[k] = self.write(prep, old)
+        if not self.rt.indexing_many:
+            self.rt.phrase_cache = None  # 30 MB at 30k phrases: only worth keeping while indexing
+        return results  # type: ignore[return-value]
+
+    # ----- pipeline ---------------------------------------------------------------------
+    def prepare(self, text: str, source: str | None, title: str | None, metadata: dict | None,
+                limit_mb: float | None = None) -> Prepared:
+        return self.analyse(self.normalise(text, source, title, metadata, limit_mb))
+
+    def normalise(self, text: str, source: str | None, title: str | None, metadata: dict | None,
+                  limit_mb: float | None = None) -> Prepared:
+        """Validate and clean; the content digest decides whether anything else is needed."""
+        settings = self.rt.settings
+        text = check_text("text", text)
+        limit = (limit_mb or settings.max_text_mb) * 1024 * 1024
+        if len(text) > limit:
+            raise InvalidInput(f"text is {len(text) / 1048576:.1f} MB, over the "
+                               f"{settings.max_text_mb:g} MB limit for one text; split it "
+                               "or raise SEAHORSE_MAX_TEXT_MB", field="text", code="too_large")
+        body = clean(text).strip()
+        if not body:
+            raise InvalidInput("text is empty: nothing to index", field="text", code="empty")
+        title = clean(title).strip() or None if title else None
+        digest = content_hash((title or "") + "\x00" + body)
+        source = source or f"text:{digest[:16]}"
+        return Prepared(source, title, body, digest, metadata)
+
+    def analyse(self, prep: Prepared) -> Prepared:
+        """Chunk into passages and extract each sentence's phrases (the facts)."""
+        extractor = self.rt.extractor
+        body, title = prep.text, prep.title
+        title_phrases = extractor.extract(title) if title else []
+        batch = getattr(extractor, "extract_batch", None)  # a model runs once per passage
+        for passage in chunk(body, self.rt.settings.chunk_chars):
+            sentences = split_sentences(passage)
+            texts = [passage[a:b] for a, b in sentences]
+            per_sentence = batch(texts) if batch else [extractor.extract(t) for t in texts]
+            phrases = {p.key: p for p in title_phrases}
+            for group in per_sentence:
+                for p in group:
+                    phrases.setdefault(p.key, p)
+            facts = []
+            for i, (a, b) in enumerate(sentences):
+                keys = sorted({p.key for p in per_sentence[i]})
+                if keys:
+                    facts.append((i, passage[a:b], keys))
+            prep.passages.append(passage)
+            prep.phrases.append(list(phrases.values()))
+            prep.facts.append(facts)
+        return prep
+
+    def embed(self, preps: list[Prepared]) -> None:
+        """Embed passages and pool their fact windows, reusing cached vectors by content hash."""
+        embedder, store = self.rt.embedder, self.store
+        texts, spans, owners = [], [], []
+        for prep in preps:
+            prep.vectors = np.zeros((len(prep.passages), embedder.dim), np.float32)
+            prep.fact_vectors = [np.zeros((0, embedder.dim), np.float32)] * len(prep.passages)
+            for k, passage in enumerate(prep.passages):
+                text, shift = embed_input(prep.title, passage)
+                cached = store.cached_embedding(content_hash(text), embedder.name)
+                n_facts = len(prep.facts[k])
+                if cached is not None:
+                    mat = np.frombuffer(cached, np.float32).reshape(-1, embedder.dim)
+                    if len(mat) == 1 + n_facts:
+                        prep.vectors[k] = mat[0]
+                        prep.fact_vectors[k] = mat[1:]
+                        continue
+                texts.append(text)
+                spans.append(fact_spans(passage, shift, [i for i, _t, _k in prep.facts[k]]))
+                owners.append((prep, k))
+        if not texts:
+            return
+        vecs, pooled = embedder.embed_spans(texts, spans)
+        with store.atomic():
+            for (prep, k), text, v, f in zip(owners, texts, vecs, pooled):
+                prep.vectors[k] = v
+                prep.fact_vectors[k] = f
+                data = np.vstack([v[None, :], f]).astype(np.float32).tobytes()
+                store.cache_embedding(content_hash(text), embedder.name, data)
+
+    def write(self, prep: Prepared, old: tuple | None, after=None) -> IndexResult:
+        """One transaction: the document, its passages, phrases, edges, facts and vectors, the
+        synonym edges of new phrases, and ``after(doc_id)`` (rows of the same logical change,
+        e.g. a memory's fields or a code file's symbols)."""
+        assert prep.vectors is not None
+        store = self.store
+        with store.atomic():
+            self.rt.check_embedder()  # never write vectors of one space into a file of another
+            # Read again under the write lock: another writer may have committed this source
+            # since the caller looked.
+            old = store.document_by_source(prep.source)
+            if old is not None and old[3] == prep.digest and after is None:
+                return IndexResult(old[0], prep.source, "unchanged", store.passage_count(old[0]))
+            if old is not None:  # update in place: the document keeps its id
+                store.delete_document(old[0], keep_row=True)
+                self.rt.phrase_cache = None  # it may hold phrases that delete just dropped
+                doc_id = old[0]
+                store.update_document(doc_id, prep.title, prep.digest, prep.metadata)
+            else:
+                doc_id = store.insert_document(prep.source, prep.title, prep.digest, prep.metadata)
+            new_phrases: list[int] = []
+            for k, passage in enumerate(prep.passages):
+                pid = store.add_passage(doc_id, k, passage, prep.node_kind)
+                surfaces = {p.key: p.text for p in prep.phrases[k]}
+                ids, created = store.upsert_phrases(surfaces)
+                new_phrases += [ids[p.key] for p in prep.phrases[k]
+                                if ids[p.key] in created and _wants_vector(p)]
+                store.add_edges((pid, ids[key], "context", 1.0) for key in surfaces)
+                store.set_vectors("dense", [(pid, prep.vectors[k])])
+                store.add_facts(
+                    (pid, n, text, [ids[key] for key in keys], prep.fact_vectors[k][n])
+                    for n, (_i, text, keys) in enumerate(prep.facts[k]))
+            self._link_synonyms(new_phrases)
+            if after is not None:
+                after(doc_id)
+            store.bump_version()
+        self.rt.after_write()
+        status = "updated" if old is not None else "added"
+        return IndexResult(doc_id, prep.source, status, len(prep.passages))
+
+    # ----- delete -----------------------------------------------------------------------
+    def find_document(self, ref: str | int) -> tuple:
+        """A document by id, by source, or by a file path that was indexed."""
+        store = self.store
+        doc = None
+        if isinstance(ref, str):
+            ref = check_text("document reference", ref)
+            doc = store.document_by_source(ref)
+            if doc is None and os.path.exists(ref):
+                doc = store.document_by_source(str(Path(ref).resolve()))
+        if doc is None and isinstance(ref, int) and not isinstance(ref, bool):
+            doc = store.document(ref) if -2**63 <= ref < 2**63 else None
+        elif doc is None and str(ref).isascii() and str(ref).isdigit() and len(str(ref)) < 19:
+            doc = store.document(int(ref))
+        if doc is None:
+            raise NotFound(f"no document {ref!r}; document ids and sources come with search hits",
+                           field="id", code="no_document")
+        return doc
+
+    def delete(self, ref: str | int) -> dict:
+        """Delete a document with every node and edge only it contributed, in one transaction
+        (a memory's history goes with it)."""
+        doc = self.find_document(ref)
+        with self.store.atomic():
+            mem = self.store.memory_by_doc(doc[0])
+            removed = self.store.delete_document(doc[0])
+            if mem is not None:
+                self.store.delete_memory_history(mem["scope"], mem["key"])
+            self.store.bump_version()
+        self.rt.after_write()
+        return {"doc_id": doc[0], "source": doc[1], "deleted": True, **removed}
+
+    # ----- synonyms ---------------------------------------------------------------------
+    def _phrase_vectors(self) -> "PhraseMatrix":
+        version = self.store.graph_version()
+        cache = self.rt.phrase_cache
+        if cache is None or cache.version != version:
+            ids, mat = self.store.load_vectors("phrase", self.rt.phrase_embedder.dim)
+            cache = self.rt.phrase_cache = PhraseMatrix(version, ids, mat)
+        return cache
+
+    def _link_synonyms(self, new_ids: list[int]) -> int:
+        """Synonym edges from new phrases to their nearest neighbours (cosine >= threshold)."""
+        if not new_ids:
+            return 0
+        cache = self._phrase_vectors()
+        texts = {i: row[1] for i, row in self.store.node_texts(new_ids).items()}
+        new_ids = [i for i in new_ids if i in texts]
+        vecs = self.rt.phrase_embedder.embed([texts[i] for i in new_ids])
+        self.store.set_vectors("phrase", zip(new_ids, vecs))
+        cache.append(np.array(new_ids, dtype=np.int64), vecs)
+        made = self._nearest_edges(vecs, np.array(new_ids), cache.ids, cache.mat,
+                                   self.synonym_threshold())
+        cache.version = self.store.graph_version() + 1  # the caller bumps once after
+        return made
+
+    def synonym_threshold(self) -> float:
+        """The threshold of the last optimize-graph run, else the configured one."""
+        stored = self.store.meta().get("synonym_threshold")
+        return float(stored) if stored else self.rt.settings.synonym_threshold
+
+    def _nearest_edges(self, queries: np.ndarray, query_ids: np.ndarray, ids: np.ndarray,
+                       mat: np.ndarray, threshold: float) -> int:
+        k = self.rt.settings.synonym_neighbours
+        edges = []
+        for start in range(0, len(queries), SYNONYM_BLOCK):
+            sims = queries[start:start + SYNONYM_BLOCK] @ mat.T
+            for r, row in enumerate(sims):
+                me = query_ids[start + r]
+                cand = np.argpartition(-row, min(k, len(row) - 1))[:k + 1]
+                for c in cand:
+                    if ids[c] != me and row[c] >= threshold:
+                        edges.append((int(me), int(ids[c]), float(row[c])))
+        # Synonym weight stays the cosine: put, never accumulate on repeats.
+        self.store.put_edges("synonym", edges)
+        return len({(min(a, b), max(a, b)) for a, b, _w in edges})
+
+    def optimize_graph(self, threshold: float) -> dict:
+        """Rebuild every synonym edge at ``threshold`` and drop orphan phrases."""
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
+                or not 0.0 < threshold <= 1.0:
+            raise InvalidInput("threshold must be in (0, 1]", field="threshold")
+        store = self.store
+        before = store.counts()
+        with store.atomic():
+            removed = store.delete_edges("synonym")
+            orphans = store.delete_orphan_phrases()
+            ids, mat = store.load_vectors("phrase", self.rt.phrase_embedder.dim)
+            made = self._nearest_edges(mat, ids, ids, mat, threshold) if len(ids) else 0
+            store.set_meta(synonym_threshold=str(threshold))
+            store.bump_version()
+        self.rt.after_write()
+        store.optimize()
+        return {"threshold": threshold, "synonym_edges_removed": removed,
+                "synonym_edges_added": made, "orphan_phrases_removed": orphans,
+                "before": before, "after": store.counts()}
+
+
+class _Many:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    def __enter__(self) -> None:
+        self.rt.indexing_many = True
+
+    def __exit__(self, *exc) -> None:
+        self.rt.indexing_many = False
+        self.rt.phrase_cache = None
+
+
+def embed_input(title: str | None, passage: str) -> tuple[str, int]:
+    """The text a passage is embedded as (its document's title first) and the title's length."""
+    if title:
+        return f"{title}\n{passage}", len(title) + 1
+    return passage, 0
+
+
+def fact_spans(passage: str, shift: int, sentence_ids: list[int]) -> list[list[tuple[int, int]]]:
+    """Per fact, the character ranges its vector pools: the sentence window around it, and the
+    title (the first ``shift`` characters of the embedded text) when there is one."""
+    sentences = split_sentences(passage)
+    groups = []
+    for i in sentence_ids:
+        lo, hi = max(0, i - FACT_WINDOW), min(len(sentences) - 1, i + FACT_WINDOW)
+        ranges = [(sentences[lo][0] + shift, sentences[hi][1] + shift)]
+        if shift:
+            ranges.append((0, shift - 1))
+        groups.append(ranges)
+    return groups
+
+
+class PhraseMatrix:
+    """Phrase ids and vectors with amortised appends (indexing adds a few rows per document)."""
+
+    def __init__(self, version: int, ids: np.ndarray, mat: np.ndarray) -> None:
+        self.version = version
+        self._n = len(ids)
+        self._ids = ids.copy()
+        self._mat = mat.copy()
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._ids[:self._n]
+
+    @property
+    def mat(self) -> np.ndarray:
+        return self._mat[:self._n]
+
+    def append(self, ids: np.ndarray, vecs: np.ndarray) -> None:
+        need = self._n + len(ids)
+        if need > len(self._ids):
+            cap = max(need, 2 * len(self._ids), 1024)
+            grown_ids = np.zeros(cap, dtype=np.int64)
+            grown_ids[:self._n] = self.ids
+            grown = np.zeros((cap, vecs.shape[1]), dtype=np.float32)
+            grown[:self._n] = self.mat
+            self._ids, self._mat = grown_ids, grown
+        self._ids[self._n:need] = ids
+        self._mat[self._n:need] = vecs
+        self._n = need
+
+
+def _wants_vector(p: Phrase) -> bool:
+    """Synonym candidates: entities and multi-word concepts (single words would be O(n^2))."""
+    return p.kind == "entity" or " " in p.key
+
+
+def _text_files(root: Path) -> tuple[list[Path], list[dict]]:
+    """The text files under ``root`` (never through a symlink that leaves it)."""
+    root_real = root.resolve()
+    files, skipped = [], []
+    for p in sorted(root.rglob("*")):
+        if not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES:
+            continue
+        try:
+            str(p).encode("utf-8")
+        except UnicodeEncodeError:
+            skipped.append({"path": str(p).encode("utf-8", "replace").decode(),
+                            "reason": "file name is not valid UTF-8"})
+            continue
+        if root_real not in p.resolve().parents:
+            skipped.append({"path": str(p), "reason": "symlink leaves the directory"})
+            continue
+        files.append(p)
+    return files, skipped
+
+
+def read_text_file(p: Path, max_mb: float) -> str:
+    """Read a UTF-8 text file, refusing missing, huge, binary or malformed input clearly."""
+    if not p.exists():
+        raise NotFound(f"{p} does not exist", field="path")
+    if p.is_dir():
+        raise InvalidInput(f"{p} is a directory; index a directory as one", field="path",
+                           code="is_a_directory")
+    size = p.stat().st_size
+    if size > max_mb * 1024 * 1024:
+        raise InvalidInput(f"{p} is {size / 1048576:.1f} MB, over the {max_mb:g} MB limit; "
+                           "split it or raise SEAHORSE_MAX_FILE_MB", field="path", code="too_large")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {p}: {exc.strerror}", field="path") from None
+    text, why = decode_text(data)
+    if text is None:
+        raise InvalidInput(f"{p} is {why}" if why.startswith("not") else f"{p}: {why}", field="path")
+    return text

@@ -1,0 +1,183 @@
+"""Search as a service: one read snapshot around the index and the hits, the node budget in
+force, sessions (the phrases where earlier turns settled), the optional cross-encoder, and
+for repository searches the code fields and refusal."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..budget import Budget, compute_budget
+from ..errors import InvalidInput, SeahorseError
+from ..rerank import CrossEncoder, rerank
+from .codequery import CodeQueries, refusal_terms
+from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
+from .runtime import Runtime, check_int, check_name, check_text, log
+
+SESSION_DECAY = 0.5  # an earlier turn's phrase weighs half as much each turn it is carried
+SESSION_PHRASES = 12
+NO_MATCH_DEPTH = 3  # refusal "no_match": none of the top 3 hits is close in meaning
+KINDS = RETRIEVABLE + ("commit",)
+
+
+class Search:
+    def __init__(self, rt: Runtime, code: CodeQueries) -> None:
+        self.rt = rt
+        self.store = rt.store
+        self.code = code
+        self._budget: Budget | None = None
+        self._budget_at = 0.0
+        self._cross_encoder: CrossEncoder | None = None
+        self.rerank_off: str | None = None  # why a requested reranker is not in force
+
+    def budget(self) -> Budget:
+        """The node budget from the memory free now (re-read at most once a second)."""
+        now = time.monotonic()
+        if self._budget is None or now - self._budget_at > 1.0:
+            s = self.rt.settings
+            self._budget = compute_budget(s.profile, s.memory_alpha, s.node_max)
+            self._budget_at = now
+        return self._budget
+
+    def index(self) -> RetrievalIndex:
+        rt = self.rt
+        if rt.index is None or rt.index.version != self.store.graph_version():
+            rt.check_embedder()  # another process may have re-embedded the file since
+            rt.index = RetrievalIndex(self.store, rt.embedder.dim)
+        return rt.index
+
+    def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
+               repo: str | Path | None = None, kinds: Sequence[str] | None = None,
+               refuse: bool | None = None) -> SearchResult:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query is empty: ask a question", field="query", code="empty")
+        query = check_text("query", query)
+        if len(query) > 10_000:
+            raise InvalidInput("query is over 10,000 characters; shorten it", field="query")
+        check_int("top_k", top_k, 1, 1000)
+        if session_id is not None:
+            session_id = check_name("session_id", session_id)
+        want = tuple(kinds) if kinds else RETRIEVABLE
+        bad = [k for k in want if k not in KINDS]
+        if bad:
+            raise InvalidInput(f"unknown kind {bad[0]!r}; kinds are {', '.join(KINDS)}", field="kinds")
+        # One read snapshot: another process's commit must not land between the tables the
+        # index is loaded from, nor between the index and the rows the hits are read from.
+        with self.store.snapshot():
+            index = self.index()
+            context, turns = None, 0
+            if session_id is not None:
+                saved = self.store.session(session_id, time.time())
+                if saved is not None:
+                    ids, turns = saved
+                    context = {index.graph.index[i]: w for i, w in ids.items() if i in index.graph.index}
+            doc_filter = None
+            if repo is not None:
+                repo_id = self.code.repo_row(repo)[0]
+                doc_filter = np.array(self.store.repo_docs(repo_id), dtype=np.int64)
+            encoder = self.cross_encoder()
+            depth = max(top_k, self.rt.rerank.top_n) if encoder is not None else top_k
+            rt = self.rt
+            result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(), depth,
+                            self.budget().node_budget, context, want, doc_filter, code=repo is not None)
+            self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None)
+            self._rerank_hits(result, query.strip(), encoder, top_k)
+        if session_id is not None:
+            self._save_turn(session_id, result, context, turns, index)
+        return result
+
+    # ----- sessions ---------------------------------------------------------------------
+    def _save_turn(self, session_id: str, result: SearchResult, context: dict[int, float] | None,
+                   turns: int, index: RetrievalIndex) -> None:
+        info = result.info.setdefault("session", {"context_phrases": 0, "used": False, "drift": False})
+        info["id"] = session_id
+        info["saved"] = False
+        if self.store.read_only:
+            return
+        # The index this turn searched: its graph indices are the ones in result and context.
+        g = index.graph
+        merged: dict[int, float] = {}
+        if context and info.get("used"):
+            merged = {int(g.node_ids[j]): SESSION_DECAY * w for j, w in context.items()}
+        for j, w in result.walk_phrases.items():
+            nid = int(g.node_ids[j])
+            merged[nid] = max(merged.get(nid, 0.0), w)
+        top = dict(sorted(merged.items(), key=lambda kv: -kv[1])[:SESSION_PHRASES])
+        try:
+            self.store.save_session(session_id, top, turns + 1, self.rt.settings.session_ttl)
+            info["saved"] = True
+        except SeahorseError as exc:  # a busy writer must not cost the user the hits
+            log.warning("session %s not saved: %s", session_id, exc)
+
+    # ----- reranking --------------------------------------------------------------------
+    def cross_encoder(self) -> CrossEncoder | None:
+        """The reranker in force, or None (off, or requested but unusable: said once)."""
+        settings = self.rt.rerank
+        if not settings.enabled or settings.top_n == 0 or self.rerank_off:
+            return None
+        if self._cross_encoder is None:
+            try:
+                enc = CrossEncoder.from_settings(settings)
+                enc.score("probe", ["probe"])  # loads the model and tokenizer, checks inputs
+            except SeahorseError as exc:
+                self._reranker_failed(exc)
+                return None
+            self._cross_encoder = enc
+        return self._cross_encoder
+
+    def _reranker_failed(self, exc: SeahorseError) -> None:
+        self.rerank_off = str(exc)
+        logging.getLogger("seahorse").warning("reranker off, ranking by PageRank only: %s", exc)
+
+    def _rerank_hits(self, result: SearchResult, query: str, encoder, top_k: int) -> None:
+        settings = self.rt.rerank
+        if encoder is None or not result.hits:
+            result.hits = result.hits[:top_k]
+            if settings.enabled:
+                why = "no hits to rerank" if encoder is not None else self.rerank_off or "top_n is 0"
+                result.info["rerank"] = {"used": False, "reason": why}
+            return
+        t0 = time.perf_counter()
+        by_id = {h.id: h for h in result.hits}
+        try:
+            fused = rerank(query, [(h.id, h.score) for h in result.hits],
+                           {h.id: h.text for h in result.hits}, encoder, settings)
+        except SeahorseError as exc:  # a model that loads but fails on real input: off, said once
+            self._reranker_failed(exc)
+            result.hits = result.hits[:top_k]
+            result.info["rerank"] = {"used": False, "reason": self.rerank_off}
+            return
+        for r in fused:
+            if r.rerank_score is not None:
+                by_id[r.id].evidence["rerank"] = {"logit": _finite(r.rerank_score),
+                                                  "fused": _finite(r.fused_score)}
+        result.hits = [by_id[r.id] for r in fused][:top_k]
+        result.info["rerank"] = {"used": True, "model": str(settings.model_path),
+                                 "method": settings.fusion_method,
+                                 "scored": min(settings.top_n, len(fused)),
+                                 "ms": round((time.perf_counter() - t0) * 1000, 2)}
+
+    # ----- code -------------------------------------------------------------------------
+    def _finish_code_hits(self, result: SearchResult, query: str, refuse: bool) -> None:
+        fields = self.code.code_fields([h.id for h in result.hits])
+        for h in result.hits:
+            if h.id in fields:
+                h.code = fields[h.id]
+        if not refuse or not result.hits:
+            return
+        dense = [h.evidence.get("dense", 0.0) for h in result.hits[:NO_MATCH_DEPTH]]
+        why = self.code.refusal(refusal_terms(query), max(dense))
+        if why is not None:
+            result.info["refusal"] = why
+            result.info["refused_hits"] = len(result.hits)
+            result.hits = []
+
+
+def _finite(x: float | None) -> float | None:
+    """JSON has no NaN: a non-finite score is reported as null."""
+    return x if x is not None and math.isfinite(x) else None

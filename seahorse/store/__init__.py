@@ -1,0 +1,13 @@
+"""The store layer: the :class:`Store` interface and its SQLite implementation. Every SQL
+statement of the project lives in this package (a test checks it)."""
+
+from .base import Store
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .sqlite import SQLiteStore
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "Store", "open_store"]
+
+
+def open_store(path, *, read_only: bool | None = None) -> Store:
+    """The store behind ``path`` (today always a SQLite file)."""
+    return SQLiteStore(path, read_only=read_only)

@@ -1,0 +1,295 @@
+"""The storage interface: what every service may ask of a store. :class:`SQLiteStore` is the
+embedded implementation; a second backend implements these methods (and nothing outside
+``seahorse/store`` issues SQL, so nothing else has to change).
+
+Conventions: ids are integers; ``atomic()`` is one transaction per logical change (nested
+calls are savepoints) and every write method is called inside one; ``snapshot()`` gives reads
+one consistent view; vectors are float32 numpy rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ContextManager, Iterable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Store(Protocol):
+    path: Path
+    read_only: bool
+
+    def close(self) -> None:
+        ...
+
+    def atomic(self) -> ContextManager[object]:
+        ...
+
+    def snapshot(self) -> ContextManager[None]:
+        ...
+
+    def optimize(self) -> None:
+        ...
+
+    def meta(self) -> dict[str, str]:
+        ...
+
+    def set_meta(self, **values: str) -> None:
+        ...
+
+    def bump_version(self) -> None:
+        ...
+
+    def graph_version(self) -> int:
+        ...
+
+    def document_by_source(self, source: str) -> tuple | None:
+        ...
+
+    def document(self, doc_id: int) -> tuple | None:
+        ...
+
+    def documents(self, prefix: str | None = None) -> list[tuple]:
+        ...
+
+    def insert_document(self, source: str, title: str | None, content_hash: str,
+                        metadata: dict | None) -> int:
+        ...
+
+    def delete_document(self, doc_id: int, *, keep_row: bool = False) -> dict[str, int]:
+        ...
+
+    def passage_count(self, doc_id: int) -> int:
+        ...
+
+    def document_nodes(self, doc_id: int) -> list[tuple[int, str]]:
+        ...
+
+    def update_document(self, doc_id: int, title: str | None, content_hash: str,
+                        metadata: dict | None) -> None:
+        ...
+
+    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
+        ...
+
+    def upsert_phrases(self, phrases: dict[str, str]) -> tuple[dict[str, int], list[int]]:
+        ...
+
+    def add_edges(self, edges: Iterable[tuple[int, int, str, float]]) -> None:
+        ...
+
+    def put_edges(self, kind: str, edges: Iterable[tuple[int, int, float]]) -> None:
+        ...
+
+    def delete_edges(self, kind: str) -> int:
+        ...
+
+    def delete_orphan_phrases(self) -> int:
+        ...
+
+    def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        ...
+
+    def add_facts(self, rows: Iterable[tuple[int, int, str, list[int], np.ndarray]]) -> None:
+        ...
+
+    def memory(self, scope: str, key: str) -> tuple | None:
+        ...
+
+    def memory_by_doc(self, doc_id: int) -> dict | None:
+        ...
+
+    def save_memory(self, scope: str, key: str, doc_id: int, kind: str, trust: float,
+                    strength: float, provenance: str, created_at: float | None) -> None:
+        ...
+
+    def add_memory_history(self, scope: str, key: str, value: str, kind: str, trust: float,
+                           strength: float, provenance: str) -> None:
+        ...
+
+    def memory_history(self, scope: str, key: str) -> list[dict]:
+        ...
+
+    def memory_priors(self) -> list[tuple[int, float]]:
+        ...
+
+    def delete_memory_history(self, scope: str, key: str) -> int:
+        ...
+
+    def session(self, session_id: str, now: float) -> tuple[dict[int, float], int] | None:
+        ...
+
+    def save_session(self, session_id: str, context: dict[int, float], turns: int,
+                     ttl: float) -> None:
+        ...
+
+    def cached_embedding(self, content_hash: str, embedder: str) -> bytes | None:
+        ...
+
+    def cache_embedding(self, content_hash: str, embedder: str, data: bytes) -> None:
+        ...
+
+    def load_nodes(self) -> list[tuple[int, str, int | None]]:
+        ...
+
+    def load_edges(self) -> list[tuple[int, int, str, float]]:
+        ...
+
+    def load_vectors(self, space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        ...
+
+    def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+        ...
+
+    def phrase_nodes(self) -> list[tuple[int, str, str]]:
+        ...
+
+    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None]]:
+        ...
+
+    def fact_texts(self) -> list[tuple[int, int, str]]:
+        ...
+
+    def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        ...
+
+    def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
+        ...
+
+    def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
+        ...
+
+    def counts(self) -> dict[str, object]:
+        ...
+
+    def file_size(self) -> int:
+        ...
+
+    def repo_rows(self) -> list[tuple]:
+        ...
+
+    def repo_summaries(self) -> list[dict]:
+        ...
+
+    def ensure_repo(self, root: str, name: str, is_git: bool, head: str | None) -> tuple[int, int]:
+        ...
+
+    def set_repo_head(self, repo_id: int, head: str | None) -> None:
+        ...
+
+    def repo_files(self, repo_id: int) -> dict[str, tuple[int, str, bool]]:
+        ...
+
+    def repo_docs(self, repo_id: int) -> list[int]:
+        ...
+
+    def parsed(self, blob: str, parser: str) -> bytes | None:
+        ...
+
+    def cache_parse(self, blob: str, parser: str, data: str) -> None:
+        ...
+
+    def put_code_file(self, doc_id: int, repo_id: int, path: str, blob: str, kind: str,
+                      language: str | None, dirty: bool, content: str) -> None:
+        ...
+
+    def set_node_kind(self, node_id: int, kind: str) -> None:
+        ...
+
+    def add_symbol(self, node_id: int, doc_id: int, repo_id: int, path: str, qualname: str, name: str,
+                   kind: str, start_line: int, end_line: int, signature: str, doc: str,
+                   parent: str | None, refs: Iterable[tuple[str, str, int, bool]]) -> None:
+        ...
+
+    def add_code_links(self, links: Sequence[tuple[tuple[int, int, str], float]]) -> None:
+        ...
+
+    def clear_repo_links(self, repo_id: int, kinds: Sequence[str]) -> None:
+        ...
+
+    def link_symbols(self, repo_id: int) -> list[tuple]:
+        ...
+
+    def link_refs(self, repo_id: int) -> list[tuple]:
+        ...
+
+    def doc_passages(self, repo_id: int) -> list[tuple[int, str]]:
+        ...
+
+    def commit_nodes(self, repo_id: int) -> dict[str, int]:
+        ...
+
+    def commit_parents(self, repo_id: int) -> list[tuple[int, str]]:
+        ...
+
+    def commit_count(self, repo_id: int) -> int:
+        ...
+
+    def history_parser(self, repo_id: int) -> str | None:
+        ...
+
+    def set_history_parser(self, repo_id: int, parser: str) -> None:
+        ...
+
+    def delete_nodes(self, node_ids: Sequence[int]) -> None:
+        ...
+
+    def add_commit(self, repo_id: int, history_doc: int, sha: str, parents: str, author: str,
+                   email: str, date: str, message: str, text: str) -> int:
+        ...
+
+    def set_commit_touches(self, node: int, touches: Sequence[tuple[str, str, str]],
+                           renames: Sequence[tuple[str, str]]) -> None:
+        ...
+
+    def repo_touches(self, repo_id: int) -> list[tuple[int, str, str]]:
+        ...
+
+    def repo_renames(self, repo_id: int) -> dict[str, str]:
+        ...
+
+    def renamed_from(self, repo_id: int, paths: Sequence[str]) -> list[str]:
+        ...
+
+    def latest_commits(self, repo_id: int, limit: int) -> list[str]:
+        ...
+
+    def commit_row(self, repo_id: int, sha: str) -> tuple | None:
+        ...
+
+    def commit_touch_list(self, node: int, limit: int) -> tuple[list[tuple[str, str, str]], int]:
+        ...
+
+    def symbol_commits(self, repo_id: int, qualname: str, paths: Sequence[str], limit: int) -> list[tuple]:
+        ...
+
+    def code_rows(self, node_ids: Sequence[int]) -> tuple[list[tuple], list[tuple]]:
+        ...
+
+    def symbol_paths(self) -> list[tuple[int, str]]:
+        ...
+
+    def find_symbols(self, name: str, repo_id: int | None, how: str) -> list[int]:
+        ...
+
+    def symbol_span(self, node_id: int) -> tuple[int, int, str] | None:
+        ...
+
+    def symbol_key(self, node_id: int) -> tuple[str, str, str, int] | None:
+        ...
+
+    def linked_ids(self, node_id: int, kind: str, incoming: bool) -> list[int]:
+        ...
+
+    def links_to(self, node_id: int, kinds: Sequence[str]) -> set[tuple[int, str]]:
+        ...
+
+    def refs_named(self, name: str, repo_id: int) -> list[tuple[int, str, int]]:
+        ...
+
+    def text_units(self) -> int:
+        ...
+
+    def text_matches(self, match: str) -> int:
+        ...

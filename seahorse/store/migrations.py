@@ -1,0 +1,239 @@
+"""Ordered, named, append-only migrations of the SQLite schema (a shipped one is never edited).
+
+The schema block of TECH_SPEC.md is generated from these (``make schema``) and checked by a test.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            db.execute(buf)
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buf!r}")
+
+
+def _m0001_initial(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE documents(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            source TEXT NOT NULL UNIQUE,
+            title TEXT,
+            content_hash TEXT NOT NULL,
+            metadata TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE nodes(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            key TEXT NOT NULL,
+            text TEXT NOT NULL,
+            doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
+            ordinal INTEGER,
+            UNIQUE(kind, key)
+        );
+        CREATE INDEX nodes_doc ON nodes(doc_id);
+        CREATE TABLE edges(
+            src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            weight REAL NOT NULL,
+            PRIMARY KEY(src, dst, kind)
+        ) WITHOUT ROWID;
+        CREATE INDEX edges_dst ON edges(dst);
+        CREATE TABLE vectors(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            space TEXT NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE INDEX vectors_space ON vectors(space);
+        CREATE TABLE facts(
+            id INTEGER PRIMARY KEY,
+            passage_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            phrase_ids TEXT NOT NULL,
+            vec BLOB NOT NULL
+        );
+        CREATE INDEX facts_passage ON facts(passage_id);
+        CREATE TABLE embed_cache(
+            hash TEXT NOT NULL,
+            embedder TEXT NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY(hash, embedder)
+        ) WITHOUT ROWID;
+        CREATE VIRTUAL TABLE passages_fts USING fts5(text, tokenize='porter unicode61');
+        """
+    )
+
+
+def _m0002_memories_sessions(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE memories(
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            doc_id INTEGER NOT NULL UNIQUE REFERENCES documents(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            trust REAL NOT NULL,
+            strength REAL NOT NULL,
+            provenance TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            UNIQUE(scope, key)
+        );
+        CREATE TABLE memory_history(
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            trust REAL NOT NULL,
+            strength REAL NOT NULL,
+            provenance TEXT NOT NULL,
+            replaced_at REAL NOT NULL
+        );
+        CREATE INDEX memory_history_key ON memory_history(scope, key);
+        CREATE TABLE sessions(
+            id TEXT PRIMARY KEY,
+            context TEXT NOT NULL,
+            turns INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        """,
+    )
+
+
+def _m0003_code(db: sqlite3.Connection) -> None:
+    _run_script(
+        db,
+        """
+        CREATE TABLE repos(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            root TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            is_git INTEGER NOT NULL,
+            head TEXT,
+            history_doc INTEGER REFERENCES documents(id) ON DELETE SET NULL,
+            indexed_at REAL NOT NULL
+        );
+        CREATE TABLE code_files(
+            doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            blob TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            language TEXT,
+            dirty INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            UNIQUE(repo_id, path)
+        );
+        CREATE TABLE symbols(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            repo_id INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            qualname TEXT NOT NULL,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            signature TEXT NOT NULL,
+            doc TEXT NOT NULL,
+            parent TEXT
+        );
+        CREATE INDEX symbols_name ON symbols(repo_id, name);
+        CREATE INDEX symbols_qualname ON symbols(qualname);
+        CREATE INDEX symbols_doc ON symbols(doc_id);
+        CREATE TABLE symbol_refs(
+            node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            line INTEGER NOT NULL,
+            self_call INTEGER NOT NULL
+        );
+        CREATE INDEX symbol_refs_node ON symbol_refs(node_id);
+        CREATE INDEX symbol_refs_name ON symbol_refs(name);
+        CREATE TABLE parse_cache(
+            blob TEXT NOT NULL,
+            parser TEXT NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY(blob, parser)
+        ) WITHOUT ROWID;
+        CREATE TABLE commits(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            sha TEXT NOT NULL,
+            parents TEXT NOT NULL,
+            author TEXT NOT NULL,
+            email TEXT NOT NULL,
+            date TEXT NOT NULL,
+            message TEXT NOT NULL,
+            UNIQUE(repo_id, sha)
+        );
+        CREATE TABLE code_links(
+            src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            PRIMARY KEY(src, dst, kind)
+        ) WITHOUT ROWID;
+        CREATE INDEX code_links_dst ON code_links(dst, kind);
+        CREATE TABLE commit_touches(
+            commit_node INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            qualname TEXT NOT NULL,
+            change TEXT NOT NULL,
+            PRIMARY KEY(commit_node, path, qualname)
+        ) WITHOUT ROWID;
+        CREATE INDEX commit_touches_symbol ON commit_touches(qualname);
+        """,
+    )
+
+
+def _m0004_code_lineage(db: sqlite3.Connection) -> None:
+    """Per-repository file sources (``root//path``: nested checkouts no longer share one),
+    file renames per commit, and the parser that computed a repository's commit touches."""
+    _run_script(
+        db,
+        """
+        UPDATE documents SET source = (
+            SELECT r.root || '//' || f.path FROM code_files f JOIN repos r ON r.id = f.repo_id
+            WHERE f.doc_id = documents.id)
+        WHERE id IN (SELECT doc_id FROM code_files);
+        CREATE TABLE commit_renames(
+            commit_node INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            old_path TEXT NOT NULL,
+            new_path TEXT NOT NULL,
+            PRIMARY KEY(commit_node, old_path, new_path)
+        ) WITHOUT ROWID;
+        CREATE INDEX commit_renames_new ON commit_renames(new_path);
+        ALTER TABLE repos ADD COLUMN history_parser TEXT;
+        """,
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("0001_initial", _m0001_initial),
+    ("0002_memories_sessions", _m0002_memories_sessions),
+    ("0003_code", _m0003_code),
+    ("0004_code_lineage", _m0004_code_lineage),
+]
+
+
+# The schema version a database is at = the number of migrations applied to it.
+SCHEMA_VERSION = 4
