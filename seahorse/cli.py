@@ -13,9 +13,9 @@ import os
 import sys
 from typing import Any, Sequence
 
-# numpy and onnxruntime fight over 2 cores; one BLAS thread keeps both fast.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from .config import pin_blas_threads
+
+pin_blas_threads()  # before anything imports numpy
 
 from . import __version__  # noqa: E402
 from .errors import SeahorseError  # noqa: E402

@@ -101,3 +101,10 @@ def _validate(s: Settings) -> None:
         raise ConfigError("SEAHORSE_SESSION_TTL must be positive (seconds)")
     if s.max_file_mb <= 0 or s.max_text_mb <= 0:
         raise ConfigError("SEAHORSE_MAX_FILE_MB and SEAHORSE_MAX_TEXT_MB must be positive")
+
+
+def pin_blas_threads() -> None:
+    """One BLAS thread unless the user chose otherwise: numpy and onnxruntime fight over 2
+    cores. Call it before numpy is imported (the CLI and the MCP server do, first thing)."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")

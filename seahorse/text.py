@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from typing import Sequence
+
+from .errors import InvalidInput
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been
@@ -118,3 +121,9 @@ def query_terms(text: str) -> list[str]:
 def fts_match(terms: list[str]) -> str:
     """An FTS5 OR query of quoted terms; quoting keeps user text from being FTS syntax."""
     return " OR ".join('"' + t.replace('"', "") + '"' for t in terms if t.replace('"', ""))
+
+
+def check_texts(texts: Sequence[str], what: str = "texts", each: str = "one per text") -> None:
+    """Refuse anything but a list (or tuple...) of strings, e.g. a bare string."""
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise InvalidInput(f"{what} must be a list of strings ({each})")

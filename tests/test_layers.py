@@ -10,7 +10,7 @@ LAYER = {
     "cli": 0, "server": 0,
     "engine": 1, "retrieval": 1, "codeindex": 1, "reembed": 1, "models": 1,
     "graph": 2, "embed": 2, "extract": 2, "budget": 2, "code": 2, "repo": 2,
-    "onnxrt": 2, "rerank": 2, "gliner": 2,
+    "onnxrt": 2, "rerank": 2, "gliner": 2, "numeric": 2,
     "storage": 3,
     "text": 4, "config": 4, "errors": 4, "__init__": 0,
 }
