@@ -19,7 +19,7 @@ from .embed import Embedder, make_embedders
 from .errors import InvalidInput, NotFound, SchemaMismatch, SeahorseError
 from .extract import Extractor, Phrase
 from .gliner import make_extractor
-from .rerank import CrossEncoder, rerank, rerank_settings
+from .rerank import CrossEncoder, rerank
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .storage import SQLiteStore
 from .text import chunk, clean, content_hash, split_sentences
@@ -79,12 +79,13 @@ class Engine:
         self.settings = settings or load_settings()
         self.store = SQLiteStore(self.settings.db_path)
         if embedder is None:
-            embedder, default_phrases = make_embedders(self.settings.embedder, self.settings.embedder_path)
+            embedder, default_phrases = make_embedders(self.settings.embedder, self.settings.embedder_path,
+                                                       self.settings.onnx_threads)
             phrase_embedder = phrase_embedder or default_phrases
         self.embedder = embedder
         self.phrase_embedder = phrase_embedder or make_embedders("hash")[1]
-        self.extractor = extractor or make_extractor()  # GLiNER when GLINER_ONNX_PATH works
-        self.rerank = rerank_settings()  # RERANK_*: a bad value fails here, not on a query
+        self.extractor = extractor or make_extractor(self.settings)  # GLiNER when its path works
+        self.rerank = self.settings.rerank  # validated with the settings, never on a query
         self._cross_encoder = None
         self._rerank_off: str | None = None  # why a requested reranker is not in force
         try:
@@ -674,7 +675,7 @@ class Engine:
             return None
         if self._cross_encoder is None:
             try:
-                enc = CrossEncoder.from_settings(self.rerank)
+                enc = CrossEncoder.from_settings(self.rerank, threads=self.settings.onnx_threads)
                 enc.score("probe", ["probe"])  # loads the model and tokenizer, checks inputs
             except SeahorseError as exc:
                 self._reranker_failed(exc)
