@@ -113,8 +113,9 @@ def _parser() -> argparse.ArgumentParser:
 
     op = sub.add_parser("optimize-graph", parents=[common],
                         help="rebuild synonym edges at a threshold, drop orphan phrases")
-    op.add_argument("--threshold", type=float, default=0.8,
-                    help="cosine similarity for a synonym edge (default 0.8)")
+    op.add_argument("--threshold", type=float, default=None,
+                    help="cosine similarity for a synonym edge (default: the synonym_threshold "
+                         "setting, 0.8)")
     return p
 
 

@@ -350,9 +350,8 @@ class Engine:
         return self._phrase_cache
 
     def _synonym_threshold(self) -> float:
-        """The threshold of the last optimize-graph run, else the configured one."""
-        stored = self.store.meta().get("synonym_threshold")
-        return float(stored) if stored else self.settings.synonym_threshold
+        """The setting; meta's synonym_threshold only records the last optimize-graph run."""
+        return self.settings.synonym_threshold
 
     def _link_synonyms(self, new_ids: list[int]) -> int:
         """Synonym edges from new phrases to their nearest neighbours (cosine >= threshold)."""
@@ -389,8 +388,9 @@ class Engine:
             [(a, b, w) for (a, b), w in unique.items()])
         return len(unique)
 
-    def optimize_graph(self, threshold: float) -> dict:
-        """Rebuild every synonym edge at ``threshold`` and drop orphan phrases."""
+    def optimize_graph(self, threshold: float | None = None) -> dict:
+        """Rebuild every synonym edge at ``threshold`` (default: the setting) and drop orphan phrases."""
+        threshold = self.settings.synonym_threshold if threshold is None else threshold
         if not 0.0 < threshold <= 1.0:
             raise InvalidInput("threshold must be in (0, 1]")
         before = self.store.counts()
@@ -803,12 +803,15 @@ class Engine:
 
     def stats(self) -> dict:
         meta = self.store.meta()
+        last = meta.get("synonym_threshold")  # recorded by the last optimize_graph, for information
         return {"db": str(self.store.path), "db_bytes": self.store.file_size(),
                 **self.store.counts(), "embedder": meta.get("embedder", self.embedder.name),
                 "dim": int(meta.get("dim", self.embedder.dim)),
                 "phrase_embedder": meta.get("phrase_embedder"), "extractor": meta.get("extractor"),
                 "schema_version": int(meta.get("schema_version", 0)),
                 "writer_version": meta.get("writer_version"), "budget": self.budget().as_dict(),
+                "synonym_threshold": {"setting": self.settings.synonym_threshold,
+                                      "last_optimize": float(last) if last else None},
                 "repos": self.code.repos(),
                 "read_only": self.store.read_only}
 
