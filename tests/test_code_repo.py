@@ -341,9 +341,12 @@ def test_incremental_equals_rebuild_on_this_projects_history(tmp_path: Path) -> 
         eng.index_repo(clone, max_commits=40, exclude=("tests",))
         # "Which commit changed X and why", on a real history: the commit git itself names as
         # the one that introduced CodeIndex._relink is in its history, with git's message.
-        hist = eng.symbol_history("CodeIndex._relink")["commits"]
-        first = git(clone, "log", "--format=%H", "--reverse", "-S", "def _relink(", "--",
-                    "seahorse/codeindex.py").splitlines()[0]
+        found = eng.symbol_history("CodeIndex._relink")
+        hist = found["commits"]
+        # git's own answer for the file the method lives in now (a move git saw as a rename is
+        # followed by both; one it did not see starts a new history for both).
+        first = git(clone, "log", "--format=%H", "--reverse", "-M", "--follow", "-S", "def _relink(", "--",
+                    found["symbol"]["path"]).splitlines()[0]
         by_sha = {c["commit"]: c for c in hist}
         assert first in by_sha and by_sha[first]["change"] == "added"
         assert by_sha[first]["message"] == git(clone, "log", "-1", "--format=%B", first).strip()

@@ -321,12 +321,18 @@ def test_engine_creates_the_database_directory(tmp_path: Path) -> None:
         db.close()
 
 
-def test_optimize_threshold_is_kept_for_later_indexing(engine: Engine) -> None:
-    engine.optimize_graph(0.95)
-    engine.add_document("Raspberry Pi 5 boards and Raspberry Pi 4 boards and Raspberry Pie.")
-    weights = _synonym_weights(engine)
-    assert all(w >= 0.95 for w in weights)
-    assert all(a < b for a, b in _q(engine, "SELECT src, dst FROM edges"))
+def test_the_setting_links_new_phrases_not_the_last_optimize_threshold(hash_settings: Settings) -> None:
+    with Engine(hash_settings) as eng:
+        eng.add_document("Raspberry Pi boards need memory pressure relief.")
+        assert eng.optimize_graph(0.9)["threshold"] == 0.9
+    with Engine(hash_settings.with_overrides(synonym_threshold=0.8)) as eng:  # a new process
+        eng.add_document("Raspberry Pi 5 boards and Raspberry Pi 4 boards and Raspberry Pie.")
+        weights = _synonym_weights(eng)
+        assert min(weights) >= 0.8 and any(w < 0.9 for w in weights)  # linked at 0.8, not 0.9
+        assert all(a < b for a, b in _q(eng, "SELECT src, dst FROM edges"))
+        assert eng.stats()["synonym_threshold"] == {"setting": 0.8, "last_optimize": 0.9}
+        assert eng.optimize_graph()["threshold"] == 0.8  # no argument: the setting
+        assert eng.stats()["synonym_threshold"] == {"setting": 0.8, "last_optimize": 0.8}
 
 
 def test_duplicate_source_in_one_batch_is_refused(engine: Engine) -> None:

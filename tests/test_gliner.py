@@ -20,17 +20,24 @@ import onnx_fixtures
 import pytest
 
 from seahorse import Engine, Settings, gliner
+from seahorse.config import load_settings
 from seahorse.errors import ConfigError, InvalidInput
-from seahorse.extract import RuleExtractor
-from seahorse.gliner import (
-    DEFAULT_LABELS,
-    GlinerExtractor,
-    GlinerSettings,
-    auto_setup,
-    describe,
-    gliner_settings,
-    make_extractor,
-)
+from seahorse.extract import Extractor, RuleExtractor
+from seahorse.gliner import DEFAULT_LABELS, GlinerExtractor, GlinerSettings, auto_setup
+
+
+def gliner_settings(env: dict[str, str]) -> GlinerSettings:
+    """The GLINER_* group as the one settings loader resolves it from *env* alone."""
+    return load_settings(env=env).gliner
+
+
+def make_extractor(env: dict[str, str]) -> Extractor:
+    """The extractor for settings read from *env* alone (also where auto setup finds HF_HOME)."""
+    return gliner.make_extractor(load_settings(env=env), env)
+
+
+def describe(env: dict[str, str]) -> dict:
+    return gliner.describe(load_settings(env=env), env)
 
 LABELS = ",".join(gf.LABELS)
 

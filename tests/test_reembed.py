@@ -26,7 +26,7 @@ class Hash32(HashEmbedder):
         super().__init__(32)
 
 
-register_embedder("hash32", lambda _path: (Hash32(), HashPhrases()))
+register_embedder("hash32", lambda _path, _threads: (Hash32(), HashPhrases()))
 
 
 def _build(db: Path, embedder: str = "hash") -> None:

@@ -20,6 +20,7 @@ from onnx import TensorProto, helper
 from onnx_fixtures import VOCAB, build_model, build_tokenizer, expected_score
 
 from seahorse import onnxrt
+from seahorse.config import load_settings
 from seahorse.errors import ConfigError, InvalidInput, MissingExtra
 from seahorse.rerank import (
     CrossEncoder,
@@ -29,10 +30,14 @@ from seahorse.rerank import (
     fuse,
     pack_pair,
     rerank,
-    rerank_settings,
     rerank_window,
     special_ids,
 )
+
+
+def rerank_settings(env: dict[str, str]) -> RerankSettings:
+    """The RERANK_* group as the one settings loader resolves it from *env* alone."""
+    return load_settings(env=env).rerank
 
 PASSAGES = ["the board is good", "the board is bad", "memory swap", "great great cpu",
             "pi is slow", "good good good"]
@@ -204,13 +209,14 @@ def test_bad_arguments_are_refused(assets):
 @pytest.mark.parametrize("raw,expected", [("", min(2, os.cpu_count() or 1)),
                                           ("0", min(2, os.cpu_count() or 1)), (" 3 ", 3)])
 def test_onnx_threads(raw, expected):
-    assert onnxrt.onnx_threads({"SEAHORSE_ONNX_THREADS": raw}) == expected
+    setting = load_settings(env={"SEAHORSE_ONNX_THREADS": raw}).onnx_threads
+    assert onnxrt.onnx_threads(setting) == expected
 
 
 @pytest.mark.parametrize("raw", ["two", "-1", "1.5"])
 def test_bad_onnx_threads(raw):
     with pytest.raises(ConfigError, match="SEAHORSE_ONNX_THREADS"):
-        onnxrt.onnx_threads({"SEAHORSE_ONNX_THREADS": raw})
+        load_settings(env={"SEAHORSE_ONNX_THREADS": raw})
 
 
 # --- quantization --------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from onnx_fixtures import build_model, build_tokenizer
 
-from seahorse import Engine, Settings
+from seahorse import Engine, Settings, load_settings
+from seahorse.config import RerankSettings
 from seahorse.errors import ConfigError
 
 DOCS = {
@@ -31,7 +32,7 @@ def _engine(tmp_path: Path, monkeypatch, env: dict[str, str]) -> Engine:
         monkeypatch.delenv(k)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    eng = Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash"))
+    eng = Engine(load_settings(db_path=tmp_path / "kg.db", embedder="hash"))
     if not eng.store.db.execute("SELECT count(*) FROM documents").fetchone()[0]:
         for source, text in DOCS.items():
             eng.add_document(text, source=source)
@@ -91,7 +92,11 @@ def test_a_missing_model_falls_back_to_pagerank_with_a_reason(tmp_path, monkeypa
 def test_bad_rerank_settings_fail_at_open(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("RERANK_FUSION_METHOD", "borda")
     with pytest.raises(ConfigError, match="RERANK_FUSION_METHOD"):
-        Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash"))
+        Engine()  # the settings come from the environment here
+    with pytest.raises(ConfigError, match="RERANK_FUSION_METHOD"):
+        Engine(load_settings(db_path=tmp_path / "kg.db", embedder="hash"))
+    with pytest.raises(ConfigError, match="RERANK_FUSION_METHOD"):  # a library caller's own
+        Settings(db_path=tmp_path / "kg.db", rerank=RerankSettings(fusion_method="borda"))
 
 
 def test_cli_search_reports_the_fusion(cli, model) -> None:

@@ -296,14 +296,9 @@ class Ingest:
         self.store.set_vectors("phrase", zip(new_ids, vecs))
         cache.append(np.array(new_ids, dtype=np.int64), vecs)
         made = self._nearest_edges(vecs, np.array(new_ids), cache.ids, cache.mat,
-                                   self.synonym_threshold())
+                                   self.rt.settings.synonym_threshold)
         cache.version = self.store.graph_version() + 1  # the caller bumps once after
         return made
-
-    def synonym_threshold(self) -> float:
-        """The threshold of the last optimize-graph run, else the configured one."""
-        stored = self.store.meta().get("synonym_threshold")
-        return float(stored) if stored else self.rt.settings.synonym_threshold
 
     def _nearest_edges(self, queries: np.ndarray, query_ids: np.ndarray, ids: np.ndarray,
                        mat: np.ndarray, threshold: float) -> int:
@@ -321,8 +316,11 @@ class Ingest:
         self.store.put_edges("synonym", edges)
         return len({(min(a, b), max(a, b)) for a, b, _w in edges})
 
-    def optimize_graph(self, threshold: float) -> dict:
-        """Rebuild every synonym edge at ``threshold`` and drop orphan phrases."""
+    def optimize_graph(self, threshold: float | None = None) -> dict:
+        """Rebuild every synonym edge at ``threshold`` (default: the setting, which also links
+        every new phrase; the threshold used is recorded in meta for ``stats``) and drop
+        orphan phrases."""
+        threshold = self.rt.settings.synonym_threshold if threshold is None else threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
                 or not 0.0 < threshold <= 1.0:
             raise InvalidInput("threshold must be in (0, 1]", field="threshold")

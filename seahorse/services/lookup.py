@@ -69,10 +69,13 @@ class Lookup:
     def stats(self, rt: Runtime, budget: Budget) -> dict:
         store = self.store
         meta = store.meta()
+        last = meta.get("synonym_threshold")
         return {"db": str(store.path), "db_bytes": store.file_size(), **store.counts(),
                 "embedder": meta.get("embedder", rt.embedder.name),
                 "dim": int(meta.get("dim", rt.embedder.dim)),
                 "phrase_embedder": meta.get("phrase_embedder"), "extractor": meta.get("extractor"),
                 "schema_version": int(meta.get("schema_version", 0)),
                 "writer_version": meta.get("writer_version"), "budget": budget.as_dict(),
+                "synonym_threshold": {"setting": rt.settings.synonym_threshold,
+                                      "last_optimize": float(last) if last else None},
                 "repos": store.repo_summaries(), "read_only": store.read_only}

@@ -24,7 +24,6 @@ from ..budget import process_rss
 from ..config import Settings
 from ..embed import TIERS, make_embedders
 from ..errors import InvalidInput, SeahorseError
-from ..rerank import rerank_settings
 from ..store import open_store
 
 QUERY = "how does zram help a raspberry pi under memory pressure"
@@ -55,43 +54,44 @@ def _measure(fn_load, fn_run, runs: int = 5) -> dict:
 def _embedder_row(key: str, settings: Settings, measure: bool) -> dict:
     row: dict = {"kind": "embedder", "tier": key, "env": f"SEAHORSE_EMBEDDER={key}"}
     try:
-        emb, _phrases = make_embedders(key, settings.embedder_path)
+        emb, _phrases = make_embedders(key, settings.embedder_path, settings.onnx_threads)
         path = getattr(emb, "model_path", None)
         row.update(name=emb.name, found=True, path=str(path) if path else None, bytes=_size(path),
                    dim=emb.dim)
     except SeahorseError as exc:
         return {**row, "found": False, "why": str(exc)}
     if measure:
-        row["measured"] = _measure(lambda: make_embedders(key, settings.embedder_path)[0],
+        row["measured"] = _measure(lambda: make_embedders(key, settings.embedder_path,
+                                                          settings.onnx_threads)[0],
                                    lambda e: e.embed([QUERY]))
     return row
 
 
-def _reranker_row(env: Mapping[str, str] | None, measure: bool) -> dict:
+def _reranker_row(settings: Settings, measure: bool) -> dict:
     from ..rerank import CrossEncoder
 
-    rs = rerank_settings(env)
+    rs, threads = settings.rerank, settings.onnx_threads
     row: dict = {"kind": "reranker", "enabled": rs.enabled, "env": "RERANK_MODEL_PATH",
                  "path": str(rs.model_path) if rs.model_path else None,
                  "bytes": _size(rs.model_path), "top_n": rs.top_n, "fusion": rs.fusion_method}
     if rs.model_path is None:
         return {**row, "found": False, "why": "RERANK_MODEL_PATH is not set"}
     try:
-        enc = CrossEncoder.from_settings(rs)
+        enc = CrossEncoder.from_settings(rs, threads=threads)
         enc.score("probe", ["probe"])
     except SeahorseError as exc:
         return {**row, "found": False, "why": str(exc)}
     row["found"] = True
     if measure:
         passages = [QUERY * 4] * rs.top_n
-        row["measured"] = _measure(lambda: CrossEncoder.from_settings(rs),
+        row["measured"] = _measure(lambda: CrossEncoder.from_settings(rs, threads=threads),
                                    lambda e: e.score(QUERY, passages))
         row["measured"]["what"] = f"{rs.top_n} candidates of ~{len(QUERY) * 4} characters"
     return row
 
 
-def _extractor_row(env: Mapping[str, str] | None) -> dict:
-    info = gliner.describe(env)
+def _extractor_row(settings: Settings, env: Mapping[str, str] | None) -> dict:
+    info = gliner.describe(settings, env)
     found = info["kind"] == "gliner"
     return {"kind": "extractor", "tier": "gliner", "found": found, "name": info["extractor"],
             "env": "GLINER_ONNX_PATH", "path": info["onnx_path"], "bytes": info["bytes"] or None,
@@ -100,11 +100,15 @@ def _extractor_row(env: Mapping[str, str] | None) -> dict:
 
 
 def inventory(settings: Settings, env: Mapping[str, str] | None = None, measure: bool = False) -> dict:
-    """Every model Seahorse can use on this machine: found or not, where, size, cost."""
+    """Every model Seahorse can use on this machine: found or not, where, size, cost.
+
+    Everything comes from *settings*; *env* is only where GLiNER auto setup looks for the
+    HuggingFace cache (``os.environ`` by default)."""
     rows = [_embedder_row(key, settings, measure) for key in TIERS]
-    rows.append(_reranker_row(env, measure))
-    rows.append(_extractor_row(env))
-    return {"models": rows, "onnxruntime": _ort_version(), "threads": onnxrt.onnx_threads(env)}
+    rows.append(_reranker_row(settings, measure))
+    rows.append(_extractor_row(settings, env))
+    return {"models": rows, "onnxruntime": _ort_version(),
+            "threads": onnxrt.onnx_threads(settings.onnx_threads)}
 
 
 def _ort_version() -> str:
@@ -117,13 +121,14 @@ def _ort_version() -> str:
 
 
 def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
-    """What is in force for these settings, with the fallback and its reason for each option."""
+    """What is in force for these settings, with the fallback and its reason for each option
+    (*env*: as in :func:`inventory`)."""
     checks = []
     emb = _embedder_row(settings.embedder, settings, False) if settings.embedder in TIERS else {
         "tier": settings.embedder, "found": True, "name": settings.embedder}
     checks.append({"what": "embedder", "status": "ok" if emb.get("found") else "error",
                    "detail": emb.get("name") if emb.get("found") else emb["why"]})
-    rr = _reranker_row(env, False)
+    rr = _reranker_row(settings, False)
     if not rr["enabled"]:
         checks.append({"what": "reranker", "status": "off",
                        "detail": "RERANK_ENABLED is off: ranking by PageRank (and seeds) only"})
@@ -131,7 +136,7 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
         checks.append({"what": "reranker", "status": "ok" if rr["found"] else "fallback",
                        "detail": rr["path"] if rr["found"] else
                        f"{rr['why']}; falling back to PageRank order"})
-    ex = gliner.describe(env)
+    ex = gliner.describe(settings, env)
     if ex["kind"] == "gliner":
         checks.append({"what": "extractor", "status": "ok",
                        "detail": f"{ex['extractor']} ({ex['onnx_path']})"})
@@ -144,7 +149,7 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
     if settings.db_path.exists():
         checks.append(_db_check(settings, emb.get("name")))
     return {"checks": checks, "db": str(settings.db_path), "onnxruntime": _ort_version(),
-            "threads": onnxrt.onnx_threads(env)}
+            "threads": onnxrt.onnx_threads(settings.onnx_threads)}
 
 
 def _db_check(settings: Settings, embedder_name: str | None) -> dict:

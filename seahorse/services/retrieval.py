@@ -19,6 +19,7 @@ from ..config import Settings
 from ..embed import Embedder
 from ..extract import Extractor
 from ..graph import GraphCache
+from ..numeric import minmax
 from ..store import Store
 from ..text import fts_match, query_terms
 
@@ -28,6 +29,7 @@ SESSION_WEIGHT = 0.5  # the context's teleport mass, relative to the query's own
 DRIFT_RATIO = 0.5  # context mass under half its uniform share = the query left the topic
 CONTEXT_PHRASES = 8
 SECONDARY_WEIGHT = 0.5
+FLAT = 1e-12  # a score column spanning less than this is constant: min-max gives zeros
 DOC_WORDS = frozenset({"doc", "docs", "documentation", "documented", "readme", "guide", "tutorial",
                        "changelog", "explain", "explains", "explained"})
 
@@ -124,20 +126,13 @@ def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, c
     """Code ranking: the query's own evidence (seeds) plus the walk's lift over structure
     (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates."""
     lift = scores[cand] / np.sqrt(index.global_pagerank(settings.damping, node_budget)[cand])
-    out = _minmax(seeds[cand]) + _minmax(lift)
+    out = minmax(seeds[cand], FLAT) + minmax(lift, FLAT)
     # Tests and examples rank behind the code they exercise, even when the question is about
     # testing: "in a test without a server" asks for the test client, not for a test.
     out = np.where(index.secondary[cand], out * SECONDARY_WEIGHT, out)
     if not DOC_WORDS & set(query_terms(query)):  # prose and text windows rank behind declarations
         out = np.where(index.graph.kinds[cand] == "passage", out * SECONDARY_WEIGHT, out)
     return out
-
-
-def _minmax(v: np.ndarray) -> np.ndarray:
-    if v.size == 0:
-        return v
-    lo, hi = float(v.min()), float(v.max())
-    return np.zeros_like(v) if hi - lo < 1e-12 else (v - lo) / (hi - lo)
 
 
 def _seed_phrases(index: RetrievalIndex, q: np.ndarray, query: str, extractor: Extractor,
@@ -181,11 +176,11 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     t_embed = time.perf_counter()
     dense = index.passage_vecs @ q
     seeds = np.zeros(g.n)
-    seeds[index.passage_idx] += settings.passage_prior * _minmax(dense)
+    seeds[index.passage_idx] += settings.passage_prior * minmax(dense, FLAT)
     lexical: dict[int, float] = {}
     lex = store.fts_search(fts_match(query_terms(query)), LEXICAL_CANDIDATES)
     if lex:
-        lex_scores = _minmax(np.array([s for _i, s in lex]))
+        lex_scores = minmax(np.array([s for _i, s in lex]), FLAT)
         for (node_id, raw), norm in zip(lex, lex_scores):
             v = g.index.get(node_id)
             if v is not None:

@@ -122,7 +122,7 @@ class Search:
             return None
         if self._cross_encoder is None:
             try:
-                enc = CrossEncoder.from_settings(settings)
+                enc = CrossEncoder.from_settings(settings, threads=self.rt.settings.onnx_threads)
                 enc.score("probe", ["probe"])  # loads the model and tokenizer, checks inputs
             except SeahorseError as exc:
                 self._reranker_failed(exc)

@@ -1,0 +1,17 @@
+"""Small numeric helpers shared by retrieval and reranking (numpy only, no models)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def minmax(x: np.ndarray, eps: float = 0.0) -> np.ndarray:
+    """Scale to [0, 1]; a column whose span is at most *eps* (constant, or one value) gives
+    zeros. A finite column whose span overflows float range is rescaled first."""
+    if x.size == 0:
+        return x
+    if np.isfinite(x).all() and not np.isfinite(x.max() - x.min()):
+        x = x / np.abs(x).max()
+    lo, hi = float(x.min()), float(x.max())
+    span = hi - lo
+    return np.zeros_like(x) if span <= eps else (x - lo) / span
