@@ -479,6 +479,11 @@ class GlinerExtractor:
     def extract(self, text: str) -> list[Phrase]:
         return self.extract_batch([text])[0]
 
+    @property
+    def fallback_name(self) -> str:
+        """Who answers when the model fails at run time (recorded per document)."""
+        return self.rules.name
+
     def check(self) -> None:
         """Load the model and run it once on a probe sentence; raises what would go wrong."""
         self.extract_spans([_PROBE])

@@ -387,3 +387,21 @@ def test_engine_indexes_gliner_entities(tmp_path: Path, model_dir: Path):
     assert {"ada lovelace", "charles babbage", "london"} <= keys
     assert "memory pressure" in keys  # the rule concepts stay
     assert meta["extractor"] == extractor.name
+
+
+def test_a_runtime_failure_is_recorded_as_the_rules_for_that_document(tmp_path: Path, model_dir: Path):
+    extractor = make_extractor(_env(model_dir, GLINER_MODEL="tiny/gliner"))
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash"), extractor=extractor) as eng:
+        eng.add_document("Ada Lovelace worked with Charles Babbage in London.", source="doc:ok")
+        real = extractor._session
+
+        class Failing:
+            def run(self, *a, **k):
+                raise RuntimeError("ORT exploded")
+        extractor._session = Failing()
+        eng.add_document("Grace Hopper wrote the first compiler in Philadelphia.", source="doc:failed")
+        extractor._session = real
+        by_source = dict(eng.store.db.execute("SELECT source, extractor FROM documents").fetchall())
+        stats = eng.stats()
+    assert by_source == {"doc:ok": extractor.name, "doc:failed": RuleExtractor.name}
+    assert stats["documents_by_extractor"] == {extractor.name: 1, RuleExtractor.name: 1}

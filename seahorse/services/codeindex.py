@@ -139,6 +139,7 @@ class CodeIndex:
         language = language_for(f.path) if f.kind == "code" else None
         spans: list[tuple[Symbol, str]] = []
         if language is not None:
+            prep.extractor = f"tree-sitter:{PARSER_VERSION}"
             symbols = self._parse_cached(f.blob, data, language, f.path)
             children: dict[str | None, list[str]] = defaultdict(list)
             for s in symbols[1:]:

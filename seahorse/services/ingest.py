@@ -39,6 +39,7 @@ class Prepared:
     vectors: np.ndarray | None = None
     fact_vectors: list[np.ndarray] = field(default_factory=list)
     node_kind: str = "passage"  # or "memory", "symbol"
+    extractor: str | None = None  # the extractor that produced the phrases (None: none ran)
 
 
 @dataclass
@@ -153,6 +154,7 @@ class Ingest:
     def analyse(self, prep: Prepared) -> Prepared:
         """Chunk into passages and extract each sentence's phrases (the facts)."""
         extractor = self.rt.extractor
+        failures = getattr(extractor, "failures", 0)
         body, title = prep.text, prep.title
         title_phrases = extractor.extract(title) if title else []
         batch = getattr(extractor, "extract_batch", None)  # a model runs once per passage
@@ -172,6 +174,9 @@ class Ingest:
             prep.passages.append(passage)
             prep.phrases.append(list(phrases.values()))
             prep.facts.append(facts)
+        # A model that failed at run time for this document left it to its fallback: say so.
+        failed = getattr(extractor, "failures", 0) != failures
+        prep.extractor = getattr(extractor, "fallback_name", extractor.name) if failed else extractor.name
         return prep
 
     def embed(self, preps: list[Prepared]) -> None:
@@ -221,9 +226,10 @@ class Ingest:
                 store.delete_document(old[0], keep_row=True)
                 self.rt.phrase_cache = None  # it may hold phrases that delete just dropped
                 doc_id = old[0]
-                store.update_document(doc_id, prep.title, prep.digest, prep.metadata)
+                store.update_document(doc_id, prep.title, prep.digest, prep.metadata, prep.extractor)
             else:
-                doc_id = store.insert_document(prep.source, prep.title, prep.digest, prep.metadata)
+                doc_id = store.insert_document(prep.source, prep.title, prep.digest, prep.metadata,
+                                               prep.extractor)
             new_phrases: list[int] = []
             for k, passage in enumerate(prep.passages):
                 pid = store.add_passage(doc_id, k, passage, prep.node_kind)

@@ -74,6 +74,7 @@ class Lookup:
                 "embedder": meta.get("embedder", rt.embedder.name),
                 "dim": int(meta.get("dim", rt.embedder.dim)),
                 "phrase_embedder": meta.get("phrase_embedder"), "extractor": meta.get("extractor"),
+                "documents_by_extractor": store.extractor_counts(),
                 "schema_version": int(meta.get("schema_version", 0)),
                 "writer_version": meta.get("writer_version"), "budget": budget.as_dict(),
                 "synonym_threshold": {"setting": rt.settings.synonym_threshold,

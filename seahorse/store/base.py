@@ -54,7 +54,7 @@ class Store(Protocol):
         ...
 
     def insert_document(self, source: str, title: str | None, content_hash: str,
-                        metadata: dict | None) -> int:
+                        metadata: dict | None, extractor: str | None = None) -> int:
         ...
 
     def delete_document(self, doc_id: int, *, keep_row: bool = False) -> dict[str, int]:
@@ -67,7 +67,10 @@ class Store(Protocol):
         ...
 
     def update_document(self, doc_id: int, title: str | None, content_hash: str,
-                        metadata: dict | None) -> None:
+                        metadata: dict | None, extractor: str | None = None) -> None:
+        ...
+
+    def extractor_counts(self) -> dict[str, int]:
         ...
 
     def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:

@@ -227,13 +227,20 @@ def _m0004_code_lineage(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0005_document_extractor(db: sqlite3.Connection) -> None:
+    """Which extractor produced each document's phrases (GLiNER can fall back to the rules at
+    run time for one document; the file-wide ``meta.extractor`` cannot say so)."""
+    _run_script(db, "ALTER TABLE documents ADD COLUMN extractor TEXT;")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
     ("0003_code", _m0003_code),
     ("0004_code_lineage", _m0004_code_lineage),
+    ("0005_document_extractor", _m0005_document_extractor),
 ]
 
 
 # The schema version a database is at = the number of migrations applied to it.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5

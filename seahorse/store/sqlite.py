@@ -229,12 +229,13 @@ class SQLiteStore(CodeTables):
         ).fetchall()
 
     def insert_document(self, source: str, title: str | None, content_hash: str,
-                        metadata: dict | None) -> int:
+                        metadata: dict | None, extractor: str | None = None) -> int:
         now = time.time()
         cur = self.db.execute(
-            "INSERT INTO documents(source, title, content_hash, metadata, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (source, title, content_hash, json.dumps(metadata) if metadata else None, now, now),
+            "INSERT INTO documents(source, title, content_hash, metadata, created_at, updated_at,"
+            " extractor) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (source, title, content_hash, json.dumps(metadata) if metadata else None, now, now,
+             extractor),
         )
         return int(cur.lastrowid)
 
@@ -262,10 +263,17 @@ class SQLiteStore(CodeTables):
                                (doc_id,)).fetchall()
 
     def update_document(self, doc_id: int, title: str | None, content_hash: str,
-                        metadata: dict | None) -> None:
+                        metadata: dict | None, extractor: str | None = None) -> None:
         self.db.execute(
-            "UPDATE documents SET title=?, content_hash=?, metadata=?, updated_at=? WHERE id=?",
-            (title, content_hash, json.dumps(metadata) if metadata else None, time.time(), doc_id))
+            "UPDATE documents SET title=?, content_hash=?, metadata=?, updated_at=?, extractor=?"
+            " WHERE id=?",
+            (title, content_hash, json.dumps(metadata) if metadata else None, time.time(), extractor,
+             doc_id))
+
+    def extractor_counts(self) -> dict[str, int]:
+        """How many documents each extractor produced the phrases of."""
+        return dict(self.db.execute("SELECT coalesce(extractor, 'unknown'), count(*) FROM documents"
+                                    " GROUP BY 1 ORDER BY 1"))
 
     # ----- nodes and edges --------------------------------------------------------------
     def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
