@@ -213,6 +213,8 @@ class Engine:
         (open with ``reembedding=True`` when the file was embedded by another model)."""
         return reembed(self.rt, progress)
 
-    def stats(self) -> dict:
-        return self.lookup.stats(self.rt, self.budget())
+    def stats(self, graph: bool = False) -> dict:
+        """Counts by kind, models, node budget, repositories; ``graph`` adds igraph's analyses
+        (components, hubs, communities)."""
+        return self.lookup.stats(self.rt, self.budget(), graph)
 

@@ -57,3 +57,15 @@ def test_delete_memory_is_one_transaction(engine: Engine, tmp_path: Path) -> Non
     with sqlite3.connect(engine.store.path) as db:
         assert db.execute("SELECT count(*) FROM memory_history").fetchone()[0] == 0
         assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+
+
+def test_igraph_analyses_serve_stats_and_optimize_graph(engine: Engine) -> None:
+    engine.add_document("Raspberry Pi 5 users enable zram. Zram keeps pages in memory.", source="a")
+    engine.add_document("Bananas are yellow fruit.", source="b")
+    plain = engine.stats()
+    assert "graph" not in plain  # the analyses cost a pass over the graph: asked for only
+    g = engine.stats(graph=True)["graph"]
+    # two documents sharing no phrase: at least two components, every vertex counted once
+    assert g["components"]["count"] >= 2 and g["nodes"] == sum(plain["nodes"].values())
+    assert g["communities"]["count"] >= 2 and g["hubs"]["count"] == 0
+    assert engine.optimize_graph(0.9)["graph"]["nodes"] == g["nodes"]

@@ -1,7 +1,10 @@
 """Personalized PageRank: igraph as the reference, a dense re-implementation of the documented
-formula for the hub and dangling rules, and the budgeted subgraph selection."""
+formula for the hub and dangling rules, properties of the hub residual teleport, the budgeted
+subgraph selection, and the offline igraph analyses."""
 
 from __future__ import annotations
+
+from unittest import mock
 
 import igraph as ig
 import numpy as np
@@ -10,11 +13,13 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
+from seahorse import graph as graph_module
 from seahorse.graph import (
     HUB_FACTOR,
     HUB_MIN_DEGREE,
     GraphCache,
-    hub_self_loops,
+    analyse,
+    hub_residual_shares,
     power_iteration,
     transition_matrix,
 )
@@ -46,28 +51,47 @@ def _cache(n: int, pairs, w, kinds=None) -> GraphCache:
     return GraphCache.build(1, nodes, edges)
 
 
-def _dense_reference(n: int, pairs, w, hub_share: np.ndarray, seeds: np.ndarray,
-                     damping: float) -> np.ndarray:
-    """The module docstring's walk, written densely and independently of graph.py:
+def _igraph_ppr(n: int, pairs, w, reset: np.ndarray, damping: float) -> np.ndarray:
+    """The reference: igraph's weighted personalized PageRank (the cache no longer builds an
+    igraph graph, so the tests do)."""
+    g = ig.Graph(n=n, edges=list(pairs), directed=False)
+    g.es["weight"] = [float(x) for x in w]
+    return np.array(g.personalized_pagerank(weights="weight", damping=damping,
+                                            reset=np.asarray(reset, dtype=float).tolist()))
 
-    x <- (1 - d) p + d (T^T x + (dangling mass of x) p), where a hub keeps a self-loop share s
-    and spreads (1 - s) over its neighbours in proportion to edge weight.
-    """
+
+def _dense_adjacency(n: int, pairs, w) -> np.ndarray:
     a = np.zeros((n, n))
     for (i, j), x in zip(pairs, w, strict=True):
         a[i, j] += x
         a[j, i] += x
+    return a
+
+
+def _dense_reference(n: int, pairs, w, hub_share: np.ndarray, seeds: np.ndarray,
+                     damping: float, exclude_hubs: bool = True) -> np.ndarray:
+    """The module docstring's walk, written densely and independently of graph.py:
+
+    x <- (1 - d) p + d (T^T x + D(x) p + R(x) q): a hub passes (1 - s) of its mass over its
+    neighbours in proportion to edge weight, and its residual R = sum s_i x_i goes to q, the
+    seeds without the hub seeds (all seeds if every seed is a hub, or if not
+    ``exclude_hubs``); dangling mass D goes to p.
+    """
+    a = _dense_adjacency(n, pairs, w)
     out = a.sum(axis=1)
+    dangling = out == 0
     t = np.zeros((n, n))
+    residual = np.zeros(n)
     for i in range(n):
         if out[i] > 0:
             t[i] = (1.0 - hub_share[i]) * a[i] / out[i]
-            t[i, i] += hub_share[i]
-    dangling = out == 0
+            residual[i] = hub_share[i]
     p = seeds / seeds.sum()
+    q = np.array([0.0 if exclude_hubs and hub_share[i] > 0 else p[i] for i in range(n)])
+    q = q / q.sum() if q.sum() > 0 else p
     x = p.copy()
     for _ in range(10_000):
-        nxt = (1 - damping) * p + damping * (t.T @ x + x[dangling].sum() * p)
+        nxt = (1 - damping) * p + damping * (t.T @ x + x[dangling].sum() * p + (residual @ x) * q)
         if np.abs(nxt - x).sum() < 1e-14:
             return nxt
         x = nxt
@@ -95,9 +119,7 @@ def test_power_iteration_matches_igraph(n: int, extra: int, seed: int, damping: 
     t, dangling = transition_matrix(_adjacency(n, pairs, w), None)
     assert not dangling.any()
     ours, _it = power_iteration(t, dangling, reset, damping)
-    g = ig.Graph(n=n, edges=pairs, directed=False)
-    ref = np.array(g.personalized_pagerank(weights=w.tolist(), damping=damping,
-                                           reset=reset.tolist()))
+    ref = _igraph_ppr(n, pairs, w, reset, damping)
     np.testing.assert_allclose(ours, ref, atol=1e-6, rtol=0)
     assert abs(ours.sum() - 1.0) < 1e-9
 
@@ -114,8 +136,7 @@ def test_graph_cache_full_walk_matches_igraph_without_hubs(seed: int) -> None:
     seeds[[0, n - 1]] = [0.2, 0.05]
     res = cache.personalized_pagerank(seeds, 0.5, budget=n)
     assert res.nodes.tolist() == list(range(n))
-    ref = ig.Graph(n=n, edges=pairs, directed=False).personalized_pagerank(
-        weights=w.tolist(), damping=0.5, reset=seeds.tolist())
+    ref = _igraph_ppr(n, pairs, w, seeds, 0.5)
     np.testing.assert_allclose(res.scores, ref, atol=1e-6, rtol=0)
 
 
@@ -135,9 +156,9 @@ def _hub_graph(rng: np.random.Generator, leaves: int, isolated: int):
 
 
 @given(seed=st.integers(0, 2**32 - 1), leaves=st.integers(12, 30), isolated=st.integers(1, 3),
-       damping=st.floats(0.1, 0.85))
+       damping=st.floats(0.1, 0.85), hub_seed=st.booleans())
 def test_hub_and_dangling_walk_matches_dense_reference(seed: int, leaves: int, isolated: int,
-                                                       damping: float) -> None:
+                                                       damping: float, hub_seed: bool) -> None:
     rng = np.random.default_rng(seed)
     n, pairs, w, kinds = _hub_graph(rng, leaves, isolated)
     cache = _cache(n, pairs, w, kinds)
@@ -148,12 +169,14 @@ def test_hub_and_dangling_walk_matches_dense_reference(seed: int, leaves: int, i
     seeds = np.zeros(n)
     seeds[1] = 1.0
     seeds[n - 1] = 0.5  # a dangling seed: its mass must come back to the seeds, not vanish
+    if hub_seed:
+        seeds[0] = 0.7  # a seed hub: its residual must go to the other seeds only
     res = cache.personalized_pagerank(seeds, damping, budget=n)
     assert (res.scores >= 0).all()
     assert res.scores.sum() == pytest.approx(1.0, abs=1e-9)
     ref = _dense_reference(n, pairs, w, share, seeds, damping)
     np.testing.assert_allclose(res.scores, ref, atol=1e-8, rtol=0)
-    # The hub's self-loop changes the answer: plain PPR would differ.
+    # The hub's residual teleport changes the answer: plain PPR would differ.
     plain = _dense_reference(n, pairs, w, np.zeros(n), seeds, damping)
     assert np.abs(plain - ref).max() > 1e-6
 
@@ -165,28 +188,155 @@ def test_only_seed_dangling_keeps_all_mass() -> None:
     np.testing.assert_allclose(res.scores, [0.0, 0.0, 1.0], atol=1e-12)
 
 
-def test_hub_self_loops_rules() -> None:
+def test_hub_residual_shares_rules() -> None:
     degree = np.array([40.0, 40.0, 3.0, 1.0, 0.0] + [1.0] * 30)
     eligible = np.ones(len(degree), dtype=bool)
     eligible[1] = False  # e.g. a passage: never a hub however connected
-    share = hub_self_loops(degree, eligible)
+    share = hub_residual_shares(degree, eligible)
     avg = degree[degree > 0].mean()
     assert share[0] == pytest.approx(min(0.95, 0.8 * 40 / (40 + avg)))
     assert share[1] == 0.0 and (share[2:] == 0).all()
     # Below HUB_MIN_DEGREE nothing is a hub, even far above the mean.
-    assert not hub_self_loops(np.array([7.0, 1, 1, 1, 1, 1, 1, 1]), np.ones(8, bool)).any()
-    assert not hub_self_loops(np.zeros(4), np.ones(4, bool)).any()
+    assert not hub_residual_shares(np.array([7.0, 1, 1, 1, 1, 1, 1, 1]), np.ones(8, bool)).any()
+    assert not hub_residual_shares(np.zeros(4), np.ones(4, bool)).any()
 
 
-def test_transition_rows_are_stochastic_with_hub_loops() -> None:
+def test_transition_rows_leave_the_hub_residual_out() -> None:
     rng = np.random.default_rng(3)
     n, pairs, w, kinds = _hub_graph(rng, 20, 2)
     cache = _cache(n, pairs, w, kinds)
     t_transposed, dangling = cache.transitions()
     rows = np.asarray(t_transposed.T.sum(axis=1)).ravel()
-    np.testing.assert_allclose(rows[~dangling], 1.0, atol=1e-12)
+    # Edge mass + residual share = 1 for every vertex with an edge; dangling rows are empty.
+    np.testing.assert_allclose(rows[~dangling] + cache.hub_self[~dangling], 1.0, atol=1e-12)
+    assert rows[0] == pytest.approx(1.0 - cache.hub_self[0]) and cache.hub_self[0] > 0
     assert (rows[dangling] == 0).all() and dangling.sum() == 2
-    assert t_transposed[0, 0] == pytest.approx(cache.hub_self[0])
+    assert t_transposed.diagonal().max() == 0.0  # no self-loop anywhere
+
+
+# ----- properties of the hub residual teleport ---------------------------------------------
+def _random_hub_graph(rng: np.random.Generator, n_hubs: int, leaves: int, isolated: int):
+    """A sparse connected random passage graph, ``n_hubs`` phrase hubs each joined to every
+    passage (so each is far above the mean degree), and isolated phrases at the end. Hubs
+    come first."""
+    base, _w = _connected_graph(leaves, leaves // 8, rng)
+    pairs = {(a + n_hubs, b + n_hubs) for a, b in base}
+    for h in range(n_hubs):
+        pairs.update((h, v + n_hubs) for v in range(leaves))
+    pairs = sorted(pairs)
+    n = n_hubs + leaves + isolated
+    w = rng.uniform(0.2, 3.0, len(pairs))
+    kinds = ["phrase"] * n_hubs + ["passage"] * leaves + ["phrase"] * isolated
+    return n, pairs, w, kinds
+
+
+_hub_graphs = dict(seed=st.integers(0, 2**32 - 1), n_hubs=st.integers(1, 2),
+                   leaves=st.integers(24, 48), isolated=st.integers(0, 2),
+                   damping=st.floats(0.1, 0.85))
+
+
+def _passage_seeds(rng: np.random.Generator, n_hubs: int, leaves: int, n: int) -> np.ndarray:
+    seeds = np.zeros(n)
+    idx = n_hubs + rng.choice(leaves, int(rng.integers(1, 4)), replace=False)
+    seeds[idx] = rng.uniform(0.1, 2.0, len(idx))
+    return seeds
+
+
+@given(**_hub_graphs)
+def test_non_seed_vertices_hold_only_their_edge_inflow(seed: int, n_hubs: int, leaves: int,
+                                                       isolated: int, damping: float) -> None:
+    """At the fixed point a vertex that is not a seed holds exactly what its neighbours pass it
+    along edges, a hub passing only (1 - s) of its mass: the teleport (restart, dangling and
+    hub residual) lands on seeds only, and no hub feeds itself through a self-loop (which
+    would inflate a hub's score by 1 / (1 - d s))."""
+    rng = np.random.default_rng(seed)
+    n, pairs, w, kinds = _random_hub_graph(rng, n_hubs, leaves, isolated)
+    cache = _cache(n, pairs, w, kinds)
+    assert (cache.hub_self[:n_hubs] > 0).all(), "the hubs must be hubs for this to mean anything"
+    seeds = _passage_seeds(rng, n_hubs, leaves, n)
+    x = cache.personalized_pagerank(seeds, damping, budget=n).scores
+    a = _dense_adjacency(n, pairs, w)
+    out = a.sum(axis=1)
+    passes = np.where(out > 0, (1.0 - cache.hub_self) / np.where(out > 0, out, 1.0), 0.0)
+    inflow = damping * (a.T @ (x * passes))
+    non_seed = seeds == 0
+    np.testing.assert_allclose(x[non_seed], inflow[non_seed], atol=1e-7, rtol=0)
+
+
+@given(**_hub_graphs, hub_mass=st.floats(0.1, 5.0))
+def test_one_step_a_hub_passes_at_most_its_edge_share(seed: int, n_hubs: int, leaves: int,
+                                                     isolated: int, damping: float,
+                                                     hub_mass: float) -> None:
+    """One step from a seed hub h (mass m) plus one isolated seed: h's non-seed neighbours
+    get at most d (1 - s) m, h gets back nothing of its own mass beyond the restart and the
+    dangling return (its residual d s m goes to the other seed), and the mass stays 1."""
+    rng = np.random.default_rng(seed)
+    n, pairs, w, kinds = _random_hub_graph(rng, n_hubs, leaves, isolated + 1)
+    cache = _cache(n, pairs, w, kinds)
+    hub, lone = 0, n - 1  # the last vertex is isolated
+    s = cache.hub_self[hub]
+    assert s > 0 and cache.degree[lone] == 0
+    seeds = np.zeros(n)
+    seeds[[hub, lone]] = [hub_mass, 1.0]
+    p = seeds / seeds.sum()
+    walk = graph_module.power_iteration
+    with mock.patch.object(graph_module, "power_iteration",
+                           lambda *a, **k: walk(*a, **{**k, "max_iter": 1})):
+        x1 = cache.personalized_pagerank(seeds, damping, budget=n).scores
+    neighbours = np.flatnonzero(cache.adj[hub].toarray().ravel() > 0)
+    assert x1[neighbours].sum() <= damping * (1.0 - s) * p[hub] + 1e-12
+    # The hub: restart plus the isolated seed's dangling mass returned to p, nothing of its own.
+    expected_hub = (1.0 - damping) * p[hub] + damping * p[lone] * p[hub]
+    assert x1[hub] == pytest.approx(expected_hub, abs=1e-12)
+    assert x1[lone] == pytest.approx((1.0 - damping) * p[lone] + damping * p[lone] * p[lone]
+                                     + damping * s * p[hub], abs=1e-12)
+    assert x1.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@given(**_hub_graphs, budget=st.integers(4, 60), seed_hubs=st.booleans())
+def test_walk_with_hubs_is_a_distribution(seed: int, n_hubs: int, leaves: int, isolated: int,
+                                          damping: float, budget: int, seed_hubs: bool) -> None:
+    """Full graph or budgeted subgraph (where a hub may lose every edge), hub seeds or not:
+    the scores are non-negative and sum to 1."""
+    rng = np.random.default_rng(seed)
+    n, pairs, w, kinds = _random_hub_graph(rng, n_hubs, leaves, isolated)
+    cache = _cache(n, pairs, w, kinds)
+    seeds = _passage_seeds(rng, n_hubs, leaves, n)
+    if seed_hubs:
+        seeds[:n_hubs] = rng.uniform(0.1, 2.0, n_hubs)
+    for b in (n, budget):
+        res = cache.personalized_pagerank(seeds, damping, budget=b)
+        assert (res.scores >= 0).all()
+        assert res.scores.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_residual_falls_back_to_all_seeds_when_every_seed_is_a_hub() -> None:
+    rng = np.random.default_rng(7)
+    n, pairs, w, kinds = _random_hub_graph(rng, 2, 30, 1)
+    cache = _cache(n, pairs, w, kinds)
+    assert (cache.hub_self[:2] > 0).all()
+    seeds = np.zeros(n)
+    seeds[[0, 1]] = [1.0, 0.5]
+    res = cache.personalized_pagerank(seeds, 0.6, budget=n)
+    ref = _dense_reference(n, pairs, w, cache.hub_self, seeds, 0.6)
+    np.testing.assert_allclose(res.scores, ref, atol=1e-8, rtol=0)
+    assert res.scores.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_seed_hub_residual_goes_to_the_other_seeds() -> None:
+    """Seed a hub and a passage: the hub's residual is teleported to the passage only, so the
+    hub scores below a walk whose residual went back to all seeds (itself included)."""
+    rng = np.random.default_rng(11)
+    n, pairs, w, kinds = _random_hub_graph(rng, 1, 24, 0)
+    cache = _cache(n, pairs, w, kinds)
+    assert cache.hub_self[0] > 0
+    seeds = np.zeros(n)
+    seeds[[0, 5]] = [1.0, 1.0]
+    x = cache.personalized_pagerank(seeds, 0.6, budget=n).scores
+    ref = _dense_reference(n, pairs, w, cache.hub_self, seeds, 0.6)
+    np.testing.assert_allclose(x, ref, atol=1e-8, rtol=0)
+    back_to_all = _dense_reference(n, pairs, w, cache.hub_self, seeds, 0.6, exclude_hubs=False)
+    assert x[0] < back_to_all[0] and x[5] > back_to_all[5]
 
 
 # ----- budgeted selection -------------------------------------------------------------------
@@ -260,3 +410,86 @@ def test_select_priority_is_best_single_path_mass() -> None:
     seeds = np.array([1.0, 0.0, 0.0, 0.5, 0.0])
     assert cache.select(seeds, 2).tolist() == [0, 1]  # flow 0.9 to vertex 1 beats 0.5
     assert cache.select(seeds, 3).tolist() == [0, 1, 3]
+
+
+# ----- offline analyses (igraph) ----------------------------------------------------------
+def _star_graph():
+    """Phrase 1000 joined to passages 1..12 (degree 12: the only hub; mean degree 2 over the
+    vertices with an edge, threshold max(8, 8)); two passages 50 - 51 on their own (with a
+    repeated edge that must merge); isolated phrases 60 and 61."""
+    nodes = ([(1000, "phrase", None)] + [(i, "passage", i) for i in range(1, 13)]
+             + [(50, "passage", 50), (51, "passage", 51), (60, "phrase", None),
+                (61, "phrase", None)])
+    edges = [(1000, i, "context", 1.0) for i in range(1, 13)]
+    edges += [(50, 51, "context", 1.0), (50, 51, "synonym", 0.5)]
+    return nodes, edges
+
+
+def test_analyse_components_and_hubs_on_a_star() -> None:
+    nodes, edges = _star_graph()
+    report = analyse(nodes, edges)
+    assert report["nodes"] == 17 and report["edges"] == 13  # the repeated pair counts once
+    assert report["components"] == {"count": 4, "largest": 13, "isolated": 2}
+    assert report["hubs"]["count"] == 1
+    assert report["hubs"]["threshold"] == pytest.approx(max(HUB_MIN_DEGREE, HUB_FACTOR * 26 / 14))
+    assert report["hubs"]["top"] == [{"node_id": 1000, "degree": 12}]
+    # Same rule as the walk: the cache marks the same vertex, and only it, as a hub.
+    cache = GraphCache.build(1, nodes, edges)
+    assert cache.node_ids[cache.hub_self > 0].tolist() == [1000]
+    # The star, the pair and the two isolated vertices are one community each.
+    assert report["communities"]["count"] == 4
+    assert report["communities"]["largest"] == 13
+    assert 0.0 < report["communities"]["modularity"] < 1.0
+
+
+def test_analyse_a_passage_is_never_a_hub_and_top_is_capped() -> None:
+    # Two phrase hubs (degrees 14 and 12) and one hub-shaped passage (degree 13), over 14
+    # passages, with a chain of 30 passages hanging off passage 100 to keep the mean low:
+    # degree sum 2 * (39 + 30) over 47 vertices, threshold 4 * 138 / 47 = 11.7.
+    nodes = [(1, "phrase", None), (2, "phrase", None), (3, "passage", 3)]
+    nodes += [(100 + i, "passage", 100 + i) for i in range(14)]
+    nodes += [(200 + i, "passage", 200 + i) for i in range(30)]
+    edges = [(1, 100 + i, "context", 1.0) for i in range(14)]
+    edges += [(2, 100 + i, "context", 1.0) for i in range(12)]
+    edges += [(3, 100 + i, "context", 1.0) for i in range(13)]
+    edges += [(100, 200, "context", 1.0)] + [(200 + i, 201 + i, "context", 1.0) for i in range(29)]
+    report = analyse(nodes, edges, top=1)
+    assert report["hubs"]["threshold"] == pytest.approx(4 * 138 / 47)
+    assert report["hubs"]["count"] == 2
+    assert report["hubs"]["top"] == [{"node_id": 1, "degree": 14}]
+    assert report["components"] == {"count": 1, "largest": 47, "isolated": 0}
+    assert analyse(nodes, edges, top=0)["hubs"]["top"] == []
+
+
+def test_analyse_two_cliques_are_two_communities() -> None:
+    nodes = [(i, "phrase", None) for i in range(10)]
+    edges = [(a, b, "context", 1.0) for a in range(5) for b in range(a + 1, 5)]
+    edges += [(a, b, "context", 1.0) for a in range(5, 10) for b in range(a + 1, 10)]
+    edges.append((4, 5, "context", 0.1))  # a weak bridge: one component, still two communities
+    report = analyse(nodes, edges)
+    assert report["components"] == {"count": 1, "largest": 10, "isolated": 0}
+    # Degree sum 2 * (2 * 10 + 1) over 10 vertices: threshold 4 * 4.2, nobody reaches it.
+    assert report["hubs"]["threshold"] == pytest.approx(16.8)
+    assert report["hubs"]["count"] == 0 and report["hubs"]["top"] == []
+    assert report["communities"]["count"] == 2 and report["communities"]["largest"] == 5
+    # Weighted modularity: total weight m = 20.1, each clique holds 10 inside and half the
+    # strength, so Q = 2 * (10 / 20.1 - (1/2)^2).
+    assert report["communities"]["modularity"] == pytest.approx(2 * (10 / 20.1 - 0.25))
+    assert analyse(nodes, edges) == report  # the Louvain draw is seeded: same graph, same answer
+
+
+def test_analyse_empty_and_edgeless_graphs() -> None:
+    empty = analyse([], [])
+    assert empty["components"] == {"count": 0, "largest": 0, "isolated": 0}
+    assert empty["hubs"] == {"threshold": None, "count": 0, "top": []}
+    assert empty["communities"] == {"count": 0, "largest": 0, "modularity": None}
+    lone = analyse([(1, "phrase", None), (2, "passage", 2)], [])
+    assert lone["components"] == {"count": 2, "largest": 1, "isolated": 2}
+    assert lone["communities"] == {"count": 2, "largest": 1, "modularity": None}
+
+
+def test_graph_cache_no_longer_builds_an_igraph_graph() -> None:
+    nodes, edges = _star_graph()
+    cache = GraphCache.build(1, nodes, edges)
+    assert not hasattr(cache, "graph")
+    assert not any(isinstance(v, ig.Graph) for v in vars(cache).values())

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import InvalidInput, NotFound
 from ..extract import Phrase
+from ..graph import analyse
 from ..text import chunk, clean, content_hash, decode_text, split_sentences
 from .runtime import Runtime, check_text
 
@@ -343,7 +344,8 @@ class Ingest:
         store.optimize()
         return {"threshold": threshold, "synonym_edges_removed": removed,
                 "synonym_edges_added": made, "orphan_phrases_removed": orphans,
-                "before": before, "after": store.counts()}
+                "before": before, "after": store.counts(),
+                "graph": analyse(store.load_nodes(), store.load_edges())}
 
 
 class _Many:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..budget import Budget
 from ..errors import InvalidInput, NotFound
+from ..graph import analyse
 from ..repo import Repo
 from ..store import Store
 from .codequery import CodeQueries
@@ -66,7 +67,9 @@ class Lookup:
             shas = self.store.latest_commits(repo_id, limit)
         return {"repo": root, "head": head, "since": since, "commits": self.code.changes(repo_id, shas)}
 
-    def stats(self, rt: Runtime, budget: Budget) -> dict:
+    def stats(self, rt: Runtime, budget: Budget, graph: bool = False) -> dict:
+        """Counts, models, budget and repositories; with ``graph``, igraph's analyses too
+        (components, hubs, communities: about 0.2 s at 30k nodes)."""
         store = self.store
         meta = store.meta()
         last = meta.get("synonym_threshold")
@@ -79,4 +82,5 @@ class Lookup:
                 "writer_version": meta.get("writer_version"), "budget": budget.as_dict(),
                 "synonym_threshold": {"setting": rt.settings.synonym_threshold,
                                       "last_optimize": float(last) if last else None},
-                "repos": store.repo_summaries(), "read_only": store.read_only}
+                "repos": store.repo_summaries(), "read_only": store.read_only,
+                **({"graph": analyse(store.load_nodes(), store.load_edges())} if graph else {})}
