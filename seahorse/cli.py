@@ -52,13 +52,17 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--repo", help="a code checkout: symbols, docs and git history (incremental)")
     ix.add_argument("--source", help="name of the source for --text (default text:<hash>)")
     ix.add_argument("--title", help="title for --text or --file")
-    ix.add_argument("--worktree", action="store_true",
-                    help="--repo: also index uncommitted edits (marked dirty)")
-    ix.add_argument("--no-history", action="store_true", help="--repo: skip git history")
-    ix.add_argument("--max-commits", type=int, default=1000,
-                    help="--repo: newest commits to index (default 1000)")
-    ix.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
-                    help="--repo: skip a folder/file prefix or glob (repeatable), e.g. docs")
+    _repo_flags(ix, "--repo: ")
+
+    ad = sub.add_parser("add-document", parents=[common], help="index one text (= index --text)")
+    ad.add_argument("text", help="the text to index")
+    ad.add_argument("--source", help="name of its source (default text:<hash>)")
+    ad.add_argument("--title", help="its title")
+
+    ir = sub.add_parser("index-repo", parents=[common],
+                        help="index a code checkout: symbols, docs, git history (= index --repo)")
+    ir.add_argument("path", help="the checkout's folder")
+    _repo_flags(ir, "")
 
     se = sub.add_parser("search", parents=[common], help="ask a question")
     se.add_argument("query", help="the question")
@@ -71,26 +75,76 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--refuse", action="store_true", help="refusal outside --repo too")
     se.add_argument("--token-budget", type=int,
                     help="compact hits (path, symbol, span, signature, snippet) under this many tokens")
+    se.add_argument("--snippet-chars", type=int,
+                    help="cut each hit's text at this many characters (marked truncated), as MCP search does")
+
+    sc = sub.add_parser("search-code", parents=[common],
+                        help="search one indexed repository in plain words (= search --repo); refusal on")
+    sc.add_argument("query", help="the question")
+    sc.add_argument("--repo", help="indexed repository (path or name; default the only one)")
+    sc.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    sc.add_argument("--kind", action="append", choices=["symbol", "commit"],
+                    help="node kinds that may be hits (repeatable; commit for history)")
+    sc.add_argument("--no-refuse", action="store_true",
+                    help="answer even when the query's distinctive words are absent from the code")
+    sc.add_argument("--token-budget", type=int,
+                    help="compact hits (path, symbol, span, signature, snippet) under this many tokens")
+
+    for name, text in (("get", "the full record of a hit: whole text, source, a memory's fields and history"),
+                       ("expand", "get, plus the hit's whole document (or a code hit's lines)")):
+        g = sub.add_parser(name, parents=[common], help=text)
+        g.add_argument("id", type=int, help="the id of a search hit")
 
     sy = sub.add_parser("symbol", parents=[common],
                         help="a code symbol: definition, signature, span, callers, callees")
     sy.add_argument("name", help="qualified or bare name, e.g. Flask.wsgi_app")
     sy.add_argument("--repo", help="indexed repository (path or name)")
 
-    hi = sub.add_parser("history", parents=[common], help="the commits that changed a symbol, newest first")
+    fs = sub.add_parser("find-symbol", parents=[common],
+                        help="declarations by qualified or bare name: path, span, signature, doc")
+    fs.add_argument("name", help="qualified or bare name, e.g. Flask.wsgi_app or wsgi_app")
+    fs.add_argument("--repo", help="indexed repository (path or name)")
+    fs.add_argument("--limit", type=int, default=20, help="most declarations to list (default 20)")
+
+    for name, text in (("get-callers", "symbols whose calls resolve to it unambiguously"),
+                       ("get-references", "every place naming it: calls, imports, subclasses, docs")):
+        g = sub.add_parser(name, parents=[common], help=text)
+        g.add_argument("name", help="qualified or bare name")
+        g.add_argument("--repo", help="indexed repository (path or name)")
+
+    hi = sub.add_parser("symbol-history", aliases=["history"], parents=[common],
+                        help="the commits that changed a symbol, newest first")
     hi.add_argument("name", help="qualified or bare name")
     hi.add_argument("--repo", help="indexed repository (path or name)")
     hi.add_argument("--limit", type=int, default=20, help="most commits to list (default 20)")
 
-    ch = sub.add_parser("changes", parents=[common], help="recent commits with the symbols they touched")
+    ch = sub.add_parser("get-recent-changes", aliases=["changes"], parents=[common],
+                        help="recent commits with the symbols they touched")
     ch.add_argument("--since", help="revision to start after, e.g. HEAD~20 (default: the newest --limit)")
     ch.add_argument("--repo", help="indexed repository (path or name)")
     ch.add_argument("--limit", type=int, default=20, help="most commits to list (default 20)")
 
     sub.add_parser("stats", parents=[common], help="counts, profile and node budget in force")
 
-    de = sub.add_parser("delete", parents=[common], help="delete a document by id or source")
+    de = sub.add_parser("delete-document", aliases=["delete"], parents=[common],
+                        help="delete a document by id or source")
     de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
+
+    me = sub.add_parser("memory", parents=[common], help="memories: add (or replace) one, delete one")
+    mesub = me.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
+    ma = mesub.add_parser("add", parents=[common],
+                          help="remember VALUE under KEY (again: replaces it, keeps the old in history)")
+    ma.add_argument("key")
+    ma.add_argument("value")
+    ma.add_argument("--scope", default="global", help="namespace of the key (default global)")
+    ma.add_argument("--kind", default="fact",
+                    help="fact, preference, event, instruction, note or decision (default fact)")
+    ma.add_argument("--trust", type=float, default=1.0, help="0..1, scales its rank (default 1)")
+    ma.add_argument("--strength", type=float, default=1.0, help="0..1, scales its rank (default 1)")
+    ma.add_argument("--provenance", default="user_direct", help="where it came from (default user_direct)")
+    md = mesub.add_parser("delete", parents=[common], help="forget the memory under KEY")
+    md.add_argument("key")
+    md.add_argument("--scope", default="global", help="namespace of the key (default global)")
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
@@ -119,6 +173,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _repo_flags(p: argparse.ArgumentParser, prefix: str) -> None:
+    p.add_argument("--worktree", action="store_true",
+                   help=f"{prefix}also index uncommitted edits (marked dirty)")
+    p.add_argument("--no-history", action="store_true", help=f"{prefix}skip git history")
+    p.add_argument("--max-commits", type=int, default=1000,
+                   help=f"{prefix}newest commits to index (default 1000)")
+    p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                   help=f"{prefix}skip a folder/file prefix or glob (repeatable), e.g. docs")
+
+
 def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool = False):
     from .config import load_settings
     from .engine import Engine
@@ -141,15 +205,13 @@ def _progress(n: int, total: int, path: str) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> Any:
+    if args.text is not None:
+        return cmd_add_document(args)
+    if args.repo is not None:
+        return _index_repo(args, args.repo)
     with _engine(args, create=True) as eng:
-        if args.text is not None:
-            return eng.add_document(args.text, source=args.source, title=args.title).as_dict()
         if args.file is not None:
             return eng.index_file(args.file, title=args.title).as_dict()
-        if args.repo is not None:
-            return eng.index_repo(args.repo, worktree=args.worktree, history=not args.no_history,
-                                  max_commits=args.max_commits, exclude=args.exclude,
-                                  progress=None if args.json else _progress)
         results, skipped = eng.index_dir(args.dir, progress=None if args.json else _progress)
         counts: dict[str, int] = {}
         for r in results:
@@ -157,20 +219,69 @@ def cmd_index(args: argparse.Namespace) -> Any:
         return {"documents": [r.as_dict() for r in results], "skipped": skipped, **counts}
 
 
+def cmd_add_document(args: argparse.Namespace) -> Any:
+    with _engine(args, create=True) as eng:
+        return eng.add_document(args.text, source=args.source, title=args.title).as_dict()
+
+
+def cmd_index_repo(args: argparse.Namespace) -> Any:
+    return _index_repo(args, args.path)
+
+
+def _index_repo(args: argparse.Namespace, path: str) -> Any:
+    with _engine(args, create=True) as eng:
+        return eng.index_repo(path, worktree=args.worktree, history=not args.no_history,
+                              max_commits=args.max_commits, exclude=args.exclude,
+                              progress=None if args.json else _progress)
+
+
 def cmd_search(args: argparse.Namespace) -> Any:
+    if args.repo is not None:
+        return cmd_search_code(args)
     refuse = False if args.no_refuse else (True if args.refuse else None)
     with _engine(args) as eng:
-        if args.repo is not None:
-            result = eng.search_code(args.query, repo=args.repo, top_k=args.top_k, kinds=args.kind,
-                                     refuse=refuse is not False)
-        else:
-            result = eng.search(args.query, top_k=args.top_k, kinds=args.kind, refuse=refuse)
-        out = result.as_dict()
-    if args.token_budget is not None:
-        from .services.codequery import budget_hits
+        return eng.search(args.query, top_k=args.top_k, kinds=args.kind, refuse=refuse,
+                          snippet_chars=args.snippet_chars, token_budget=args.token_budget).as_dict()
 
-        out = {**out, **budget_hits(out["hits"], args.token_budget)}
-    return out
+
+def cmd_search_code(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.search_code(args.query, repo=args.repo, top_k=args.top_k, kinds=args.kind,
+                               refuse=not args.no_refuse, token_budget=args.token_budget).as_dict()
+
+
+def cmd_get(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.get(args.id)
+
+
+def cmd_expand(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.expand(args.id)
+
+
+def cmd_find_symbol(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.find_symbol(args.name, repo=args.repo, limit=args.limit)
+
+
+def cmd_get_callers(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.get_callers(args.name, repo=args.repo)
+
+
+def cmd_get_references(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.get_references(args.name, repo=args.repo)
+
+
+def cmd_memory(args: argparse.Namespace) -> Any:
+    with _engine(args, create=args.memory_command == "add") as eng:
+        if args.memory_command == "add":
+            return eng.upsert_memory(args.key, args.value, scope=args.scope, kind=args.kind,
+                                     trust=args.trust, strength=args.strength,
+                                     provenance=args.provenance)
+        return eng.delete_memory(args.key, scope=args.scope)
 
 
 def cmd_symbol(args: argparse.Namespace) -> Any:
@@ -213,6 +324,7 @@ def _commit_line(c: dict) -> str:
 
 
 def _human(command: str, out: Any) -> str:
+    command = {"add-document": "index", "index-repo": "index", "search-code": "search"}.get(command, command)
     if command == "search":
         lines = []
         if not out["hits"]:
@@ -267,7 +379,7 @@ def _human(command: str, out: Any) -> str:
             lines.append("also named so: " + ", ".join(f"{x['path']}:{x['start_line']} {x['symbol']}"
                                                        for x in out["also_named"][:10]))
         return "\n".join(lines)
-    if command == "history":
+    if command == "symbol-history":
         s = out["symbol"]
         lines = [f"{s['symbol']}  {_where(s)}"]
         lines += [f"  {_commit_line(c)}  [{c.get('change', '')}]" for c in out["commits"]]
@@ -277,7 +389,7 @@ def _human(command: str, out: Any) -> str:
             lines.append("also named so (give the qualified name or path for those): " + ", ".join(
                 f"{x['path']}:{x['start_line']} {x['symbol']}" for x in out["also_named"][:10]))
         return "\n".join(lines)
-    if command == "changes":
+    if command == "get-recent-changes":
         lines = []
         for c in out["commits"]:
             lines.append(_commit_line(c))
@@ -312,7 +424,34 @@ def _human(command: str, out: Any) -> str:
             f"node budget {b['node_budget']}",
         ] + [f"repo       {r['root']}: {r['files']} files, {r['symbols']} symbols, {r['commits']} commits"
              for r in out.get("repos", [])])
-    if command == "delete":
+    if command in ("get", "expand"):
+        return _record(out)
+    if command == "find-symbol":
+        lines = [f"{_where(x)}  ({x['symbol_kind']})\n  {x['signature']}" for x in out]
+        return "\n".join(lines) or f"no symbol by that name; {HINTS['no_symbol']}"
+    if command in ("get-callers", "get-references"):
+        key = "callers" if command == "get-callers" else "references"
+        s = out["symbol"]
+        lines = [f"{s['symbol']}  {_where(s)}", f"{key}:" if out[key] else f"no {key} indexed"]
+        for x in out[key]:
+            if key == "callers":
+                lines.append(f"  {_where(x)}")
+            else:
+                lines.append(f"  {x['kind']:<8} {x['path']}:{x['line']}  {x['symbol'] or ''}"
+                             + ("" if x["resolved"] else "  (unresolved: may mean another symbol)"))
+        if out.get("also_named"):
+            lines.append("also named so (give the qualified name or path for those): " + ", ".join(
+                f"{x['path']}:{x['start_line']} {x['symbol']}" for x in out["also_named"][:10]))
+        return "\n".join(lines)
+    if command == "memory" and "status" in out:
+        return (f"{out['status']} memory {out['scope']}/{out['key']} (node {out['id']}); "
+                f"{out['history']} earlier value(s) kept")
+    if command == "memory":
+        if not out["existed"]:
+            return f"no memory {out['scope']}/{out['key']}: nothing to forget"
+        return (f"forgot memory {out['scope']}/{out['key']}: {out['passages']} passage(s), "
+                f"{out['phrases']} phrase(s) only it held")
+    if command == "delete-document":
         return (f"deleted document {out['doc_id']} ({out['source']}): {out['passages']} "
                 f"passage(s), {out['phrases']} phrase(s) only it held")
     if command == "models" and "src" in out:
@@ -347,6 +486,26 @@ def _human(command: str, out: Any) -> str:
                 f"removed, {out['synonym_edges_added']} added; "
                 f"{out['orphan_phrases_removed']} orphan phrase(s) removed")
     return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def _record(out: dict) -> str:
+    """A node from `get`/`expand`: what and where, then its whole text."""
+    head = f"{out['kind']} {out['id']}"
+    if out.get("commit"):
+        head += "  commit " + _commit_line(out)
+    elif out.get("path"):
+        head += f"  {_where(out)}"
+    elif out.get("source"):
+        head += f"  {out['source']} (document {out['doc_id']}, {out.get('passages', 0)} passage(s))"
+    lines = [head]
+    mem = out.get("memory")
+    if mem:
+        lines.append(f"memory {mem['scope']}/{mem['key']} ({mem['kind']}, trust {mem['trust']}, "
+                     f"strength {mem['strength']}, {mem['provenance']})")
+    lines.append(out.get("body") or out.get("document_text") or out["text"])
+    for h in out.get("history", []):
+        lines.append(f"earlier: {h['value']}")
+    return "\n".join(lines)
 
 
 def cmd_models(args: argparse.Namespace) -> Any:
@@ -390,19 +549,45 @@ def cmd_run(args: argparse.Namespace) -> Any:
 
 
 COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": cmd_stats,
-            "delete": cmd_delete, "optimize-graph": cmd_optimize, "symbol": cmd_symbol,
-            "history": cmd_history, "changes": cmd_changes, "reembed": cmd_reembed,
-            "models": cmd_models, "doctor": cmd_doctor}
+            "delete-document": cmd_delete, "optimize-graph": cmd_optimize, "symbol": cmd_symbol,
+            "symbol-history": cmd_history, "get-recent-changes": cmd_changes, "reembed": cmd_reembed,
+            "models": cmd_models, "doctor": cmd_doctor, "add-document": cmd_add_document,
+            "index-repo": cmd_index_repo, "search-code": cmd_search_code, "get": cmd_get,
+            "expand": cmd_expand, "find-symbol": cmd_find_symbol, "get-callers": cmd_get_callers,
+            "get-references": cmd_get_references, "memory": cmd_memory}
+# The older names of the same verbs: they keep working, with the same output.
+ALIASES = {"delete": "delete-document", "history": "symbol-history", "changes": "get-recent-changes"}
+
+# The next step for an error, by its code, in flags and commands (MCP has its own table).
+HINTS = {
+    "ambiguous_repo": "say which with --repo NAME",
+    "ambiguous_repo_name": "say which with --repo PATH",
+    "no_repo": "run `seahorse index --repo PATH` first",
+    "repo_not_indexed": "run `seahorse index --repo PATH` first",
+    "no_history": "index a git checkout with `seahorse index --repo PATH`",
+    "no_symbol": "`seahorse search-code` finds declarations by description",
+    "no_document": "`seahorse search` shows document ids and sources",
+    "no_node": "ids come from `seahorse search --json` hits",
+    "not_a_directory": "use --file for one file",
+    "is_a_directory": "use --dir for a folder (or --repo for a checkout)",
+}
+
+
+def error_message(exc: SeahorseError) -> str:
+    """The neutral message, then this adapter's next step for its code."""
+    hint = HINTS.get(exc.code)
+    return f"{exc}; {hint}" if hint else str(exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="seahorse: %(message)s")
+    args.command = ALIASES.get(args.command, args.command)
     try:
         out = COMMANDS[args.command](args)
     except SeahorseError as exc:
-        print(f"seahorse: error: {exc}", file=sys.stderr)
+        print(f"seahorse: error: {error_message(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("seahorse: interrupted", file=sys.stderr)

@@ -16,7 +16,14 @@ from .errors import InvalidInput
 from .extract import Extractor
 from .gliner import make_extractor
 from .services.codeindex import CodeIndex
-from .services.codequery import CodeQueries, also_named, check_id, check_limit
+from .services.codequery import (
+    CodeQueries,
+    also_named,
+    check_id,
+    check_limit,
+    check_snippet_chars,
+    check_token_budget,
+)
 from .services.ingest import IndexResult, Ingest
 from .services.lookup import Lookup
 from .services.memory import Memories
@@ -119,21 +126,31 @@ class Engine:
 
     # ----- search -----------------------------------------------------------------------
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
-               kinds: Sequence[str] | None = None, refuse: bool | None = None) -> SearchResult:
+               kinds: Sequence[str] | None = None, refuse: bool | None = None,
+               snippet_chars: int | None = None, token_budget: int | None = None) -> SearchResult:
         """Rank passages, memories and code symbols for ``query``.
 
         With ``session_id``, the phrases where earlier turns' walks settled seed this one too
         (weighted), unless this query's walk does not reach them (``info["session"]["drift"]``).
         ``kinds`` picks node kinds (``commit`` for history). ``refuse`` returns no hits and
-        ``info["refusal"]`` when the query's distinctive words are absent from the store."""
-        return self.searcher.search(query, top_k, session_id, kinds=kinds, refuse=refuse)
+        ``info["refusal"]`` when the query's distinctive words are absent from the store.
+        ``as_dict()`` compacts the hits: each text cut at ``snippet_chars`` (with
+        ``truncated``), or compact hits under ``token_budget`` tokens."""
+        view = _view(snippet_chars, token_budget)
+        res = self.searcher.search(query, top_k, session_id, kinds=kinds, refuse=refuse)
+        res.view = view
+        return res
 
     def search_code(self, query: str, repo: str | Path | None = None, top_k: int = 5, *,
-                    kinds: Sequence[str] | None = None, refuse: bool = True) -> SearchResult:
+                    kinds: Sequence[str] | None = None, refuse: bool = True,
+                    token_budget: int | None = None) -> SearchResult:
         """Rank one repository's declarations, docs (and with ``kinds=["commit"]`` commits);
-        refusal is on by default."""
-        return self.searcher.search(query, top_k, repo=self.code_queries.repo_row(repo)[1], kinds=kinds,
-                                    refuse=refuse)
+        refusal is on by default. ``as_dict()`` gives compact hits under ``token_budget``."""
+        view = _view(None, token_budget)
+        res = self.searcher.search(query, top_k, repo=self.code_queries.repo_row(repo)[1], kinds=kinds,
+                                   refuse=refuse)
+        res.view = view
+        return res
 
     def get(self, id: int) -> dict:
         """The full record of a node: text, source, and for a memory its fields and history."""
@@ -217,4 +234,13 @@ class Engine:
         """Counts by kind, models, node budget, repositories; ``graph`` adds igraph's analyses
         (components, hubs, communities)."""
         return self.lookup.stats(self.rt, self.budget(), graph)
+
+
+def _view(snippet_chars: int | None, token_budget: int | None) -> dict:
+    """How a search result's as_dict() compacts its hits (checked before the search runs)."""
+    if token_budget is not None:
+        return {"token_budget": check_token_budget(token_budget)}
+    if snippet_chars is not None:
+        return {"snippet_chars": check_snippet_chars(snippet_chars)}
+    return {}
 

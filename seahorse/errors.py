@@ -1,9 +1,10 @@
-"""The error hierarchy. Every message says what to do next.
+"""The error hierarchy. Every error says what went wrong, and the caller can tell what to do next.
 
 An error carries a machine-readable ``code`` (default: the class's), the ``field`` (argument)
-it is about, and ``data``; the message is written for any caller. Each adapter words the
-next step for its own user (:func:`seahorse.adapters.hints`): flags for the CLI, tool and
-parameter names for MCP.
+it is about, and ``data``; the message is written for any caller, in no adapter's words. Each
+adapter words the next step for its own user from the code, with one small table:
+``seahorse.cli.HINTS`` (flags and commands) and ``seahorse.server.HINTS`` (tools and
+parameters). A message whose code is in no table says its next step itself, neutrally.
 """
 
 from __future__ import annotations

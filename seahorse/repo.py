@@ -107,9 +107,10 @@ class Repo:
                  exclude: tuple[str, ...] = ()) -> None:
         root = Path(root)
         if not root.exists():
-            raise NotFound(f"{root} does not exist")
+            raise NotFound(f"{root} does not exist", field="path")
         if not root.is_dir():
-            raise InvalidInput(f"{root} is not a directory; --repo takes a checkout's folder")
+            raise InvalidInput(f"{root} is not a directory (a repository is a checkout's folder)",
+                               field="path", code="not_a_directory")
         self.root = root.resolve()
         self.max_bytes = int(max_file_mb * 1024 * 1024)
         self.exclude = tuple(e.strip("/") for e in exclude if e.strip("/"))
@@ -195,8 +196,9 @@ class Repo:
         else:
             if self.toplevel is not None and not self.is_git:
                 listing.notices.append(
-                    f"{self.root} is a folder inside the git checkout {self.toplevel}: indexed as a plain "
-                    f"folder, without history; pass --repo {self.toplevel} (with --exclude) for history")
+                    f"{self.root} is a folder inside the git checkout {self.toplevel}: indexed as a "
+                    f"plain folder, without history; index {self.toplevel} itself (excluding what to "
+                    "skip) for history")
             elif self.is_git:
                 listing.notices.append(f"{self.root} has no commit yet: indexed as a plain folder")
             self._walk(listing)

@@ -21,7 +21,6 @@ from .version import __version__
 
 log = logging.getLogger("seahorse")
 
-SNIPPET_CHARS = 400
 MemoryKind = Literal["fact", "preference", "event", "instruction", "note", "decision"]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
@@ -56,7 +55,7 @@ class _Runtime:
     def call(self, fn_name: str, *args, **kwargs) -> Any:
         return self.call_with(lambda eng: getattr(eng, fn_name)(*args, **kwargs))
 
-    def call_with(self, fn) -> Any:
+    def call_with(self, fn) -> Any:  # fn(engine) under the lock; its errors worded for MCP
         with self.lock:
             try:
                 if self._engine is None:
@@ -66,15 +65,28 @@ class _Runtime:
                     self._engine = Engine(load_settings(db_path=self.db))
                 return fn(self._engine)
             except SeahorseError as exc:
-                raise ToolError(str(exc)) from None
+                raise ToolError(tool_message(exc)) from None
 
 
-def _compact(hit: dict) -> dict:
-    text = hit["text"]
-    hit = dict(hit)
-    hit["truncated"] = len(text) > SNIPPET_CHARS
-    hit["text"] = text[:SNIPPET_CHARS] + ("…" if hit["truncated"] else "")
-    return hit
+# The next step for an error, by its code, in tools' and parameters' words (the CLI has its own).
+HINTS = {
+    "ambiguous_repo": "pass repo=NAME",
+    "ambiguous_repo_name": "pass repo=PATH",
+    "no_repo": "call index_repo(path=...) first",
+    "repo_not_indexed": "call index_repo(path=...) first",
+    "no_history": "index a git checkout with index_repo(path=...)",
+    "no_symbol": "use search_code to find it by description",
+    "no_document": "ids and sources come with search hits (doc_id, source)",
+    "no_node": "ids come from search or search_code hits (id)",
+    "not_a_directory": "index_repo takes a checkout's folder",
+    "is_a_directory": "call index_repo(path=...) for a checkout",
+}
+
+
+def tool_message(exc: SeahorseError) -> str:
+    """One readable sentence: the neutral message, then this adapter's next step."""
+    hint = HINTS.get(exc.code)
+    return f"{exc}; {hint}" if hint else str(exc)
 
 
 def build_server(db: str | None = None) -> MCPServer:
@@ -91,9 +103,10 @@ def build_server(db: str | None = None) -> MCPServer:
     @server.tool(annotations=SEARCH)
     def search(query: str, session_id: str | None = None, top_k: int = 5) -> dict[str, Any]:
         """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context)."""
-        res = rt.call("search", query, top_k=top_k, session_id=session_id).as_dict()
-        res["hits"] = [_compact(h) for h in res["hits"]]
-        return res
+        from .services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
+
+        return rt.call("search", query, top_k=top_k, session_id=session_id,
+                       snippet_chars=SNIPPET_CHARS).as_dict()
 
     @server.tool(annotations=WRITES)
     def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind = "fact",
@@ -134,20 +147,15 @@ def build_server(db: str | None = None) -> MCPServer:
     def search_code(query: str, repo: str | None = None, token_budget: int = 2000,
                     top_k: int = 10, refuse: bool = True) -> dict[str, Any]:
         """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code."""
-        from .services.codequery import budget_hits
-
-        def run(eng):
-            res = eng.search_code(query, repo=repo, top_k=top_k, refuse=refuse).as_dict()
-            return {**res, **budget_hits(res["hits"], token_budget)}  # bad budget: a ToolError too
-
-        return rt.call_with(run)
+        return rt.call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
+                       token_budget=token_budget).as_dict()
 
     @server.tool(annotations=READ_ONLY)
-    def find_symbol(name: str, repo: str | None = None) -> dict[str, Any]:
+    def find_symbol(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
         """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app); returns path, span, signature and doc of each, with callers and callees of the first."""
-        found = rt.call("find_symbol", name, repo=repo)
+        found = rt.call("find_symbol", name, repo=repo, limit=limit)
         if not found:
-            raise ToolError(f"no symbol {name!r}; use search_code to find it by description")
+            raise ToolError(f"no symbol {name!r}; {HINTS['no_symbol']}")
         first = rt.call("symbol", found[0]["symbol"], repo=repo)
         return {"matches": found, "first": first}
 

@@ -6,7 +6,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from seahorse.cli import COMMANDS, _parser
+from seahorse.cli import ALIASES, COMMANDS, _parser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,9 +27,46 @@ def test_every_cli_command_is_documented_in_readme():
     readme = (ROOT / "README.md").read_text()
     documented = set(re.findall(r"`seahorse ([a-z-]+)", readme))
     subparsers = next(a for a in _parser()._actions if a.dest == "command")
-    assert set(subparsers.choices) == set(COMMANDS)
-    missing = set(COMMANDS) - documented
+    assert set(subparsers.choices) == set(COMMANDS) | set(ALIASES)
+    assert set(ALIASES.values()) <= set(COMMANDS)
+    missing = (set(COMMANDS) | set(ALIASES)) - documented
     assert not missing, f"commands missing from README.md: {sorted(missing)}"
+
+
+def _vocabulary() -> dict[str, tuple[str, str]]:
+    """TECH_SPEC's Vocabulary table: MCP tool (or verb) -> (library method, CLI command)."""
+    spec = (ROOT / "TECH_SPEC.md").read_text()
+    section = spec.split("## Vocabulary", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue  # the header and the rule
+        # Each cell's first `code` is its name; a cell without one (— ...) has none.
+        cells = [c.strip() if c.strip().startswith("—") else re.findall(r"`([^`]+)`", c)[0]
+                 for c in line.strip().strip("|").split("|")]
+        method, command, tool = cells
+        rows[method] = (command, tool)
+    return rows
+
+
+def test_every_mcp_tool_is_in_the_vocabulary_with_its_cli_command_and_library_method():
+    from test_server import TOOLS
+
+    from seahorse.engine import Engine
+
+    table = _vocabulary()
+    tools = {tool: (method, command) for method, (command, tool) in table.items() if not tool.startswith("—")}
+    assert set(tools) == TOOLS, "TECH_SPEC.md Vocabulary lists other MCP tools than the server"
+    subparsers = next(a for a in _parser()._actions if a.dest == "command")
+    for method, (command, _tool) in table.items():
+        assert callable(getattr(Engine, method, None)), f"Engine has no method {method}"
+        first = command.removeprefix("seahorse ").split()[0]
+        assert first in subparsers.choices, f"no CLI command {command!r} for {method}"
+    # The naming rule: snake_case tool = library method = kebab-case command (or a memory verb).
+    for tool, (method, command) in tools.items():
+        assert method == tool, (tool, method)
+        assert command.removeprefix("seahorse ") in (tool.replace("_", "-"), "memory add", "memory delete"), \
+            (tool, command)
 
 
 def test_every_setting_variable_is_documented():

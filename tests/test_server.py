@@ -40,8 +40,13 @@ EDITOR_V1 = "The user prefers the Helix editor with a dark colour theme."
 EDITOR_V2 = "The user switched to the Emacs editor with a light colour theme."
 
 
+# The server subprocess gets a minimal environment: put this checkout's package first, or it
+# would run whatever `seahorse` the interpreter has installed (another worktree's, say).
+SOURCE_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
 def _env(db: Path, embedder: str | None = "hash") -> dict[str, str]:
-    env = {"SEAHORSE_DB": str(db), "OPENBLAS_NUM_THREADS": "1"}
+    env = {"SEAHORSE_DB": str(db), "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": SOURCE_ROOT}
     if embedder is not None:
         env["SEAHORSE_EMBEDDER"] = embedder
     return env

@@ -35,9 +35,9 @@ class CodeQueries:
             if len(rows) == 1:
                 return rows[0]
             if not rows:
-                raise NotFound("no repository is indexed; index a checkout first", code="no_repo")
+                raise NotFound("no repository is indexed", code="no_repo")
             names = ", ".join(r[2] for r in rows)
-            raise InvalidInput(f"{len(rows)} repositories are indexed ({names}); name the one to use",
+            raise InvalidInput(f"{len(rows)} repositories are indexed ({names}), which one is meant",
                                field="repo", code="ambiguous_repo", repos=[r[2] for r in rows])
         want = check_text("repo", str(ref))
         try:
@@ -52,9 +52,9 @@ class CodeQueries:
             return named[0]
         if named:
             roots = ", ".join(r[1] for r in named)
-            raise InvalidInput(f"{len(named)} indexed repositories are named {want!r} ({roots}); "
-                               "give the path instead", field="repo", code="ambiguous_repo")
-        raise NotFound(f"repository {want!r} is not indexed; index it first", field="repo",
+            raise InvalidInput(f"{len(named)} indexed repositories are named {want!r} ({roots})",
+                               field="repo", code="ambiguous_repo_name", repos=[r[1] for r in named])
+        raise NotFound(f"repository {want!r} is not indexed", field="repo",
                        code="repo_not_indexed", repo=want)
 
     def code_fields(self, node_ids: list[int]) -> dict[int, dict]:
@@ -120,10 +120,10 @@ class CodeQueries:
         name = check_text("name", name)
         repo_id = self.repo_row(repo)[0] if repo is not None else None
         if repo_id is None and not self.store.repo_rows():
-            raise NotFound("no repository is indexed; index a checkout first", code="no_repo")
+            raise NotFound("no repository is indexed", code="no_repo")
         found = self.find(name, repo_id)
         if not found:
-            raise NotFound(f"no symbol {name!r}; search finds declarations by description",
+            raise NotFound(f"no symbol {name!r}",
                            field="name", code="no_symbol", name=name)
         return found
 
@@ -231,7 +231,42 @@ def check_id(node_id) -> int:
     return node_id
 
 
-# ----- compact hits under a token budget (both adapters use these) -------------------------
+# ----- compact hits: snippets, or a token budget (written once, for every face) ---------------
+SNIPPET_CHARS = 400  # MCP `search` cuts each hit's text here (and says so: `truncated`)
+
+
+def snippet_hit(hit: dict, chars: int = SNIPPET_CHARS) -> dict:
+    """A plain hit with its text cut at ``chars`` characters (``…`` marks the cut) and
+    ``truncated`` saying whether it was; ``expand`` returns the whole text."""
+    text = hit["text"]
+    out = dict(hit)
+    out["truncated"] = len(text) > chars
+    out["text"] = text[:chars] + ("…" if out["truncated"] else "")
+    return out
+
+
+def check_token_budget(token_budget) -> int:
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        raise InvalidInput("token_budget must be a positive integer", field="token_budget")
+    return token_budget
+
+
+def check_snippet_chars(chars) -> int:
+    return check_int("snippet_chars", chars, 1, 1_000_000)
+
+
+def compact_view(result: dict, *, snippet_chars: int | None = None,
+                 token_budget: int | None = None) -> dict:
+    """A search result's dict with its hits compacted: under ``token_budget`` tokens
+    (:func:`budget_hits`; adds ``token_budget``, ``tokens_used``, ``truncated``), else each cut
+    at ``snippet_chars`` (:func:`snippet_hit`), else unchanged."""
+    if token_budget is not None:
+        return {**result, **budget_hits(result["hits"], token_budget)}
+    if snippet_chars is not None:
+        return {**result, "hits": [snippet_hit(h, snippet_chars) for h in result["hits"]]}
+    return result
+
+
 def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -254,8 +289,7 @@ def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
 
 def budget_hits(hits: list[dict], token_budget: int) -> dict:
     """Compact hits, best first, while they fit ``token_budget`` (at least one always)."""
-    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
-        raise InvalidInput("token_budget must be a positive integer", field="token_budget")
+    check_token_budget(token_budget)
     out, used = [], 0
     for h in hits:
         c = compact_hit(h)

@@ -75,7 +75,7 @@ class Ingest:
         if not root.exists():
             raise NotFound(f"{root} does not exist", field="path")
         if not root.is_dir():
-            raise InvalidInput(f"{root} is not a directory; index one file by its path instead",
+            raise InvalidInput(f"{root} is not a directory",
                                field="path", code="not_a_directory")
         files, skipped = _text_files(root)
         results: list[IndexResult] = []
@@ -266,7 +266,7 @@ class Ingest:
         elif doc is None and str(ref).isascii() and str(ref).isdigit() and len(str(ref)) < 19:
             doc = store.document(int(ref))
         if doc is None:
-            raise NotFound(f"no document {ref!r}; document ids and sources come with search hits",
+            raise NotFound(f"no document {ref!r}",
                            field="id", code="no_document")
         return doc
 
@@ -442,7 +442,7 @@ def read_text_file(p: Path, max_mb: float) -> str:
     if not p.exists():
         raise NotFound(f"{p} does not exist", field="path")
     if p.is_dir():
-        raise InvalidInput(f"{p} is a directory; index a directory as one", field="path",
+        raise InvalidInput(f"{p} is a directory", field="path",
                            code="is_a_directory")
     size = p.stat().st_size
     if size > max_mb * 1024 * 1024:

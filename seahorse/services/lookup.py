@@ -28,7 +28,7 @@ class Lookup:
         store = self.store
         row = store.node_texts([node_id]).get(node_id)
         if row is None:
-            raise NotFound(f"no node {node_id}; ids come from search hits", field="id", code="no_node")
+            raise NotFound(f"no node {node_id}", field="id", code="no_node")
         kind, text, doc_id, ordinal = row
         out: dict = {"id": node_id, "kind": kind, "text": text}
         if doc_id is not None:

@@ -22,6 +22,7 @@ from ..graph import GraphCache
 from ..numeric import minmax
 from ..store import Store
 from ..text import fts_match, query_terms
+from .codequery import compact_view
 
 LEXICAL_CANDIDATES = 100
 RETRIEVABLE = ("passage", "memory", "symbol")
@@ -65,9 +66,12 @@ class SearchResult:
     info: dict = field(default_factory=dict)
     # The phrases where the walk settled (graph index -> weight): the next turn's context.
     walk_phrases: dict[int, float] = field(default_factory=dict)
+    # How as_dict() compacts the hits: {"snippet_chars": N} or {"token_budget": N} (codequery).
+    view: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"query": self.query, "hits": [h.as_dict() for h in self.hits], **self.info}
+        out = {"query": self.query, "hits": [h.as_dict() for h in self.hits], **self.info}
+        return compact_view(out, **self.view) if self.view else out
 
 
 class RetrievalIndex:
