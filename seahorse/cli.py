@@ -124,7 +124,9 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--repo", help="indexed repository (path or name)")
     ch.add_argument("--limit", type=int, default=20, help="most commits to list (default 20)")
 
-    sub.add_parser("stats", parents=[common], help="counts, profile and node budget in force")
+    st = sub.add_parser("stats", parents=[common], help="counts, profile and node budget in force")
+    st.add_argument("--graph", action="store_true",
+                    help="also igraph's analyses: components, hubs, communities (a pass over the graph)")
 
     de = sub.add_parser("delete-document", aliases=["delete"], parents=[common],
                         help="delete a document by id or source")
@@ -299,9 +301,17 @@ def cmd_changes(args: argparse.Namespace) -> Any:
         return eng.get_recent_changes(args.since, repo=args.repo, limit=args.limit)
 
 
+def _graph_lines(g: dict | None) -> list[str]:
+    if not g:
+        return []
+    c, h, m = g["components"], g["hubs"], g["communities"]
+    return [f"graph      {c['count']} components (largest {c['largest']}, {c['isolated']} isolated), "
+            f"{h['count']} hubs, {m['count']} communities (modularity {m['modularity']})"]
+
+
 def cmd_stats(args: argparse.Namespace) -> Any:
     with _engine(args) as eng:
-        return eng.stats()
+        return eng.stats(graph=args.graph)
 
 
 def cmd_delete(args: argparse.Namespace) -> Any:
@@ -423,7 +433,7 @@ def _human(command: str, out: Any) -> str:
             f"profile    {b['profile']} (requested {b['requested']}), "
             f"node budget {b['node_budget']}",
         ] + [f"repo       {r['root']}: {r['files']} files, {r['symbols']} symbols, {r['commits']} commits"
-             for r in out.get("repos", [])])
+             for r in out.get("repos", [])] + _graph_lines(out.get("graph")))
     if command in ("get", "expand"):
         return _record(out)
     if command == "find-symbol":

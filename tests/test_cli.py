@@ -112,6 +112,9 @@ def test_index_file(cli, tmp_path: Path) -> None:
     assert cli.json("index", "--file", str(f))["status"] == "updated"
     stats = cli.json("stats")
     assert stats["documents"] == 1 and stats["nodes"]["passage"] == 1
+    assert "graph" not in stats
+    graph = cli.json("stats", "--graph")["graph"]
+    assert graph["nodes"] == sum(stats["nodes"].values()) and graph["components"]["count"] >= 1
 
 
 def test_index_dir_recursive_by_suffix(cli, tmp_path: Path) -> None:
