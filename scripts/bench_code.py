@@ -35,7 +35,7 @@ import benchlib  # noqa: E402
 from code_baselines import BaselineHit, GrepLoop, RagYourCode  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
-from seahorse.repo import Repo  # noqa: E402
+from seahorse.mechanisms.repo import Repo  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench" / "code"

@@ -31,7 +31,7 @@ from seahorse import Engine, load_settings  # noqa: E402
 
 
 def params(db: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "seahorse.server"],
+    return StdioServerParameters(command=sys.executable, args=["-m", "seahorse.adapters.server"],
                                  env={"SEAHORSE_DB": str(db), "OPENBLAS_NUM_THREADS": "1"})
 
 

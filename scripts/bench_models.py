@@ -34,7 +34,7 @@ import benchlib  # noqa: E402
 from bench_multihop import DEFAULT_BENCH, DEV, TEST, doc_ranking, load_hotpot, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
-from seahorse.embed import _distribution_file  # noqa: E402
+from seahorse.mechanisms.embed import _distribution_file  # noqa: E402
 
 RERANK_VARS = ("RERANK_ENABLED", "RERANK_MODEL_PATH", "RERANK_TOKENIZER_PATH", "RERANK_TOP_N")
 
@@ -125,7 +125,7 @@ def bench_tier(tier: str, docs, questions, splits, rerankers: dict, emb_path: Pa
 
 def time_reranker(label: str, env: dict[str, str], docs, questions) -> dict:
     """Milliseconds to score 20 real candidates (MuSiQue passages) with the cross-encoder."""
-    from seahorse.rerank import CrossEncoder
+    from seahorse.mechanisms.rerank import CrossEncoder
 
     enc = CrossEncoder.from_settings(load_settings(env={**env, "RERANK_ENABLED": "1"}).rerank)
     passages = [f"{title}\n{text}" for _s, title, text in docs]

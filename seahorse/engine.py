@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .budget import Budget
 from .config import Settings, load_settings
-from .embed import Embedder, make_embedders
 from .errors import InvalidInput
-from .extract import Extractor
-from .gliner import make_extractor
+from .mechanisms.budget import Budget
+from .mechanisms.embed import Embedder, make_embedders
+from .mechanisms.extract import Extractor
+from .mechanisms.gliner import make_extractor
 from .services.codeindex import CodeIndex
 from .services.codequery import (
     CodeQueries,

@@ -87,7 +87,7 @@ def _clean_env() -> dict[str, str]:
 
 
 class CLI:
-    """Runs `python -m seahorse.cli` in a real subprocess against a real SQLite file."""
+    """Runs `python -m seahorse.adapters.cli` in a real subprocess against a real SQLite file."""
 
     def __init__(self, cwd: Path, db: Path) -> None:
         self.cwd = cwd
@@ -104,7 +104,7 @@ class CLI:
         elif db:
             full["SEAHORSE_DB"] = str(db)
         full.update(env or {})
-        return subprocess.run([sys.executable, "-m", "seahorse.cli", *args], cwd=self.cwd,
+        return subprocess.run([sys.executable, "-m", "seahorse", *args], cwd=self.cwd,
                               env=full, capture_output=True, text=True, timeout=timeout)
 
     def json(self, *args: str, **kw) -> dict:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from seahorse.budget import (
+from seahorse.mechanisms.budget import (
     BYTES_PER_NODE,
     MIN_BUDGET,
     PROFILE_CAPS,

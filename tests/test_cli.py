@@ -240,7 +240,7 @@ def test_seahorse_db_moves_the_database(cli, tmp_path: Path) -> None:
 def test_broken_pipe_is_quiet(cli, seeded_db: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAHORSE_", "HIPPO_"))}
     env.update(SEAHORSE_DB=str(seeded_db), SEAHORSE_EMBEDDER="hash")
-    proc = subprocess.Popen([sys.executable, "-m", "seahorse.cli", "search", "zram", "--json"],
+    proc = subprocess.Popen([sys.executable, "-m", "seahorse", "search", "zram", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             cwd=cli.cwd, text=True)
     proc.stdout.close()  # the reader goes away before any output, like `| head -0`

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from seahorse import Engine, Settings
-from seahorse.code import file_kind, language_for, parse_symbols, split_identifier
-from seahorse.repo import Repo, blob_sha
+from seahorse.mechanisms.code import file_kind, language_for, parse_symbols, split_identifier
+from seahorse.mechanisms.repo import Repo, blob_sha
 
 SNIPPETS = {
  "javascript": ("x.js", "// Adds two numbers.\nfunction add(a, b) {\n  return sum(a, b);\n}\n\nclass Cart {\n  total() {\n    return add(1, 2);\n  }\n}\n"),

@@ -43,7 +43,7 @@ def test_kill_during_index_dir_keeps_the_database_whole(tmp_path: Path) -> None:
             f"# Note {i}\n\nProject Falcon {i} uses memory pressure alerts and zram swap.\n\n"
             f"Server rack {i % 7} hosts the build farm for release {i}.")
     env = _clean_env() | {"SEAHORSE_DB": str(tmp_path / "kg.db"), "SEAHORSE_EMBEDDER": "hash"}
-    cmd = [sys.executable, "-m", "seahorse.cli", "index", "--dir", str(corpus), "--json"]
+    cmd = [sys.executable, "-m", "seahorse", "index", "--dir", str(corpus), "--json"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     db = tmp_path / "kg.db"
     deadline = time.time() + 60

@@ -6,7 +6,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from seahorse.cli import ALIASES, COMMANDS, _parser
+from seahorse.adapters.cli import ALIASES, COMMANDS, _parser
 
 ROOT = Path(__file__).resolve().parent.parent
 

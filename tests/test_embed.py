@@ -12,8 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx_fixtures import VOCAB, build_tokenizer
 
 from seahorse.config import load_settings
-from seahorse.embed import WordLlamaEmbedder, local_onnx, make_embedders, minilm
 from seahorse.errors import ConfigError, InvalidInput, MissingExtra
+from seahorse.mechanisms.embed import WordLlamaEmbedder, local_onnx, make_embedders, minilm
 
 DIM = 8
 

@@ -19,11 +19,12 @@ import numpy as np
 import onnx_fixtures
 import pytest
 
-from seahorse import Engine, Settings, gliner
+from seahorse import Engine, Settings
 from seahorse.config import load_settings
 from seahorse.errors import ConfigError, InvalidInput
-from seahorse.extract import Extractor, RuleExtractor
-from seahorse.gliner import DEFAULT_LABELS, GlinerExtractor, GlinerSettings, auto_setup
+from seahorse.mechanisms import gliner
+from seahorse.mechanisms.extract import Extractor, RuleExtractor
+from seahorse.mechanisms.gliner import DEFAULT_LABELS, GlinerExtractor, GlinerSettings, auto_setup
 
 
 def gliner_settings(env: dict[str, str]) -> GlinerSettings:

@@ -13,8 +13,8 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seahorse import graph as graph_module
-from seahorse.graph import (
+from seahorse.mechanisms import graph as graph_module
+from seahorse.mechanisms.graph import (
     HUB_FACTOR,
     HUB_MIN_DEGREE,
     GraphCache,

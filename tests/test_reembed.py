@@ -11,8 +11,8 @@ import pytest
 from test_embed import build_embedder
 
 from seahorse import Engine, Settings
-from seahorse.embed import HashEmbedder, HashPhrases, register_embedder
 from seahorse.errors import InvalidInput, SchemaMismatch
+from seahorse.mechanisms.embed import HashEmbedder, HashPhrases, register_embedder
 
 DOCS = [("Zram is a compressed swap device in RAM. It helps a Raspberry Pi under memory pressure.",
          "zram"),

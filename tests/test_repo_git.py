@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_code_repo import commit, git, make_engine
 
-from seahorse.repo import Repo
+from seahorse.mechanisms.repo import Repo
 from seahorse.services.codeindex import PARSER_VERSION
 
 

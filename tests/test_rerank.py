@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx_fixtures import VOCAB, build_model, build_tokenizer, expected_score
 
-from seahorse import onnxrt
 from seahorse.config import load_settings
 from seahorse.errors import ConfigError, InvalidInput, MissingExtra
-from seahorse.rerank import (
+from seahorse.mechanisms import onnxrt
+from seahorse.mechanisms.rerank import (
     CrossEncoder,
     RerankedHit,
     RerankSettings,

@@ -1,6 +1,6 @@
 """The MCP server as a real stdio subprocess, driven by the SDK's client.
 
-Every session below spawns `python -m seahorse.server` (or the `seahorse-server` script) on a
+Every session below spawns `python -m seahorse.adapters.server` (or the `seahorse-server` script) on a
 real SQLite file in tmp_path, checks that its stderr holds no traceback and that no line of
 its stdout failed to parse as JSON-RPC.
 """
@@ -81,7 +81,7 @@ class Server:
 @asynccontextmanager
 async def serve(db: Path, embedder: str | None = "hash",
                 command: list[str] | None = None) -> AsyncIterator[Server]:
-    command = command or [sys.executable, "-m", "seahorse.server"]
+    command = command or [sys.executable, "-m", "seahorse.adapters.server"]
     params = StdioServerParameters(command=command[0], args=command[1:], env=_env(db, embedder),
                                    cwd=str(db.parent))
     errlog = db.parent / f"server-{time.monotonic_ns()}.stderr"
@@ -392,7 +392,7 @@ def test_searches_while_cli_processes_index_the_same_database(tmp_path: Path) ->
 
     async def index(n: int) -> tuple[int, bytes, bytes]:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "seahorse.cli", "index", "--json", "--source", f"cli:{n}",
+            sys.executable, "-m", "seahorse", "index", "--json", "--source", f"cli:{n}",
             "--text", notes[n],
             env=env, cwd=str(tmp_path), stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)

@@ -12,9 +12,9 @@ from onnx_fixtures import build_model, build_tokenizer
 
 from seahorse import Engine, Settings, load_settings
 from seahorse.config import ENV_VARS, GlinerSettings, RerankSettings
-from seahorse.embed import make_embedders
 from seahorse.errors import ConfigError
-from seahorse.gliner import GlinerExtractor
+from seahorse.mechanisms.embed import make_embedders
+from seahorse.mechanisms.gliner import GlinerExtractor
 
 DOCS = {
     "plain": "The pi board has a cpu and swap memory. The pi board is the board.",

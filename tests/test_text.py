@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seahorse.extract import RuleExtractor
+from seahorse.mechanisms.extract import RuleExtractor
 from seahorse.text import (
     chunk,
     clean,

@@ -22,9 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from ..code import PARSER_VERSION, Symbol, language_for, parse_symbols, symbol_text
-from ..extract import Phrase
-from ..repo import Commit, Repo, RepoFile
+from ..mechanisms.code import PARSER_VERSION, Symbol, language_for, parse_symbols, symbol_text
+from ..mechanisms.extract import Phrase
+from ..mechanisms.repo import Commit, Repo, RepoFile
 from ..text import clean, decode_text, normalise_phrase
 from .ingest import Ingest, Prepared
 from .runtime import Runtime

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..code import split_identifier
 from ..errors import InvalidInput, NotFound
+from ..mechanisms.code import split_identifier
 from ..store import Store
 from ..text import query_terms
 from .runtime import check_int, check_text

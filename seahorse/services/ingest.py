@@ -13,8 +13,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InvalidInput, NotFound
-from ..extract import Phrase
-from ..graph import analyse
+from ..mechanisms.extract import Phrase
+from ..mechanisms.graph import analyse
 from ..text import chunk, clean, content_hash, decode_text, split_sentences
 from .runtime import Runtime, check_text
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..budget import Budget
 from ..errors import InvalidInput, NotFound
-from ..graph import analyse
-from ..repo import Repo
+from ..mechanisms.budget import Budget
+from ..mechanisms.graph import analyse
+from ..mechanisms.repo import Repo
 from ..store import Store
 from .codequery import CodeQueries
 from .runtime import Runtime

@@ -19,11 +19,11 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import gliner, onnxrt
-from ..budget import process_rss
 from ..config import Settings
-from ..embed import TIERS, make_embedders
 from ..errors import InvalidInput, SeahorseError
+from ..mechanisms import gliner, onnxrt
+from ..mechanisms.budget import process_rss
+from ..mechanisms.embed import TIERS, make_embedders
 from ..store import open_store
 
 QUERY = "how does zram help a raspberry pi under memory pressure"
@@ -68,7 +68,7 @@ def _embedder_row(key: str, settings: Settings, measure: bool) -> dict:
 
 
 def _reranker_row(settings: Settings, measure: bool) -> dict:
-    from ..rerank import CrossEncoder
+    from ..mechanisms.rerank import CrossEncoder
 
     rs, threads = settings.rerank, settings.onnx_threads
     row: dict = {"kind": "reranker", "enabled": rs.enabled, "env": "RERANK_MODEL_PATH",

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..code import SECONDARY_PATH
 from ..config import Settings
-from ..embed import Embedder
-from ..extract import Extractor
-from ..graph import GraphCache
-from ..numeric import minmax
+from ..mechanisms.code import SECONDARY_PATH
+from ..mechanisms.embed import Embedder
+from ..mechanisms.extract import Extractor
+from ..mechanisms.graph import GraphCache
+from ..mechanisms.numeric import minmax
 from ..store import Store
 from ..text import fts_match, query_terms
 from .codequery import compact_view

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
-from ..embed import Embedder
 from ..errors import InvalidInput, SchemaMismatch
-from ..extract import Extractor
+from ..mechanisms.embed import Embedder
+from ..mechanisms.extract import Extractor
 from ..store import Store
 from ..version import __version__
 

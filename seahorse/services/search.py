@@ -12,9 +12,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..budget import Budget, compute_budget
 from ..errors import InvalidInput, SeahorseError
-from ..rerank import CrossEncoder, rerank
+from ..mechanisms.budget import Budget, compute_budget
+from ..mechanisms.rerank import CrossEncoder, rerank
 from .codequery import CodeQueries, refusal_terms
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log

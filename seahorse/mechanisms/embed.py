@@ -24,7 +24,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from .errors import ConfigError, InvalidInput, MissingExtra
+from ..errors import ConfigError, InvalidInput, MissingExtra
 
 log = logging.getLogger("seahorse")
 

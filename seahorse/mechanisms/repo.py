@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 
+from ..errors import InvalidInput, NotFound
 from .code import file_kind
-from .errors import InvalidInput, NotFound
 
 log = logging.getLogger("seahorse")
 

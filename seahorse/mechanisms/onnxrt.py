@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import InvalidInput, MissingExtra
+from ..errors import InvalidInput, MissingExtra
 
 log = logging.getLogger("seahorse")
 

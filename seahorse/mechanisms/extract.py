@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from .text import STOPWORDS, normalise_phrase
+from ..text import STOPWORDS, normalise_phrase
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*|[^\w\s]", re.UNICODE)
 _CONNECTORS = frozenset({"of", "de", "del", "la", "le", "von", "van", "der", "du", "da", "and", "&"})

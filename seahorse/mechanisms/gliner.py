@@ -67,12 +67,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..config import DEFAULT_GLINER_THRESHOLD as DEFAULT_THRESHOLD
+from ..config import DEFAULT_LABELS, GlinerSettings, Settings
+from ..errors import InvalidInput, MissingExtra, SeahorseError
+from ..text import STOPWORDS, check_texts, normalise_phrase
 from . import onnxrt
-from .config import DEFAULT_GLINER_THRESHOLD as DEFAULT_THRESHOLD
-from .config import DEFAULT_LABELS, GlinerSettings, Settings
-from .errors import InvalidInput, MissingExtra, SeahorseError
 from .extract import Extractor, Phrase, RuleExtractor, default_extractor
-from .text import STOPWORDS, check_texts, normalise_phrase
 
 log = logging.getLogger("seahorse")
 

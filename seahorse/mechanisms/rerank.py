@@ -59,8 +59,7 @@ from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from . import onnxrt
-from .config import (  # noqa: F401 - re-exported: the settings and limits this module applies
+from ..config import (  # noqa: F401 - re-exported: the settings and limits this module applies
     DEFAULT_W_PPR,
     DEFAULT_W_RERANK,
     FUSION_METHODS,
@@ -71,9 +70,10 @@ from .config import (  # noqa: F401 - re-exported: the settings and limits this 
     warn_weights,
     weights_usable,
 )
-from .errors import ConfigError, InvalidInput
+from ..errors import ConfigError, InvalidInput
+from ..text import check_texts
+from . import onnxrt
 from .numeric import minmax
-from .text import check_texts
 
 log = logging.getLogger("seahorse")
 

@@ -13,12 +13,12 @@ import os
 import sys
 from typing import Any, Sequence
 
-from .config import pin_blas_threads
+from ..config import pin_blas_threads
 
 pin_blas_threads()  # before anything imports numpy
 
-from .errors import SeahorseError  # noqa: E402
-from .version import __version__  # noqa: E402
+from ..errors import SeahorseError  # noqa: E402
+from ..version import __version__  # noqa: E402
 
 log = logging.getLogger("seahorse")
 
@@ -186,9 +186,9 @@ def _repo_flags(p: argparse.ArgumentParser, prefix: str) -> None:
 
 
 def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool = False):
-    from .config import load_settings
-    from .engine import Engine
-    from .errors import NotFound
+    from ..config import load_settings
+    from ..engine import Engine
+    from ..errors import NotFound
 
     settings = load_settings(db_path=args.db)
     if not create and not settings.db_path.exists():
@@ -519,8 +519,8 @@ def _record(out: dict) -> str:
 
 
 def cmd_models(args: argparse.Namespace) -> Any:
-    from .config import load_settings
-    from .services import models
+    from ..config import load_settings
+    from ..services import models
 
     if args.models_command == "quantize":
         return models.quantize(args.src, args.dst, runs=args.runs)
@@ -528,8 +528,8 @@ def cmd_models(args: argparse.Namespace) -> Any:
 
 
 def cmd_doctor(args: argparse.Namespace) -> Any:
-    from .config import load_settings
-    from .services import models
+    from ..config import load_settings
+    from ..services import models
 
     return models.doctor(load_settings(db_path=args.db))
 

@@ -16,8 +16,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from .errors import SeahorseError
-from .version import __version__
+from ..errors import SeahorseError
+from ..version import __version__
 
 log = logging.getLogger("seahorse")
 
@@ -59,8 +59,8 @@ class _Runtime:
         with self.lock:
             try:
                 if self._engine is None:
-                    from .config import load_settings
-                    from .engine import Engine
+                    from ..config import load_settings
+                    from ..engine import Engine
 
                     self._engine = Engine(load_settings(db_path=self.db))
                 return fn(self._engine)
@@ -103,7 +103,7 @@ def build_server(db: str | None = None) -> MCPServer:
     @server.tool(annotations=SEARCH)
     def search(query: str, session_id: str | None = None, top_k: int = 5) -> dict[str, Any]:
         """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context)."""
-        from .services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
+        from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
         return rt.call("search", query, top_k=top_k, session_id=session_id,
                        snippet_chars=SNIPPET_CHARS).as_dict()
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="seahorse-server", description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=None, help="SQLite file (default $SEAHORSE_DB)")
     args = ap.parse_args(argv)
-    from .config import pin_blas_threads
+    from ..config import pin_blas_threads
 
     pin_blas_threads()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
