@@ -153,6 +153,7 @@ _ENV = {
     "max_file_mb": ("SEAHORSE_MAX_FILE_MB", float),
     "max_text_mb": ("SEAHORSE_MAX_TEXT_MB", float),
     "session_ttl": ("SEAHORSE_SESSION_TTL", float),
+    "synonym_threshold": ("SEAHORSE_SYNONYM_THRESHOLD", float),
     "rerank_enabled": ("RERANK_ENABLED", parse_bool, _BOOL),
     "rerank_model_path": ("RERANK_MODEL_PATH", _path, "path"),
     "rerank_tokenizer_path": ("RERANK_TOKENIZER_PATH", _path, "path"),
@@ -290,7 +291,7 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"SEAHORSE_ONNX_THREADS={s.onnx_threads} is negative; use 0 "
                           "(automatic) or a positive count")
     if not 0.0 < s.synonym_threshold <= 1.0:
-        raise ConfigError(f"synonym_threshold={s.synonym_threshold} must be in (0, 1]")
+        raise ConfigError(f"SEAHORSE_SYNONYM_THRESHOLD={s.synonym_threshold} must be in (0, 1]")
     _validate_rerank(s.rerank)
     _validate_gliner(s.gliner)
 

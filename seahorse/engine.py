@@ -189,7 +189,9 @@ class Engine:
                                           progress=progress)
 
     def find_symbol(self, name: str, repo: str | Path | None = None, limit: int = 20) -> list[dict]:
-        repo_id = self.code_queries.repo_row(repo)[0] if repo is not None else None
+        """Declarations of that qualified or bare name (empty when none; NotFound when no
+        repository is indexed at all)."""
+        repo_id = self.code_queries.repo_id(repo)
         return self.code_queries.find(check_text("name", name), repo_id, check_limit(limit))
 
     def symbol(self, name: str, repo: str | Path | None = None) -> dict:
@@ -238,6 +240,8 @@ class Engine:
 
 def _view(snippet_chars: int | None, token_budget: int | None) -> dict:
     """How a search result's as_dict() compacts its hits (checked before the search runs)."""
+    if token_budget is not None and snippet_chars is not None:
+        raise InvalidInput("give snippet_chars or token_budget, not both", field="token_budget")
     if token_budget is not None:
         return {"token_budget": check_token_budget(token_budget)}
     if snippet_chars is not None:

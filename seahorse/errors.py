@@ -3,7 +3,7 @@
 An error carries a machine-readable ``code`` (default: the class's), the ``field`` (argument)
 it is about, and ``data``; the message is written for any caller, in no adapter's words. Each
 adapter words the next step for its own user from the code, with one small table:
-``seahorse.cli.HINTS`` (flags and commands) and ``seahorse.server.HINTS`` (tools and
+``seahorse.adapters.cli.HINTS`` (flags and commands) and ``seahorse.adapters.server.HINTS`` (tools and
 parameters). A message whose code is in no table says its next step itself, neutrally.
 """
 

@@ -359,3 +359,33 @@ def test_version_and_help(cli) -> None:
     cli.json("index", "--text", "one note")
     out = json.loads(cli.run("stats", "--json").stdout)
     assert out["documents"] == 1
+
+
+def test_review_fixes_through_the_cli(cli, tmp_path: Path) -> None:
+    cli.json("index", "--text", "Acme ships the zq0123x widget to Oslo every Monday.")
+    # compact hits print as text too (this once raised KeyError)
+    proc = cli.run("search", "Acme widget", "--token-budget", "100")
+    assert proc.returncode == 0 and "seahorse expand" in proc.stdout, proc.stderr
+    # flags that cannot go together are refused, not ignored
+    both = cli.run("search", "Acme", "--token-budget", "100", "--snippet-chars", "50")
+    assert both.returncode == 2 and "not both" in both.stderr
+    repo = cli.run("search", "Acme", "--repo", "x", "--snippet-chars", "50")
+    assert repo.returncode == 2 and "--token-budget" in repo.stderr
+    # find-symbol with nothing indexed says so, like `symbol` does
+    none = cli.run("find-symbol", "widget")
+    assert none.returncode == 3 and "seahorse index --repo" in none.stderr
+    # optimize-graph away from the setting says what new phrases will do
+    out = cli.json("optimize-graph", "--threshold", "0.9")
+    assert "SEAHORSE_SYNONYM_THRESHOLD=0.9" in out["notice"]
+    assert "notice" not in cli.json("optimize-graph")
+    # stats on a read-only file of an older schema (no documents.extractor column) answers
+    db = cli.db
+    with sqlite3.connect(db) as con:
+        con.execute("ALTER TABLE documents DROP COLUMN extractor")
+        con.execute("DELETE FROM migrations WHERE name='0005_document_extractor'")
+    os.chmod(db, 0o444)
+    try:
+        stats = cli.json("stats")
+        assert stats["read_only"] is True and stats["documents_by_extractor"] == {}
+    finally:
+        os.chmod(db, 0o644)

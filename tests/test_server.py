@@ -101,6 +101,24 @@ async def serve(db: Path, embedder: str | None = "hash",
     assert not faults, faults
 
 
+def test_search_without_a_session_writes_nothing(tmp_path: Path) -> None:
+    # search is annotated read-only: without a session_id it must not write (it once wrote a
+    # shared "default" session under the write lock on every call).
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            await srv.ok("add_document", {"text": BABBAGE, "source": "doc:babbage"})
+            await srv.ok("search", {"query": "Who designed the Analytical Engine?"})
+            await srv.ok("search", {"query": "Who designed the Analytical Engine?", "top_k": 2})
+            with_session = await srv.ok("search", {"query": "the engine", "session_id": "t1"})
+            assert with_session["session"]["saved"] is True
+
+    asyncio.run(main())
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "kg.db") as db:
+        assert [r[0] for r in db.execute("SELECT id FROM sessions")] == ["t1"]
+
+
 # ----- 1. the tool surface and one call of each --------------------------------------------
 def test_tools_resource_and_one_call_of_each(tmp_path: Path) -> None:
     async def main() -> None:

@@ -120,7 +120,7 @@ def test_nothing_is_read_from_the_environment_when_settings_are_given(tmp_path, 
     ({"gliner_threshold": 1.5}, "GLINER_THRESHOLD"),
     ({"gliner_labels": " , "}, "GLINER_LABELS"),
     ({"gliner_labels": ()}, "GLINER_LABELS"),
-    ({"synonym_threshold": 0.0}, "synonym_threshold"),
+    ({"synonym_threshold": 0.0}, "SEAHORSE_SYNONYM_THRESHOLD"),
     ({"rerank_bogus": 1}, "unknown setting"),
 ])
 def test_bad_arguments_fail_when_the_settings_are_built(kw, var) -> None:

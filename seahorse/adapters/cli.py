@@ -17,7 +17,7 @@ from ..config import pin_blas_threads
 
 pin_blas_threads()  # before anything imports numpy
 
-from ..errors import SeahorseError  # noqa: E402
+from ..errors import InvalidInput, SeahorseError  # noqa: E402
 from ..version import __version__  # noqa: E402
 
 log = logging.getLogger("seahorse")
@@ -239,6 +239,9 @@ def _index_repo(args: argparse.Namespace, path: str) -> Any:
 
 def cmd_search(args: argparse.Namespace) -> Any:
     if args.repo is not None:
+        if args.snippet_chars is not None:
+            raise InvalidInput("--snippet-chars applies to plain search; with --repo use --token-budget",
+                               field="snippet_chars")
         return cmd_search_code(args)
     refuse = False if args.no_refuse else (True if args.refuse else None)
     with _engine(args) as eng:
@@ -305,8 +308,9 @@ def _graph_lines(g: dict | None) -> list[str]:
     if not g:
         return []
     c, h, m = g["components"], g["hubs"], g["communities"]
+    q = m["modularity"] if m["modularity"] is None else round(m["modularity"], 3)
     return [f"graph      {c['count']} components (largest {c['largest']}, {c['isolated']} isolated), "
-            f"{h['count']} hubs, {m['count']} communities (modularity {m['modularity']})"]
+            f"{h['count']} hubs, {m['count']} communities (modularity {q})"]
 
 
 def cmd_stats(args: argparse.Namespace) -> Any:
@@ -354,6 +358,11 @@ def _human(command: str, out: Any) -> str:
                                                                          else ""))
                 lines.append("   " + (h.get("signature") or h.get("snippet") or h.get("text", ""))
                              .replace("\n", " ")[:200])
+                continue
+            if "evidence" not in h:  # a compact hit (--token-budget): what, where, a snippet
+                lines.append(f"{rank}. [{h['score']:.4f}] {h.get('source', '')}  ({h['kind']} {h['id']}; "
+                             f"`seahorse expand {h['id']}` for all of it)")
+                lines.append("   " + h.get("snippet", "").replace("\n", " ")[:300])
                 continue
             lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  "
                          f"(document {h['doc_id']}, {h['kind']} {h['id']})")
@@ -578,8 +587,8 @@ HINTS = {
     "no_symbol": "`seahorse search-code` finds declarations by description",
     "no_document": "`seahorse search` shows document ids and sources",
     "no_node": "ids come from `seahorse search --json` hits",
-    "not_a_directory": "use --file for one file",
-    "is_a_directory": "use --dir for a folder (or --repo for a checkout)",
+    "not_a_directory": "index one file with `seahorse index --file PATH`",
+    "is_a_directory": "index a folder with `seahorse index --dir PATH` (or a checkout with --repo)",
 }
 
 

@@ -32,7 +32,6 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-import igraph as ig
 import numpy as np
 import scipy.sparse as sp
 
@@ -250,6 +249,8 @@ def analyse(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int
     node_ids, kinds, _doc_ids, _index, adj, degree = _arrays(nodes, edges)
     n = len(node_ids)
     upper = sp.triu(adj, format="coo")  # one entry per distinct pair (self-loops included)
+    import igraph as ig  # offline only: the query path never pays for loading it
+
     g = ig.Graph(n=n, edges=np.column_stack([upper.row, upper.col]).tolist(), directed=False)
     weights = np.maximum(upper.data, 0.0)
     components = g.connected_components()

@@ -57,7 +57,8 @@ class CodeIndex:
         t0 = time.perf_counter()
         repo = Repo(root, max_file_mb=self.rt.settings.max_file_mb, exclude=exclude)
         listing = repo.list_files(worktree=worktree)
-        repo_id, history_doc = self._ensure_repo(repo, listing.head)
+        repo_id, history_doc = self.store.ensure_repo(str(repo.root), repo.root.name, repo.is_git,
+                                                         listing.head)
         known = self.store.repo_files(repo_id)
         present = {f.path for f in listing.files}
         # A file is redone when its blob changed, its parse is stale, or only its dirty mark
@@ -97,9 +98,6 @@ class CodeIndex:
     def _stale(self, doc_id: int) -> bool:
         row = self.store.document(doc_id)
         return row is None or not row[3].endswith(":" + PARSER_VERSION)
-
-    def _ensure_repo(self, repo: Repo, head: str | None) -> tuple[int, int]:
-        return self.store.ensure_repo(str(repo.root), repo.root.name, repo.is_git, head)
 
     # ----- files ----------------------------------------------------------------------
     def _index_batch(self, repo_id: int, root: Path, batch: list[RepoFile], contents: dict[str, bytes],
@@ -163,6 +161,7 @@ class CodeIndex:
                 spans.append((Symbol(heading, heading, "doc", a, b, "", "", None), "passage"))
             return spans
         # any other text: line windows, no extraction
+        prep.extractor = "none"
         all_lines = text.split("\n")  # tree-sitter's rows: only \n ends a line
         for a in range(0, len(all_lines), WINDOW_LINES):
             window = "\n".join(all_lines[a:a + WINDOW_LINES]).strip()
@@ -210,11 +209,7 @@ class CodeIndex:
             parent = by_qual.get(sym.parent) if sym.parent else file_node
             if parent is not None and parent != node_id:
                 edges.append(((parent, node_id, "contains"), EDGE_WEIGHT["contains"]))
-        self._add_links(edges)
-
-    def _add_links(self, links: list[tuple[tuple[int, int, str], float]]) -> None:
-        """Directed code links (for callers/callees) and their undirected graph edges."""
-        self.store.add_code_links(links)
+        self.store.add_code_links(edges)
 
     # ----- history --------------------------------------------------------------------
     def _sync_history(self, repo: Repo, repo_id: int, history_doc: int, max_commits: int) -> dict:
@@ -331,7 +326,7 @@ class CodeIndex:
             if target is not None and per_commit[node] < MAX_TOUCHED:
                 per_commit[node] += 1
                 edges[(node, target, "touched")] = EDGE_WEIGHT["touched"]
-        self._add_links(sorted(edges.items()))
+        self.store.add_code_links(sorted(edges.items()))
         counts: dict[str, int] = defaultdict(int)
         for (_s, _d, k) in edges:
             counts[k] += 1

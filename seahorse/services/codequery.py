@@ -115,12 +115,18 @@ class CodeQueries:
         fields = self.code_fields(ids[:limit])
         return [{"id": i, **fields[i]} for i in ids[:limit] if i in fields]
 
+    def repo_id(self, repo: str | Path | None) -> int | None:
+        """The id of ``repo``, or None for all of them; NotFound when none is indexed."""
+        if repo is not None:
+            return self.repo_row(repo)[0]
+        if not self.store.repo_rows():
+            raise NotFound("no repository is indexed", code="no_repo")
+        return None
+
     def named(self, name: str, repo: str | Path | None) -> list[dict]:
         """Declarations called ``name`` (best first), or NotFound saying what to do."""
         name = check_text("name", name)
-        repo_id = self.repo_row(repo)[0] if repo is not None else None
-        if repo_id is None and not self.store.repo_rows():
-            raise NotFound("no repository is indexed", code="no_repo")
+        repo_id = self.repo_id(repo)
         found = self.find(name, repo_id)
         if not found:
             raise NotFound(f"no symbol {name!r}",

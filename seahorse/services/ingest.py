@@ -342,10 +342,16 @@ class Ingest:
             store.bump_version()
         self.rt.after_write()
         store.optimize()
-        return {"threshold": threshold, "synonym_edges_removed": removed,
+        out = {"threshold": threshold, "synonym_edges_removed": removed,
                 "synonym_edges_added": made, "orphan_phrases_removed": orphans,
                 "before": before, "after": store.counts(),
                 "graph": analyse(store.load_nodes(), store.load_edges())}
+        setting = self.rt.settings.synonym_threshold
+        if threshold != setting:
+            out["notice"] = (f"phrases indexed from now on link at the synonym_threshold setting "
+                             f"({setting:g}), not {threshold:g}; set "
+                             f"SEAHORSE_SYNONYM_THRESHOLD={threshold:g} to keep linking at it")
+        return out
 
 
 class _Many:
@@ -353,11 +359,13 @@ class _Many:
         self.rt = rt
 
     def __enter__(self) -> None:
+        self.outer = self.rt.indexing_many  # nested: only the outermost drops the cache
         self.rt.indexing_many = True
 
     def __exit__(self, *exc) -> None:
-        self.rt.indexing_many = False
-        self.rt.phrase_cache = None
+        self.rt.indexing_many = self.outer
+        if not self.outer:
+            self.rt.phrase_cache = None
 
 
 def embed_input(title: str | None, passage: str) -> tuple[str, int]:

@@ -52,7 +52,7 @@ class CodeTables:
             repo_id, history_doc = row
             if history_doc is None:
                 history_doc = self.insert_document(f"{root}#history", f"{name} history", "history",
-                                                   {"repo": root})
+                                                   {"repo": root}, extractor="none")
                 self.db.execute("UPDATE repos SET history_doc=?, is_git=? WHERE id=?",
                                 (history_doc, int(is_git), repo_id))
         return repo_id, history_doc

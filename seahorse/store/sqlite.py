@@ -271,7 +271,10 @@ class SQLiteStore(CodeTables):
              doc_id))
 
     def extractor_counts(self) -> dict[str, int]:
-        """How many documents each extractor produced the phrases of."""
+        """How many documents each extractor produced the phrases of (empty for a read-only
+        file of an older schema, which has no such column)."""
+        if "extractor" not in {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}:
+            return {}
         return dict(self.db.execute("SELECT coalesce(extractor, 'unknown'), count(*) FROM documents"
                                     " GROUP BY 1 ORDER BY 1"))
 
