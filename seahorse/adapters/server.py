@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Any, Literal
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -66,6 +67,11 @@ class _Runtime:
                 return fn(self._engine)
             except SeahorseError as exc:
                 raise ToolError(tool_message(exc)) from None
+            except Exception as exc:
+                # Not the caller's mistake (a full disk, a bug): still an answer that names the
+                # cause, never the SDK's bare "Error executing tool X"; the traceback goes to stderr.
+                log.error("tool call failed unexpectedly", exc_info=True)
+                raise ToolError(unexpected_message(exc)) from None
 
 
 # The next step for an error, by its code, in tools' and parameters' words (the CLI has its own).
@@ -87,6 +93,13 @@ def tool_message(exc: SeahorseError) -> str:
     """One readable sentence: the neutral message, then this adapter's next step."""
     hint = HINTS.get(exc.code)
     return f"{exc}; {hint}" if hint else str(exc)
+
+
+def unexpected_message(exc: BaseException) -> str:
+    """`internal error (OperationalError): database or disk is full`, cut to one short line."""
+    text = " ".join(str(exc).split())[:300]
+    return f"internal error ({type(exc).__name__}): {text}" if text else (
+        f"internal error ({type(exc).__name__})")
 
 
 def build_server(db: str | None = None) -> MCPServer:
@@ -205,8 +218,32 @@ def main(argv: list[str] | None = None) -> int:
     pin_blas_threads()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="seahorse-server: %(message)s")
-    build_server(args.db).run("stdio")
+    anyio.run(serve_stdio, build_server(args.db))
     return 0
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """`MCPServer.run_stdio_async` with the SDK's stdio transport fed by a screened stdin:
+    every invalid JSON-RPC request is answered there (adapters/jsonrpc.py), valid lines pass."""
+    import mcp_types
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    from .jsonrpc import ScreenedStdin, claim_stdin
+
+    def sdk_accepts(text: str) -> None:  # the very check the SDK's stdin reader makes
+        mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+
+    with claim_stdin() as raw:
+        source = ScreenedStdin(raw, sdk_accepts)
+        async with stdio_server(stdin=source) as (read_stream, write_stream):  # type: ignore[arg-type]
+
+            async def reply(error: dict[str, Any]) -> None:
+                await write_stream.send(SessionMessage(mcp_types.JSONRPCError.model_validate(error)))
+
+            source.attach(reply)
+            lowlevel = server._lowlevel_server  # what run_stdio_async runs; no public handle
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 if __name__ == "__main__":  # pragma: no cover
