@@ -152,6 +152,7 @@ class SQLiteStore(CodeTables):
         self.fs_read_only = False
         self.read_only = self._detect_read_only() if read_only is None else read_only
         self._depth = 0
+        self._checked = False
         self.db = self._connect()
         try:
             self._open_schema()
@@ -196,8 +197,8 @@ class SQLiteStore(CodeTables):
         exists = self.path.exists()
         if not exists and (self.read_only or not self.create):
             if self.fs_read_only and self.create:
-                raise ReadOnlyDatabase(f"cannot create database {self.path}: "
-                                       + self._why_read_only().split("; ", 1)[1])
+                raise ReadOnlyDatabase(f"cannot create database {self.path}: it is on a read-only "
+                                       "file system; set --db/SEAHORSE_DB to a file elsewhere")
             raise NotFound(f"database {self.path} does not exist; index something first or "
                            "check --db/SEAHORSE_DB")
         self._check_header()
@@ -316,6 +317,8 @@ class SQLiteStore(CodeTables):
         if damaged is not None:
             raise damaged
         outer = self._depth == 0
+        if outer and not self._checked:
+            self._quick_check()
         name = f"sp{self._depth}"
         try:
             self.db.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
@@ -337,6 +340,19 @@ class SQLiteStore(CodeTables):
             if isinstance(exc, sqlite3.OperationalError):
                 raise self._translate(exc) from None
             raise
+
+    def _quick_check(self) -> None:
+        """Before this connection's first write: is the file whole? A damaged page noticed now
+        refuses the write instead of building on it (about 0.1 s per 50 MB, once)."""
+        if not self.db.in_transaction:
+            rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)")]
+            if rows != ["ok"]:
+                err = storage_error(sqlite3.DatabaseError(
+                    "database disk image is malformed: " + "; ".join(rows)[:200].replace("\n", " ")),
+                    self.path)
+                self.db.damaged = err
+                raise err
+        self._checked = True
 
     def _undo(self, outer: bool, name: str) -> None:
         """Roll back what this level did, if SQLite has not already."""
