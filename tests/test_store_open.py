@@ -276,3 +276,18 @@ def test_a_read_only_file_system_reads_and_names_itself(cli, tmp_path: Path, see
         line = assert_one_error_line(cli.run("index", "--text", "more", "--db", str(mnt / "new.db"),
                                              db=False), ReadOnlyDatabase.exit_code)
         assert "read-only file system" in line, line
+
+
+# ----- unbounded lists -----------------------------------------------------------------------
+def test_lists_longer_than_sqlites_variable_limit(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "kg.db")
+    try:
+        limit = store.db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        many = list(range(1, limit + 1000))
+        assert store.node_texts(many) == {}
+        assert store.code_rows(many) == ([], [])
+        paths = [f"p{i}.py" for i in many]
+        assert store.renamed_from(1, paths) == []
+        assert store.symbol_commits(1, "f", paths, 5) == []
+    finally:
+        store.close()
