@@ -173,6 +173,30 @@ def test_a_full_disk_during_index_is_one_line_and_keeps_the_earlier_data(cli, tm
         _assert_intact(db, docs)
 
 
+@pytest.mark.parametrize("args", [("optimize-graph", "--threshold", "0.3"), ("reembed",)],
+                         ids=lambda a: a[0])
+def test_a_full_disk_during_rewrites_is_one_line_and_changes_nothing(args, cli, tmp_path: Path,
+                                                                     damaged_source) -> None:
+    with _tmpfs(tmp_path / "small", "8m") as mnt:
+        db = mnt / "kg.db"
+        shutil.copy(damaged_source, db)
+        before = _sha(db)
+        filler = mnt / "filler"
+        with open(filler, "wb") as fh:  # leave about 48 KB free
+            free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+            fh.write(b"\0" * max(free - 48 * 1024, 0))
+        # --json: no progress lines on stderr, only the error
+        proc = cli.run(*args, "--json", "--db", str(db), db=False, timeout=300)
+        line = assert_one_error_line(proc, StorageError.exit_code)
+        assert "database or disk is full: free space on" in line, line
+        assert "no transaction is active" not in line
+        filler.unlink()  # room again, as the user would make it: the file is as it was
+        for extra in ("-wal", "-shm"):
+            Path(str(db) + extra).unlink(missing_ok=True)
+        assert _sha(db) == before
+        _assert_intact(db, 60)
+
+
 def _limited(limit: int):
     def pre() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -213,13 +237,21 @@ def _damage(db: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def damaged_template(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("damaged") / "kg.db"
+def damaged_source(tmp_path_factory) -> Path:
+    """A healthy database of 60 notes (about 4 MB), checkpointed."""
+    path = tmp_path_factory.mktemp("sixty") / "kg.db"
     with Engine(Settings(db_path=path, embedder="hash")) as eng:
         for i in range(60):
             eng.add_document(" ".join(f"Falcon{i}x{j} uses zram swap on rack{j % 97}."
                                       for j in range(40)), source=f"note{i}")
     assert not Path(str(path) + "-wal").exists()
+    return path
+
+
+@pytest.fixture(scope="module")
+def damaged_template(damaged_source: Path, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("damaged") / "kg.db"
+    shutil.copy(damaged_source, path)
     _damage(path)
     return path
 
