@@ -44,9 +44,10 @@ class Engine:
 
     def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
                  phrase_embedder=None, extractor: Extractor | None = None,
-                 reembedding: bool = False) -> None:
+                 reembedding: bool = False, create: bool = True) -> None:
         settings = settings or load_settings()
-        store = open_store(settings.db_path)
+        # create=False for readers: a missing, empty or foreign file is refused, not initialised
+        store = open_store(settings.db_path, create=create)
         try:
             if embedder is None:
                 embedder, default_phrases = make_embedders(settings.embedder, settings.embedder_path,

@@ -74,3 +74,10 @@ class ReadOnlyDatabase(SeahorseError):
 
     exit_code = 7
     default_code = "read_only"
+
+
+class StorageError(SeahorseError):
+    """The database file cannot do its job: the disk is full, the file is damaged, I/O fails."""
+
+    exit_code = 8
+    default_code = "storage"

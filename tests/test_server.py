@@ -489,3 +489,26 @@ def test_code_tools_over_stdio_on_a_real_git_repository(tmp_path: Path) -> None:
             assert "no symbol" in err
 
     asyncio.run(main())
+
+
+def test_a_damaged_database_is_a_tool_error(tmp_path: Path) -> None:
+    from test_store_open import _damage
+
+    from seahorse.config import Settings
+    from seahorse.engine import Engine
+
+    db = tmp_path / "kg.db"
+    with Engine(Settings(db_path=db, embedder="hash")) as eng:
+        for i in range(60):
+            eng.add_document(" ".join(f"Falcon{i}x{j} uses zram swap on rack{j % 97}."
+                                      for j in range(40)), source=f"note{i}")
+    _damage(db)
+
+    async def main() -> None:
+        async with serve(db) as srv:
+            for tool, args in (("search", {"query": "Falcon3x7 zram"}),
+                               ("add_document", {"text": "herons nest by the lake"})):
+                text = await srv.error(tool, args)
+                assert "is damaged" in text and ".recover" in text, text
+
+    asyncio.run(main())

@@ -186,6 +186,9 @@ def _repo_flags(p: argparse.ArgumentParser, prefix: str) -> None:
 
 
 def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool = False):
+    """The engine over --db. ``create`` for the commands that may start a new database; the
+    others never initialise a file (reads write nothing to it, and a SQLite file that is not
+    a Seahorse store is refused untouched)."""
     from ..config import load_settings
     from ..engine import Engine
     from ..errors import NotFound
@@ -195,7 +198,7 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
         # A typo in --db must not silently answer from a new, empty database.
         raise NotFound(f"database {settings.db_path} does not exist; index something first "
                        "(`seahorse index ...`) or check --db / SEAHORSE_DB")
-    return Engine(settings, reembedding=reembedding)
+    return Engine(settings, reembedding=reembedding, create=create)
 
 
 def _progress(n: int, total: int, path: str) -> None:

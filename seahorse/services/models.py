@@ -154,7 +154,7 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
 
 def _db_check(settings: Settings, embedder_name: str | None) -> dict:
     try:
-        store = open_store(settings.db_path, read_only=True)
+        store = open_store(settings.db_path, read_only=True, create=False)
     except SeahorseError as exc:
         return {"what": "database", "status": "error", "detail": str(exc)}
     try:

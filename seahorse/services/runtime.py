@@ -42,7 +42,7 @@ class Runtime:
         want = {"embedder": self.embedder.name, "dim": str(self.embedder.dim),
                 "phrase_embedder": self.phrase_embedder.name, "extractor": self.extractor.name}
         if "embedder" not in meta:
-            if not store.read_only:
+            if not store.read_only and getattr(store, "create", True):
                 store.set_meta(**want, writer_version=__version__)
             return
         if meta.get("phrase_embedder") != want["phrase_embedder"]:

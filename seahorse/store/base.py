@@ -19,6 +19,7 @@ import numpy as np
 class Store(Protocol):
     path: Path
     read_only: bool
+    create: bool  # False when opened by a reader: the open writes nothing to a new file
 
     def close(self) -> None:
         ...

@@ -11,8 +11,17 @@ from typing import Iterable, Sequence
 DECL_EXCLUDED = "('doc','window','file')"
 
 
+CHUNK = 500  # values bound per IN (...): far below SQLite's limit on variables, whatever the list
+
+
 def _marks(values: Sequence) -> str:
     return ",".join("?" * len(values))
+
+
+def _chunks(values: Sequence) -> list[list]:
+    """An unbounded list in pieces of at most CHUNK, for IN (...) lists."""
+    items = list(values)
+    return [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
 
 
 def _like(s: str) -> str:
@@ -185,9 +194,13 @@ class CodeTables:
             "WHERE c.repo_id=? ORDER BY c.date, c.node_id", (repo_id,)).fetchall())
 
     def renamed_from(self, repo_id: int, paths: Sequence[str]) -> list[str]:
-        return [r[0] for r in self.db.execute(
-            "SELECT DISTINCT m.old_path FROM commit_renames m JOIN commits c ON c.node_id=m.commit_node "
-            f"WHERE c.repo_id=? AND m.new_path IN ({_marks(paths)})", (repo_id, *paths))]
+        out: dict[str, None] = {}
+        for part in _chunks(paths):
+            out.update((r[0], None) for r in self.db.execute(
+                "SELECT DISTINCT m.old_path FROM commit_renames m JOIN commits c ON "
+                f"c.node_id=m.commit_node WHERE c.repo_id=? AND m.new_path IN ({_marks(part)})",
+                (repo_id, *part)))
+        return list(out)
 
     def latest_commits(self, repo_id: int, limit: int) -> list[str]:
         return [r[0] for r in self.db.execute(
@@ -208,11 +221,16 @@ class CodeTables:
 
     def symbol_commits(self, repo_id: int, qualname: str, paths: Sequence[str], limit: int) -> list[tuple]:
         """(node, sha, author, date, message, change, path) of commits that touched a declaration."""
-        return self.db.execute(
-            "SELECT c.node_id, c.sha, c.author, c.date, c.message, t.change, t.path FROM commit_touches t "
-            "JOIN commits c ON c.node_id=t.commit_node "
-            f"WHERE c.repo_id=? AND t.qualname=? AND t.path IN ({_marks(paths)}) "
-            "ORDER BY c.date DESC, c.node_id DESC LIMIT ?", (repo_id, qualname, *paths, limit)).fetchall()
+        rows: list[tuple] = []
+        for part in _chunks(paths):  # each piece's newest `limit`, then the newest of those
+            rows += self.db.execute(
+                "SELECT c.node_id, c.sha, c.author, c.date, c.message, t.change, t.path FROM "
+                "commit_touches t JOIN commits c ON c.node_id=t.commit_node "
+                f"WHERE c.repo_id=? AND t.qualname=? AND t.path IN ({_marks(part)}) "
+                "ORDER BY c.date DESC, c.node_id DESC LIMIT ?", (repo_id, qualname, *part, limit)).fetchall()
+        if len(paths) > CHUNK:
+            rows.sort(key=lambda r: (r[3], r[0]), reverse=True)
+        return rows[:limit]
 
     # ----- lookups ----------------------------------------------------------------------
     def code_rows(self, node_ids: Sequence[int]) -> tuple[list[tuple], list[tuple]]:
@@ -220,14 +238,17 @@ class CodeTables:
         repo name) and commit rows (node, sha, subject, date, author) of the given nodes."""
         if not node_ids:
             return [], []
-        m = _marks(node_ids)
-        syms = self.db.execute(
-            f"SELECT s.node_id, s.path, s.qualname, s.kind, s.start_line, s.end_line, s.signature, "
-            f"s.doc, f.dirty, f.language, r.name FROM symbols s JOIN code_files f ON f.doc_id=s.doc_id "
-            f"JOIN repos r ON r.id=s.repo_id WHERE s.node_id IN ({m})", list(node_ids)).fetchall()
-        commits = self.db.execute(
-            f"SELECT node_id, sha, substr(message, 1, instr(message || char(10), char(10)) - 1), date, "
-            f"author FROM commits WHERE node_id IN ({m})", list(node_ids)).fetchall()
+        syms: list[tuple] = []
+        commits: list[tuple] = []
+        for part in _chunks(node_ids):
+            m = _marks(part)
+            syms += self.db.execute(
+                f"SELECT s.node_id, s.path, s.qualname, s.kind, s.start_line, s.end_line, s.signature, "
+                f"s.doc, f.dirty, f.language, r.name FROM symbols s JOIN code_files f ON f.doc_id=s.doc_id "
+                f"JOIN repos r ON r.id=s.repo_id WHERE s.node_id IN ({m})", part).fetchall()
+            commits += self.db.execute(
+                f"SELECT node_id, sha, substr(message, 1, instr(message || char(10), char(10)) - 1), date, "
+                f"author FROM commits WHERE node_id IN ({m})", part).fetchall()
         return syms, commits
 
     def symbol_paths(self) -> list[tuple[int, str]]:

@@ -9,20 +9,24 @@ methods are the :class:`~seahorse.store.base.Store` interface a second backend i
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
+from urllib.parse import quote
 
 import numpy as np
 
-from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch, SeahorseError
+from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
 from .code import CodeTables
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
+log = logging.getLogger(__name__)
 
 
 def _to_blob(vec: np.ndarray) -> bytes:
@@ -35,19 +39,123 @@ def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1).copy()
 
 
-class SQLiteStore(CodeTables):
-    """Every read and write of the knowledge graph goes through here."""
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_DAMAGE = ("malformed", "not a database", "corrupt")
 
-    def __init__(self, path: Path | str, *, read_only: bool | None = None) -> None:
+
+def storage_error(exc: sqlite3.Error, path: Path | str) -> SeahorseError | None:
+    """The SeahorseError an SQLite failure means for the user, or None when it is not one of
+    the file's own failures (damage, a full disk, I/O) and the caller decides."""
+    msg = str(exc)
+    low = msg.lower()
+    path = Path(path)
+    if isinstance(exc, sqlite3.DatabaseError) and any(w in low for w in _DAMAGE):
+        return StorageError(
+            f"database {path} is damaged ({msg}); writes are refused. Recover what is readable "
+            f"with `sqlite3 {path} \".recover\" | sqlite3 recovered.db` and use that file, or "
+            "restore a backup", code="corrupt")
+    if "database or disk is full" in low:
+        return StorageError(
+            f"database or disk is full: free space on {path.resolve().parent} (the change to "
+            f"{path} was not saved)", code="disk_full")
+    if "disk i/o error" in low:
+        return StorageError(f"disk I/O error on {path} ({msg}); check the disk and the file system",
+                            code="io_error")
+    return None
+
+
+class _Cursor(sqlite3.Cursor):
+    """Every statement and fetch of the store passes here: a damaged file, a full disk or an
+    I/O error becomes one StorageError wherever it surfaces."""
+
+    def _fail(self, exc: sqlite3.Error) -> BaseException:
+        conn = self.connection
+        err = storage_error(exc, conn.path) if isinstance(conn, _Connection) else None
+        if err is None:
+            return exc
+        if err.code == "corrupt":
+            conn.damaged = err
+        return err
+
+    def execute(self, sql, parameters=()):  # type: ignore[override]
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def executemany(self, sql, seq_of_parameters):  # type: ignore[override]
+        try:
+            return super().executemany(sql, seq_of_parameters)
+        except sqlite3.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def __next__(self):
+        try:
+            return super().__next__()
+        except sqlite3.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def fetchone(self):
+        try:
+            return super().fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def fetchmany(self, size: int = 1):  # type: ignore[override]
+        try:
+            return super().fetchmany(size)
+        except sqlite3.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def fetchall(self):
+        try:
+            return super().fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+
+class _Connection(sqlite3.Connection):
+    path: Path = Path()
+    damaged: StorageError | None = None
+
+    def execute(self, sql, parameters=()):  # type: ignore[override]
+        return self.cursor(_Cursor).execute(sql, parameters)
+
+    def executemany(self, sql, seq_of_parameters):  # type: ignore[override]
+        return self.cursor(_Cursor).executemany(sql, seq_of_parameters)
+
+
+def _fs_read_only(path: Path) -> bool:
+    """Whether the file system holding ``path`` (or its nearest existing folder) is mounted
+    read-only."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+class SQLiteStore(CodeTables):
+    """Every read and write of the knowledge graph goes through here.
+
+    ``create`` (default True) lets the open make a new store in a missing or empty file;
+    readers pass False: then nothing is written at open unless the file is an older Seahorse
+    store that needs its migrations. A SQLite file that is not a Seahorse store is refused and
+    left byte-identical either way."""
+
+    def __init__(self, path: Path | str, *, read_only: bool | None = None,
+                 create: bool = True) -> None:
         self.path = Path(path)
+        self.create = create
+        self.fs_read_only = False
         self.read_only = self._detect_read_only() if read_only is None else read_only
         self._depth = 0
+        self._checked = False
         self.db = self._connect()
         try:
-            if not self.read_only:
-                self._migrate()
-            elif not self._has_table("meta"):
-                raise SchemaMismatch(f"{self.path} is read-only and has never been initialised")
+            self._open_schema()
         except BaseException:
             self.db.close()  # the caller never gets the store, so it cannot close it
             raise
@@ -56,36 +164,85 @@ class SQLiteStore(CodeTables):
     def _detect_read_only(self) -> bool:
         if self.path.is_dir():
             raise InvalidInput(f"database path {self.path} is a directory; give a file path")
+        if _fs_read_only(self.path):
+            self.fs_read_only = True
+            return True
         if self.path.exists():
             # Honour the file's mode bits even for root, who could write anyway.
             return not (self.path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
         return False
 
+    def _why_read_only(self) -> str:
+        if self.fs_read_only:
+            return (f"database {self.path} is on a read-only file system; remount it "
+                    "read-write or set --db/SEAHORSE_DB to a file elsewhere")
+        return (f"database {self.path} is read-only; make it writable (chmod u+w) "
+                "or set --db/SEAHORSE_DB to another file")
+
+    def _check_header(self) -> None:
+        """A non-empty file that is not SQLite at all is refused before SQLite touches it."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0:
+            return
+        with open(self.path, "rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+        if head != _SQLITE_MAGIC:
+            raise SchemaMismatch(f"{self.path} is not a Seahorse database (not a SQLite file); "
+                                 "point --db/SEAHORSE_DB elsewhere")
+
     def _connect(self) -> sqlite3.Connection:
+        exists = self.path.exists()
+        if not exists and (self.read_only or not self.create):
+            if self.fs_read_only and self.create:
+                raise ReadOnlyDatabase(f"cannot create database {self.path}: it is on a read-only "
+                                       "file system; set --db/SEAHORSE_DB to a file elsewhere")
+            raise NotFound(f"database {self.path} does not exist; index something first or "
+                           "check --db/SEAHORSE_DB")
+        self._check_header()
         try:
             if self.read_only:
-                if not self.path.exists():
-                    raise InvalidInput(f"database {self.path} does not exist")
-                uri = f"file:{self.path.resolve()}?mode=ro"
-                db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S,
-                                     isolation_level=None, check_same_thread=False)
+                db = self._connect_read_only()
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S,
-                                     isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA foreign_keys=ON")
-            db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            if not self.read_only:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
+                if not exists:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                # mode=rwc creates a missing file, mode=rw never does
+                db = self._open(f"file:{quote(str(self.path.resolve()))}?mode="
+                                + ("rwc" if self.create else "rw"))
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except SeahorseError:
+            raise
         except sqlite3.DatabaseError as exc:
             raise SchemaMismatch(
-                f"{self.path} is not a Seahorse database ({exc}); point SEAHORSE_DB elsewhere"
+                f"{self.path} is not a Seahorse database ({exc}); point --db/SEAHORSE_DB elsewhere"
             ) from None
         except OSError as exc:
             raise InvalidInput(f"cannot open database {self.path}: {exc.strerror}") from None
         return db
+
+    def _open(self, uri: str) -> _Connection:
+        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                             check_same_thread=False, factory=_Connection)
+        db.path = self.path
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        return db
+
+    def _connect_read_only(self) -> _Connection:
+        base = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        db = self._open(base)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+            if not self.fs_read_only:
+                raise
+        # A WAL file on a read-only file system: SQLite cannot make its -shm file. Nothing can
+        # write there, so reading it as immutable is safe.
+        return self._open(base + "&immutable=1")
 
     def close(self) -> None:
         self.db.close()
@@ -96,19 +253,49 @@ class SQLiteStore(CodeTables):
         ).fetchone()
         return row is not None
 
-    def _migrate(self) -> None:
+    def _open_schema(self) -> None:
+        """Check the file is ours and not newer than us (reads only), then migrate if needed
+        and allowed."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            if self.read_only or not self.create:
+                raise SchemaMismatch(f"{self.path} has never been initialised (no Seahorse store "
+                                     "in it yet); index something first")
+            self._migrate(set())
+            return
+        if not {"meta", "migrations"} <= tables:
+            raise SchemaMismatch(f"{self.path} is a SQLite database but not a Seahorse store; "
+                                 "point --db/SEAHORSE_DB elsewhere")
+        done = {r[0] for r in self.db.execute("SELECT name FROM migrations")}
+        known = [name for name, _ in MIGRATIONS]
+        unknown = done - set(known)
+        version = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        try:
+            newer = version is not None and int(version[0]) > SCHEMA_VERSION
+        except ValueError:
+            newer = False
+        if unknown or newer:
+            what = f"migrations {sorted(unknown)}" if unknown else f"schema version {version[0]}"
+            raise SchemaMismatch(
+                f"{self.path} was written by a newer Seahorse ({what}; this one knows "
+                f"{SCHEMA_VERSION}); upgrade with `pip install -U seahorse-rag-mcp`"
+            )
+        if self.read_only:
+            return
+        if set(known) - done:
+            self._migrate(done)  # our own store, older: bring it up to date
+        elif self.create:
+            self.db.execute("PRAGMA journal_mode=WAL")  # ours already; a no-op unless changed
+        self.db.execute("PRAGMA synchronous=NORMAL")
+
+    def _migrate(self, done: set[str]) -> None:
+        """Apply the pending migrations of our own store (or make a new one)."""
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
         with self.atomic():
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL)"
             )
-            done = {r[0] for r in self.db.execute("SELECT name FROM migrations")}
-            known = [name for name, _ in MIGRATIONS]
-            unknown = done - set(known)
-            if unknown:
-                raise SchemaMismatch(
-                    f"{self.path} was written by a newer Seahorse (migrations {sorted(unknown)});"
-                    " upgrade with `pip install -U seahorse-rag-mcp`"
-                )
             for name, fn in MIGRATIONS:
                 if name not in done:
                     fn(self.db)
@@ -121,13 +308,17 @@ class SQLiteStore(CodeTables):
 
     @contextmanager
     def atomic(self) -> Iterator[sqlite3.Connection]:
-        """One transaction per logical change; nested calls become savepoints."""
+        """One transaction per logical change; nested calls become savepoints. A failure is
+        reported as itself: a rollback that fails because SQLite already rolled back (full
+        disk, I/O error) never hides it."""
         if self.read_only:
-            raise ReadOnlyDatabase(
-                f"database {self.path} is read-only; make it writable (chmod u+w) "
-                "or set SEAHORSE_DB to another file"
-            )
+            raise ReadOnlyDatabase(self._why_read_only())
+        damaged = getattr(self.db, "damaged", None)
+        if damaged is not None:
+            raise damaged
         outer = self._depth == 0
+        if outer and not self._checked:
+            self._quick_check()
         name = f"sp{self._depth}"
         try:
             self.db.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
@@ -138,25 +329,55 @@ class SQLiteStore(CodeTables):
             yield self.db
         except BaseException:
             self._depth -= 1
-            if outer:
-                self.db.execute("ROLLBACK")
-            else:
-                self.db.execute(f"ROLLBACK TO {name}")
-                self.db.execute(f"RELEASE {name}")
+            self._undo(outer, name)
             raise
         self._depth -= 1
         try:
             self.db.execute("COMMIT" if outer else f"RELEASE {name}")
-        except sqlite3.OperationalError as exc:
+        except BaseException as exc:
             if outer:
-                self.db.execute("ROLLBACK")
-            raise self._translate(exc) from None
+                self._undo(outer, name)
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._translate(exc) from None
+            raise
+
+    def _quick_check(self) -> None:
+        """Before this connection's first write: is the file whole? A damaged page noticed now
+        refuses the write instead of building on it (about 0.1 s per 50 MB, once)."""
+        if not self.db.in_transaction:
+            rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)")]
+            if rows != ["ok"]:
+                err = storage_error(sqlite3.DatabaseError(
+                    "database disk image is malformed: " + "; ".join(rows)[:200].replace("\n", " ")),
+                    self.path)
+                self.db.damaged = err
+                raise err
+        self._checked = True
+
+    def _undo(self, outer: bool, name: str) -> None:
+        """Roll back what this level did, if SQLite has not already."""
+        try:
+            if outer:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+            elif self.db.in_transaction:
+                self.db.execute(f"ROLLBACK TO {name}")
+                self.db.execute(f"RELEASE {name}")
+        except (sqlite3.Error, SeahorseError) as exc:
+            log.debug("rollback after a failure failed too: %s", exc)
 
     def _translate(self, exc: sqlite3.OperationalError) -> SeahorseError:
         msg = str(exc)
+        known = storage_error(exc, self.path)
+        if known is not None:
+            return known
         if "readonly" in msg or "read-only" in msg:
+            if self.fs_read_only or _fs_read_only(self.path):
+                self.fs_read_only = True
+                return ReadOnlyDatabase(self._why_read_only())
             return ReadOnlyDatabase(
-                f"database {self.path} is read-only ({msg}); make it writable or move SEAHORSE_DB"
+                f"database {self.path} is read-only ({msg}); make it writable or move "
+                "--db/SEAHORSE_DB"
             )
         if "locked" in msg or "busy" in msg:
             return SeahorseError(
@@ -176,7 +397,8 @@ class SQLiteStore(CodeTables):
         try:
             yield
         finally:
-            self.db.execute("COMMIT")
+            if self.db.in_transaction:
+                self.db.execute("COMMIT")
 
     def optimize(self) -> None:
         """Let SQLite refresh its planner statistics after a large change."""
