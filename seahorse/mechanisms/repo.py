@@ -17,11 +17,13 @@ off and the caller's ``GIT_*`` variables dropped. Skips carry a reason.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import logging
 import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -56,6 +58,7 @@ class RepoFile:
     kind: str  # code | doc | text
     dirty: bool = False  # working-tree content that differs from HEAD
     size: int = 0
+    ident: tuple[int, int] | None = None  # (device, inode) when read from disk at listing
 
 
 @dataclass
@@ -100,6 +103,59 @@ def blob_sha(data: bytes) -> str:
 def _safe_rel(path: str) -> bool:
     p = PurePosixPath(path)
     return not p.is_absolute() and ".." not in p.parts and "\x00" not in path
+
+
+class Refused(Exception):
+    """A file that must not be read, with the reason."""
+
+
+def read_inside(root: Path, rel: str, max_bytes: int, expect: tuple[int, int] | None = None
+                ) -> tuple[bytes, tuple[int, int]]:
+    """The bytes of ``root/rel`` read without following any symlink on the way: each folder
+    is opened with O_NOFOLLOW relative to the one before (``openat``), the file too, then
+    fstat says it is a regular file (and, with ``expect``, the same (device, inode) the
+    listing saw); returns the bytes and that (device, inode). A file swapped for a symlink, or a folder for a symlink to elsewhere,
+    between listing and reading is refused, never read through. Raises :class:`Refused`."""
+    if not _safe_rel(rel):
+        raise Refused("path leaves the checkout")
+    parts = PurePosixPath(rel).parts
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    directory = getattr(os, "O_DIRECTORY", 0)
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, os.O_RDONLY | directory))
+        for part in parts[:-1]:
+            fds.append(os.open(part, os.O_RDONLY | directory | nofollow, dir_fd=fds[-1]))
+        fd = os.open(parts[-1], os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0), dir_fd=fds[-1])
+        fds.append(fd)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("not a regular file")
+        if expect is not None and (st.st_dev, st.st_ino) != expect:
+            raise Refused("replaced since it was listed (not read)")
+        if st.st_size > max_bytes:
+            raise Refused(f"{st.st_size / 1048576:.1f} MB, over the {max_bytes / 1048576:g} MB limit "
+                          "for one file")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            got = os.read(fd, min(left, 1 << 20))
+            if not got:
+                break
+            chunks.append(got)
+            left -= len(got)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise Refused(f"grew over the {max_bytes / 1048576:g} MB limit for one file while read")
+        return data, (st.st_dev, st.st_ino)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) or (exc.errno == errno.EMLINK and nofollow):
+            raise Refused("symlink (not followed)") from None
+        if exc.errno == errno.ENOENT:
+            raise Refused("vanished") from None
+        raise Refused(f"unreadable: {exc.strerror or exc}") from None
+    finally:
+        for f in reversed(fds):
+            os.close(f)
 
 
 class Repo:
@@ -258,11 +314,12 @@ class Repo:
         clean filters (arbitrary commands from its config) and rewrites ``.git/index``."""
         kept = []
         for f in listing.files:
-            data = self._read_disk(f.path, listing)
-            if data is None:
+            got = self._read_disk(f.path, listing)
+            if got is None:
                 continue  # deleted (or made unreadable / a symlink) in the work tree
+            data, ident = got
             sha = blob_sha(data)
-            kept.append(f if sha == f.blob else RepoFile(f.path, sha, f.kind, True, len(data)))
+            kept.append(f if sha == f.blob else RepoFile(f.path, sha, f.kind, True, len(data), ident))
         listing.files = kept
         tracked = {f.path for f in kept}
         out = self._git("ls-files", "-z", "--others", "--exclude-standard")
@@ -275,35 +332,23 @@ class Repo:
                 continue
             if not path or path in tracked or file_kind(path) is None:
                 continue
-            data = self._read_disk(path, listing)
-            if data is None:
+            got = self._read_disk(path, listing)
+            if got is None:
                 continue
+            data, ident = got
             kind = self._accept(path, len(data), listing)
             if kind:
-                listing.files.append(RepoFile(path, blob_sha(data), kind, True, len(data)))
+                listing.files.append(RepoFile(path, blob_sha(data), kind, True, len(data), ident))
 
-    def _read_disk(self, path: str, listing: Listing) -> bytes | None:
-        if not _safe_rel(path):
-            listing.skipped.append({"path": path, "reason": "path leaves the checkout"})
-            return None
-        p = self.root / path
+    def _read_disk(self, path: str, listing: Listing, expect: tuple[int, int] | None = None
+                   ) -> tuple[bytes, tuple[int, int]] | None:
+        """A working-tree file's bytes and (device, inode) (see :func:`read_inside`), or None
+        with the reason recorded; a file that vanished is dropped quietly."""
         try:
-            if p.is_symlink():
-                listing.skipped.append({"path": path, "reason": "symlink (not followed)"})
-                return None
-            if not p.is_file():
-                return None
-            real = p.resolve()
-            if self.root not in real.parents:
-                listing.skipped.append({"path": path, "reason": "path leaves the checkout"})
-                return None
-            if p.stat().st_size > self.max_bytes:
-                listing.skipped.append({"path": path, "reason": f"over the "
-                                        f"{self.max_bytes / 1048576:g} MB limit for one file"})
-                return None
-            return p.read_bytes()
-        except OSError as exc:
-            listing.skipped.append({"path": path, "reason": f"unreadable: {exc.strerror or exc}"})
+            return read_inside(self.root, path, self.max_bytes, expect)
+        except Refused as why:
+            if str(why) not in ("vanished", "not a regular file"):
+                listing.skipped.append({"path": path, "reason": str(why)})
             return None
 
     def _walk(self, listing: Listing) -> None:
@@ -325,16 +370,19 @@ class Repo:
                     continue
                 if file_kind(rel) is None:
                     continue
-                data = self._read_disk(rel, listing)
-                if data is None:
+                got = self._read_disk(rel, listing)
+                if got is None:
                     continue
+                data, ident = got
                 kind = self._accept(rel, len(data), listing)
                 if kind:
-                    listing.files.append(RepoFile(rel, blob_sha(data), kind, False, len(data)))
+                    listing.files.append(RepoFile(rel, blob_sha(data), kind, False, len(data), ident))
 
     def read(self, files: list[RepoFile]) -> dict[str, bytes]:
         """Bytes of each file by path: git blobs from the object store, dirty or walked
-        files from disk (checked again: the tree may have changed since listing)."""
+        files from disk, read again without following symlinks and kept only when they are
+        the same file (device, inode) with the same content (blob) as listed; anything else
+        is left out (the caller reports it as vanished)."""
         out: dict[str, bytes] = {}
         from_git = [f for f in files if self.is_git and not f.dirty]
         blobs = self.read_blobs(sorted({f.blob for f in from_git}))
@@ -345,9 +393,9 @@ class Repo:
         for f in files:
             if f.path in out:
                 continue
-            data = self._read_disk(f.path, scratch)
-            if data is not None:
-                out[f.path] = data
+            got = self._read_disk(f.path, scratch, f.ident)
+            if got is not None and blob_sha(got[0]) == f.blob:
+                out[f.path] = got[0]
         return out
 
     # ----- history ------------------------------------------------------------------
