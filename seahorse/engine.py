@@ -193,8 +193,9 @@ class Engine:
     def find_symbol(self, name: str, repo: str | Path | None = None, limit: int = 20) -> list[dict]:
         """Declarations of that qualified or bare name (empty when none; NotFound when no
         repository is indexed at all)."""
+        limit = check_limit(limit)
         repo_id = self.code_queries.repo_id(repo)
-        return self.code_queries.find(check_text("name", name), repo_id, check_limit(limit))
+        return self.code_queries.find(check_text("name", name), repo_id, limit)
 
     def symbol(self, name: str, repo: str | Path | None = None) -> dict:
         """A declaration with its signature, span, doc, body, callers and callees."""
@@ -216,8 +217,9 @@ class Engine:
                 "also_named": also_named(others)}
 
     def symbol_history(self, name: str, repo: str | Path | None = None, limit: int = 20) -> dict:
+        limit = check_limit(limit)
         sym, *others = self.code_queries.named(name, repo)
-        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], check_limit(limit)),
+        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit),
                 "also_named": also_named(others)}
 
     def get_recent_changes(self, since: str | None = None, repo: str | Path | None = None,

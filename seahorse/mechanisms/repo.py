@@ -114,8 +114,9 @@ def read_inside(root: Path, rel: str, max_bytes: int, expect: tuple[int, int] | 
     """The bytes of ``root/rel`` read without following any symlink on the way: each folder
     is opened with O_NOFOLLOW relative to the one before (``openat``), the file too, then
     fstat says it is a regular file (and, with ``expect``, the same (device, inode) the
-    listing saw); returns the bytes and that (device, inode). A file swapped for a symlink, or a folder for a symlink to elsewhere,
-    between listing and reading is refused, never read through. Raises :class:`Refused`."""
+    listing saw); returns the bytes and that (device, inode). A file swapped for a symlink,
+    or a folder for a symlink to elsewhere, between listing and reading is refused, never
+    read through. Raises :class:`Refused`."""
     if not _safe_rel(rel):
         raise Refused("path leaves the checkout")
     parts = PurePosixPath(rel).parts
@@ -158,20 +159,105 @@ def read_inside(root: Path, rel: str, max_bytes: int, expect: tuple[int, int] | 
             os.close(f)
 
 
+def _small_file(p: Path, limit: int = 65536) -> str | None:
+    """A small git pointer file's text (None when it is missing or unreadable)."""
+    try:
+        with open(p, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
 class Repo:
     def __init__(self, root: str | Path, *, max_file_mb: float = 1.0,
                  exclude: tuple[str, ...] = ()) -> None:
         root = Path(root)
-        if not root.exists():
-            raise NotFound(f"{root} does not exist", field="path")
-        if not root.is_dir():
-            raise InvalidInput(f"{root} is not a directory (a repository is a checkout's folder)",
-                               field="path", code="not_a_directory")
-        self.root = root.resolve()
+        try:
+            if not root.exists():
+                raise NotFound(f"{root} does not exist", field="path")
+            if not root.is_dir():
+                raise InvalidInput(f"{root} is not a directory (a repository is a checkout's folder)",
+                                   field="path", code="not_a_directory")
+            self.root = root.resolve()
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"cannot read {root}: {getattr(exc, 'strerror', None) or exc}",
+                               field="path") from None
         self.max_bytes = int(max_file_mb * 1024 * 1024)
         self.exclude = tuple(e.strip("/") for e in exclude if e.strip("/"))
         self.toplevel = self._git_toplevel()
         self.is_git = self.toplevel == self.root
+        if self.is_git:
+            self._check_git_dir()
+
+    # ----- where git reads from -------------------------------------------------------
+    def _check_git_dir(self) -> None:
+        """Refuse a checkout whose git data lives elsewhere, unless it is a real worktree.
+
+        ``.git`` must be a folder inside the root, or a file ``gitdir: X`` where X is a
+        folder ``<common>/worktrees/<name>`` whose ``commondir`` leads back to ``<common>``
+        and whose ``gitdir`` names this checkout's ``.git`` file (what ``git worktree add``
+        writes). The object store may borrow objects only from folders inside the
+        repository's own git folder (``objects/info/alternates``, followed transitively);
+        ``http-alternates`` is refused outright. Anything else would index another
+        repository's code and commit messages."""
+        dot = self.root / ".git"
+        if dot.is_symlink():
+            self._refuse(f"{dot} is a symlink to another place")
+        if dot.is_dir():
+            gitdir = common = dot.resolve()
+            if (dot / "commondir").exists():
+                self._refuse(f"{dot}/commondir points git at another repository")
+        elif dot.is_file():
+            gitdir = self._worktree_gitdir(dot)
+            common = gitdir.parent.parent
+        else:
+            self._refuse(f"{self.root} has no .git folder of its own")
+        self._check_alternates(common)
+
+    def _refuse(self, why: str) -> None:
+        raise InvalidInput(f"{why}: refused, since indexing it would read another repository's "
+                           "code and history", field="path", code="foreign_git_dir")
+
+    def _worktree_gitdir(self, dot: Path) -> Path:
+        text = _small_file(dot)
+        if text is None or not text.startswith("gitdir:"):
+            self._refuse(f"{dot} is a file that is not a `gitdir:` pointer")
+        target = Path(text[len("gitdir:"):].strip())
+        gitdir = (self.root / target).resolve() if not target.is_absolute() else target.resolve()
+        if gitdir == self.root or self.root in gitdir.parents:
+            return gitdir  # inside the checkout
+        back = _small_file(gitdir / "gitdir")
+        commondir = _small_file(gitdir / "commondir")
+        ok = (gitdir.parent.name == "worktrees" and back is not None and commondir is not None
+              and (gitdir / Path(commondir.strip())).resolve() == gitdir.parent.parent
+              and (gitdir / Path(back.strip())).resolve() == dot.resolve()
+              and (gitdir.parent.parent / "objects").is_dir())
+        if not ok:
+            self._refuse(f"{dot} points git at {gitdir}, which is not a worktree of a repository "
+                         "whose records point back to this checkout")
+        return gitdir
+
+    def _check_alternates(self, common: Path) -> None:
+        seen: set[Path] = set()
+        todo = [common / "objects"]
+        while todo:
+            objects = todo.pop()
+            if objects in seen:
+                continue
+            seen.add(objects)
+            if (objects / "info" / "http-alternates").exists():
+                self._refuse(f"{objects}/info/http-alternates borrows objects over the network")
+            text = _small_file(objects / "info" / "alternates")
+            for line in (text or "").splitlines():
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                alt = Path(line) if Path(line).is_absolute() else objects / line
+                alt = alt.resolve()
+                if alt != common and common not in alt.parents:
+                    self._refuse(f"{objects}/info/alternates borrows objects from {alt}, outside "
+                                 f"the repository's own {common}")
+                todo.append(alt)
 
     # ----- git plumbing --------------------------------------------------------------
     def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
