@@ -195,3 +195,58 @@ def test_library_ids_and_limits_beyond_int64(tmp_path: Path) -> None:
             with pytest.raises(InvalidInput):
                 call()
         assert os.path.exists(tmp_path / "kg.db")
+
+
+# ----- bounded memory per text, progress per small batch -----------------------------------
+def test_long_lines_are_windowed_by_characters_too() -> None:
+    from seahorse.services.codeindex import line_windows
+
+    lines = ["short", "y" * 9000, "z", "w"]
+    got = [(a, b, len(t)) for a, b, t in line_windows(lines, 40, 4000)]
+    assert got == [(1, 1, 5), (2, 2, 4000), (2, 2, 4000), (2, 2, 1000), (3, 4, 3)]
+    assert [(a, b) for a, b, _t in line_windows([str(i) for i in range(100)], 40, 4000)] == \
+        [(1, 40), (41, 80), (81, 100)]
+
+
+def test_every_tier_caps_the_characters_it_reads() -> None:
+    from seahorse.mechanisms.embed import CHARS_PER_TOKEN, MAX_TOKENS, HashEmbedder
+
+    huge = "garden " * 1_000_000
+    head = huge[:MAX_TOKENS * CHARS_PER_TOKEN]
+    emb = HashEmbedder()
+    assert (emb.embed([huge]) == emb.embed([head])).all()
+
+
+def test_wordllama_reads_at_most_max_tokens() -> None:
+    pytest.importorskip("wordllama")
+    from seahorse.mechanisms.embed import MAX_TOKENS, WordLlamaEmbedder
+
+    emb = WordLlamaEmbedder()
+    vec = emb.embed(['{"a": 1}, ' * 300_000])
+    assert vec.shape == (1, 256)
+    assert emb._phrases._model.tokenizer.truncation["max_length"] == MAX_TOKENS
+
+
+def test_a_killed_run_keeps_the_batches_it_committed(tmp_path: Path, monkeypatch) -> None:
+    from seahorse.services import codeindex
+
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "many files", {f"m{i:02}.py": f"def f{i}():\n    return {i}\n" for i in range(20)})
+    real = codeindex.CodeIndex._index_batch
+    calls = []
+
+    def die_on_second_batch(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # as a kill between batches would
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(codeindex.CodeIndex, "_index_batch", die_on_second_batch)
+    with make_engine(tmp_path) as eng, pytest.raises(KeyboardInterrupt):
+        eng.index_repo(root)
+    monkeypatch.setattr(codeindex.CodeIndex, "_index_batch", real)
+    with make_engine(tmp_path) as eng:
+        rep = eng.index_repo(root)
+        assert rep["unchanged"] == codeindex.FILE_BATCH and rep["added"] == 20 - codeindex.FILE_BATCH
