@@ -29,11 +29,12 @@ from .services.lookup import Lookup
 from .services.memory import Memories
 from .services.reembed import reembed
 from .services.retrieval import RetrievalIndex, SearchResult
-from .services.runtime import Runtime, check_text
+from .services.runtime import Runtime, check_int, check_path, check_text
 from .services.search import Search
 from .store import Store, open_store
 
 Progress = Callable[[int, int, str], None]
+MAX_COMMITS = 10_000_000  # bounds max_commits (git's --max-count is a C int)
 __all__ = ["Engine", "IndexResult", "SearchResult"]
 
 
@@ -111,14 +112,16 @@ class Engine:
         return self.ingest.add_many(items, batch_size)
 
     def index_file(self, path: str | Path, title: str | None = None) -> IndexResult:
-        return self.ingest.add_file(path, title)
+        return self.ingest.add_file(check_path("path", path), title)
 
     def index_dir(self, path: str | Path, progress: Progress | None = None
                   ) -> tuple[list[IndexResult], list[dict]]:
-        return self.ingest.add_dir(path, progress)
+        return self.ingest.add_dir(check_path("path", path), progress)
 
     def delete_document(self, id: str | int) -> dict:
         """Delete a document (by id or source) with every node and edge only it contributed."""
+        if isinstance(id, int) and not isinstance(id, bool):
+            check_id(id)  # beyond int64 is a bad id, not a missing document
         return self.ingest.delete(id)
 
     def optimize_graph(self, threshold: float | None = None) -> dict:
@@ -183,17 +186,17 @@ class Engine:
                    max_commits: int = 1000, exclude: Sequence[str] = (),
                    progress: Progress | None = None) -> dict:
         """Index a checkout: code symbols, docs and git history, parsing only new blobs."""
-        if isinstance(max_commits, bool) or not isinstance(max_commits, int) or max_commits < 0:
-            raise InvalidInput("max_commits must be a non-negative integer", field="max_commits")
-        return self.code_index.index_repo(path, worktree=worktree, history=history,
+        check_int("max_commits", max_commits, 0, MAX_COMMITS)
+        return self.code_index.index_repo(check_path("path", path), worktree=worktree, history=history,
                                           max_commits=max_commits, exclude=tuple(exclude),
                                           progress=progress)
 
     def find_symbol(self, name: str, repo: str | Path | None = None, limit: int = 20) -> list[dict]:
         """Declarations of that qualified or bare name (empty when none; NotFound when no
         repository is indexed at all)."""
+        limit = check_limit(limit)
         repo_id = self.code_queries.repo_id(repo)
-        return self.code_queries.find(check_text("name", name), repo_id, check_limit(limit))
+        return self.code_queries.find(check_text("name", name), repo_id, limit)
 
     def symbol(self, name: str, repo: str | Path | None = None) -> dict:
         """A declaration with its signature, span, doc, body, callers and callees."""
@@ -215,8 +218,9 @@ class Engine:
                 "also_named": also_named(others)}
 
     def symbol_history(self, name: str, repo: str | Path | None = None, limit: int = 20) -> dict:
+        limit = check_limit(limit)
         sym, *others = self.code_queries.named(name, repo)
-        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], check_limit(limit)),
+        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit),
                 "also_named": also_named(others)}
 
     def get_recent_changes(self, since: str | None = None, repo: str | Path | None = None,

@@ -376,6 +376,14 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(tmp_path: Pa
         ("add_document", {"text": huge}, "MB"),
         ("upsert_memory", {"key": "k", "value": "v", "trust": 5}, "trust"),
         ("upsert_memory", {"key": "k", "value": "v", "kind": "bogus"}, "kind"),
+        ("index_repo", {"path": ""}, "empty"),  # never the server's working directory
+        ("index_repo", {"path": "  "}, "empty"),
+        ("index_repo", {"path": "a\x00b"}, "NUL"),
+        ("index_repo", {"path": "/tmp/" + "n" * 300}, "255"),
+        ("get", {"id": 2**63}, "id"),
+        ("delete_document", {"id": 2**64}, "id"),
+        ("find_symbol", {"name": "x", "limit": 2**63}, "limit"),
+        ("get_recent_changes", {"limit": 2**70}, "limit"),
     ]
 
     async def main() -> None:

@@ -29,6 +29,18 @@ from ..errors import ConfigError, InvalidInput, MissingExtra
 log = logging.getLogger("seahorse")
 
 Spans = Sequence[Sequence[tuple[int, int]]]  # per pooled vector, the char ranges it covers
+# Every tier reads at most MAX_TOKENS tokens of one text, and hands the tokenizer at most
+# CHARS_PER_TOKEN x that many characters (a token is rarely over 8 characters; a text cut there
+# loses nothing the model would have read). Memory per embedded text is then bounded whatever
+# the input: wordllama pads a batch of 64 to at most 512 tokens x 256 floats = 32 MB.
+MAX_TOKENS = 512
+CHARS_PER_TOKEN = 8
+
+
+def cap_chars(texts: Sequence[str], max_tokens: int = MAX_TOKENS) -> list[str]:
+    """Texts cut at the characters a ``max_tokens`` model could read (offsets unchanged)."""
+    limit = max_tokens * CHARS_PER_TOKEN
+    return [t if len(t) <= limit else t[:limit] for t in texts]
 
 
 class Embedder(Protocol):
@@ -66,7 +78,7 @@ class HashEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(np.stack([self._vec(t) for t in texts]))
+        return _normalise(np.stack([self._vec(t) for t in cap_chars(texts)]))
 
     def embed_spans(self, texts, spans):
         pooled = []
@@ -141,6 +153,7 @@ class OnnxEmbedder:
         assert self._tokenizer is not None and self._session is not None
         # Sort by length (characters as the proxy) and tokenize batch by batch, so no more
         # than one batch of encodings is alive at a time.
+        texts = cap_chars(texts, self.max_tokens)  # the tokenizer never sees a 3 MB string
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
@@ -244,6 +257,9 @@ def file_fingerprint(path: Path) -> str:
     return h.hexdigest()[:12]
 
 
+BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB at most
+
+
 class WordLlamaEmbedder:
     """The fast tier: wordllama's static token embeddings (256-d, ship in its wheel), averaged.
     No transformer runs, so a query embeds in well under a millisecond; recall is lower."""
@@ -272,7 +288,8 @@ class WordLlamaEmbedder:
 
 
 class WordLlamaPhrases:
-    """Static phrase vectors (wordllama, 256-d, ships in its wheel) for synonym edges."""
+    """Static phrase vectors (wordllama, 256-d, ships in its wheel) for synonym edges; at
+    most MAX_TOKENS tokens of a text are read, BATCH texts at a time."""
 
     name = "wordllama-l2-256"
     dim = 256
@@ -290,8 +307,13 @@ class WordLlamaPhrases:
             except ImportError:
                 raise MissingExtra("wordllama is missing; run `pip install -e .`") from None
             folder = os.path.dirname(wordllama.__file__)
-            self._model = WordLlama.load(cache_dir=folder, disable_download=True, dim=self.dim)
-        return _normalise(np.asarray(self._model.embed(list(texts)), dtype=np.float32))
+            model = WordLlama.load(cache_dir=folder, disable_download=True, dim=self.dim)
+            # wordllama pads a batch to its longest text with truncation off: one 3 MB line
+            # asked for 2.86 GiB. Cap the tokens (and the characters the tokenizer sees).
+            model.tokenizer.enable_truncation(MAX_TOKENS)
+            self._model = model
+        return _normalise(np.asarray(self._model.embed(cap_chars(texts), batch_size=BATCH),
+                                     dtype=np.float32))
 
 
 class HashPhrases(HashEmbedder):

@@ -17,11 +17,13 @@ off and the caller's ``GIT_*`` variables dropped. Skips carry a reason.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import logging
 import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -56,6 +58,7 @@ class RepoFile:
     kind: str  # code | doc | text
     dirty: bool = False  # working-tree content that differs from HEAD
     size: int = 0
+    ident: tuple[int, int] | None = None  # (device, inode) when read from disk at listing
 
 
 @dataclass
@@ -102,20 +105,159 @@ def _safe_rel(path: str) -> bool:
     return not p.is_absolute() and ".." not in p.parts and "\x00" not in path
 
 
+class Refused(Exception):
+    """A file that must not be read, with the reason."""
+
+
+def read_inside(root: Path, rel: str, max_bytes: int, expect: tuple[int, int] | None = None
+                ) -> tuple[bytes, tuple[int, int]]:
+    """The bytes of ``root/rel`` read without following any symlink on the way: each folder
+    is opened with O_NOFOLLOW relative to the one before (``openat``), the file too, then
+    fstat says it is a regular file (and, with ``expect``, the same (device, inode) the
+    listing saw); returns the bytes and that (device, inode). A file swapped for a symlink,
+    or a folder for a symlink to elsewhere, between listing and reading is refused, never
+    read through. Raises :class:`Refused`."""
+    if not _safe_rel(rel):
+        raise Refused("path leaves the checkout")
+    parts = PurePosixPath(rel).parts
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    directory = getattr(os, "O_DIRECTORY", 0)
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, os.O_RDONLY | directory))
+        for part in parts[:-1]:
+            fds.append(os.open(part, os.O_RDONLY | directory | nofollow, dir_fd=fds[-1]))
+        fd = os.open(parts[-1], os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0), dir_fd=fds[-1])
+        fds.append(fd)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("not a regular file")
+        if expect is not None and (st.st_dev, st.st_ino) != expect:
+            raise Refused("replaced since it was listed (not read)")
+        if st.st_size > max_bytes:
+            raise Refused(f"{st.st_size / 1048576:.1f} MB, over the {max_bytes / 1048576:g} MB limit "
+                          "for one file")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            got = os.read(fd, min(left, 1 << 20))
+            if not got:
+                break
+            chunks.append(got)
+            left -= len(got)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise Refused(f"grew over the {max_bytes / 1048576:g} MB limit for one file while read")
+        return data, (st.st_dev, st.st_ino)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) or (exc.errno == errno.EMLINK and nofollow):
+            raise Refused("symlink (not followed)") from None
+        if exc.errno == errno.ENOENT:
+            raise Refused("vanished") from None
+        raise Refused(f"unreadable: {exc.strerror or exc}") from None
+    finally:
+        for f in reversed(fds):
+            os.close(f)
+
+
+def _small_file(p: Path, limit: int = 65536) -> str | None:
+    """A small git pointer file's text (None when it is missing or unreadable)."""
+    try:
+        with open(p, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
 class Repo:
     def __init__(self, root: str | Path, *, max_file_mb: float = 1.0,
                  exclude: tuple[str, ...] = ()) -> None:
         root = Path(root)
-        if not root.exists():
-            raise NotFound(f"{root} does not exist", field="path")
-        if not root.is_dir():
-            raise InvalidInput(f"{root} is not a directory (a repository is a checkout's folder)",
-                               field="path", code="not_a_directory")
-        self.root = root.resolve()
+        try:
+            if not root.exists():
+                raise NotFound(f"{root} does not exist", field="path")
+            if not root.is_dir():
+                raise InvalidInput(f"{root} is not a directory (a repository is a checkout's folder)",
+                                   field="path", code="not_a_directory")
+            self.root = root.resolve()
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"cannot read {root}: {getattr(exc, 'strerror', None) or exc}",
+                               field="path") from None
         self.max_bytes = int(max_file_mb * 1024 * 1024)
         self.exclude = tuple(e.strip("/") for e in exclude if e.strip("/"))
         self.toplevel = self._git_toplevel()
         self.is_git = self.toplevel == self.root
+        if self.is_git:
+            self._check_git_dir()
+
+    # ----- where git reads from -------------------------------------------------------
+    def _check_git_dir(self) -> None:
+        """Refuse a checkout whose git data lives elsewhere, unless it is a real worktree.
+
+        ``.git`` must be a folder inside the root, or a file ``gitdir: X`` where X is a
+        folder ``<common>/worktrees/<name>`` whose ``commondir`` leads back to ``<common>``
+        and whose ``gitdir`` names this checkout's ``.git`` file (what ``git worktree add``
+        writes). The object store may borrow objects only from folders inside the
+        repository's own git folder (``objects/info/alternates``, followed transitively);
+        ``http-alternates`` is refused outright. Anything else would index another
+        repository's code and commit messages."""
+        dot = self.root / ".git"
+        if dot.is_symlink():
+            self._refuse(f"{dot} is a symlink to another place")
+        if dot.is_dir():
+            gitdir = common = dot.resolve()
+            if (dot / "commondir").exists():
+                self._refuse(f"{dot}/commondir points git at another repository")
+        elif dot.is_file():
+            gitdir = self._worktree_gitdir(dot)
+            common = gitdir.parent.parent
+        else:
+            self._refuse(f"{self.root} has no .git folder of its own")
+        self._check_alternates(common)
+
+    def _refuse(self, why: str) -> None:
+        raise InvalidInput(f"{why}: refused, since indexing it would read another repository's "
+                           "code and history", field="path", code="foreign_git_dir")
+
+    def _worktree_gitdir(self, dot: Path) -> Path:
+        text = _small_file(dot)
+        if text is None or not text.startswith("gitdir:"):
+            self._refuse(f"{dot} is a file that is not a `gitdir:` pointer")
+        target = Path(text[len("gitdir:"):].strip())
+        gitdir = (self.root / target).resolve() if not target.is_absolute() else target.resolve()
+        if gitdir == self.root or self.root in gitdir.parents:
+            return gitdir  # inside the checkout
+        back = _small_file(gitdir / "gitdir")
+        commondir = _small_file(gitdir / "commondir")
+        ok = (gitdir.parent.name == "worktrees" and back is not None and commondir is not None
+              and (gitdir / Path(commondir.strip())).resolve() == gitdir.parent.parent
+              and (gitdir / Path(back.strip())).resolve() == dot.resolve()
+              and (gitdir.parent.parent / "objects").is_dir())
+        if not ok:
+            self._refuse(f"{dot} points git at {gitdir}, which is not a worktree of a repository "
+                         "whose records point back to this checkout")
+        return gitdir
+
+    def _check_alternates(self, common: Path) -> None:
+        seen: set[Path] = set()
+        todo = [common / "objects"]
+        while todo:
+            objects = todo.pop()
+            if objects in seen:
+                continue
+            seen.add(objects)
+            if (objects / "info" / "http-alternates").exists():
+                self._refuse(f"{objects}/info/http-alternates borrows objects over the network")
+            text = _small_file(objects / "info" / "alternates")
+            for line in (text or "").splitlines():
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                alt = Path(line) if Path(line).is_absolute() else objects / line
+                alt = alt.resolve()
+                if alt != common and common not in alt.parents:
+                    self._refuse(f"{objects}/info/alternates borrows objects from {alt}, outside "
+                                 f"the repository's own {common}")
+                todo.append(alt)
 
     # ----- git plumbing --------------------------------------------------------------
     def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
@@ -258,11 +400,12 @@ class Repo:
         clean filters (arbitrary commands from its config) and rewrites ``.git/index``."""
         kept = []
         for f in listing.files:
-            data = self._read_disk(f.path, listing)
-            if data is None:
+            got = self._read_disk(f.path, listing)
+            if got is None:
                 continue  # deleted (or made unreadable / a symlink) in the work tree
+            data, ident = got
             sha = blob_sha(data)
-            kept.append(f if sha == f.blob else RepoFile(f.path, sha, f.kind, True, len(data)))
+            kept.append(f if sha == f.blob else RepoFile(f.path, sha, f.kind, True, len(data), ident))
         listing.files = kept
         tracked = {f.path for f in kept}
         out = self._git("ls-files", "-z", "--others", "--exclude-standard")
@@ -275,35 +418,23 @@ class Repo:
                 continue
             if not path or path in tracked or file_kind(path) is None:
                 continue
-            data = self._read_disk(path, listing)
-            if data is None:
+            got = self._read_disk(path, listing)
+            if got is None:
                 continue
+            data, ident = got
             kind = self._accept(path, len(data), listing)
             if kind:
-                listing.files.append(RepoFile(path, blob_sha(data), kind, True, len(data)))
+                listing.files.append(RepoFile(path, blob_sha(data), kind, True, len(data), ident))
 
-    def _read_disk(self, path: str, listing: Listing) -> bytes | None:
-        if not _safe_rel(path):
-            listing.skipped.append({"path": path, "reason": "path leaves the checkout"})
-            return None
-        p = self.root / path
+    def _read_disk(self, path: str, listing: Listing, expect: tuple[int, int] | None = None
+                   ) -> tuple[bytes, tuple[int, int]] | None:
+        """A working-tree file's bytes and (device, inode) (see :func:`read_inside`), or None
+        with the reason recorded; a file that vanished is dropped quietly."""
         try:
-            if p.is_symlink():
-                listing.skipped.append({"path": path, "reason": "symlink (not followed)"})
-                return None
-            if not p.is_file():
-                return None
-            real = p.resolve()
-            if self.root not in real.parents:
-                listing.skipped.append({"path": path, "reason": "path leaves the checkout"})
-                return None
-            if p.stat().st_size > self.max_bytes:
-                listing.skipped.append({"path": path, "reason": f"over the "
-                                        f"{self.max_bytes / 1048576:g} MB limit for one file"})
-                return None
-            return p.read_bytes()
-        except OSError as exc:
-            listing.skipped.append({"path": path, "reason": f"unreadable: {exc.strerror or exc}"})
+            return read_inside(self.root, path, self.max_bytes, expect)
+        except Refused as why:
+            if str(why) not in ("vanished", "not a regular file"):
+                listing.skipped.append({"path": path, "reason": str(why)})
             return None
 
     def _walk(self, listing: Listing) -> None:
@@ -325,16 +456,19 @@ class Repo:
                     continue
                 if file_kind(rel) is None:
                     continue
-                data = self._read_disk(rel, listing)
-                if data is None:
+                got = self._read_disk(rel, listing)
+                if got is None:
                     continue
+                data, ident = got
                 kind = self._accept(rel, len(data), listing)
                 if kind:
-                    listing.files.append(RepoFile(rel, blob_sha(data), kind, False, len(data)))
+                    listing.files.append(RepoFile(rel, blob_sha(data), kind, False, len(data), ident))
 
     def read(self, files: list[RepoFile]) -> dict[str, bytes]:
         """Bytes of each file by path: git blobs from the object store, dirty or walked
-        files from disk (checked again: the tree may have changed since listing)."""
+        files from disk, read again without following symlinks and kept only when they are
+        the same file (device, inode) with the same content (blob) as listed; anything else
+        is left out (the caller reports it as vanished)."""
         out: dict[str, bytes] = {}
         from_git = [f for f in files if self.is_git and not f.dirty]
         blobs = self.read_blobs(sorted({f.blob for f in from_git}))
@@ -345,9 +479,9 @@ class Repo:
         for f in files:
             if f.path in out:
                 continue
-            data = self._read_disk(f.path, scratch)
-            if data is not None:
-                out[f.path] = data
+            got = self._read_disk(f.path, scratch, f.ident)
+            if got is not None and blob_sha(got[0]) == f.blob:
+                out[f.path] = got[0]
         return out
 
     # ----- history ------------------------------------------------------------------

@@ -33,7 +33,8 @@ LINK_KINDS = ("calls", "inherits", "imports", "mentions", "touched", "parent")
 EDGE_WEIGHT = {"contains": 1.0, "calls": 0.5, "inherits": 0.5, "imports": 0.25, "mentions": 0.5,
                "touched": 0.25, "parent": 0.1}
 WINDOW_LINES = 40
-FILE_BATCH = 32  # files read, parsed and embedded together
+WINDOW_CHARS = 4000  # a window is cut at this many characters too (a 3 MB line is 750 windows)
+FILE_BATCH = 8  # files read, parsed, embedded and committed together
 MAX_TOUCHED = 50  # a commit touching more symbols than this links only the first ones
 
 
@@ -163,15 +164,14 @@ class CodeIndex:
         # any other text: line windows, no extraction
         prep.extractor = "none"
         all_lines = text.split("\n")  # tree-sitter's rows: only \n ends a line
-        for a in range(0, len(all_lines), WINDOW_LINES):
-            window = "\n".join(all_lines[a:a + WINDOW_LINES]).strip()
+        for a, b, window in line_windows(all_lines, WINDOW_LINES, WINDOW_CHARS):
+            window = window.strip()
             if not window:
                 continue
-            prep.passages.append(f"{f.path} lines {a + 1}-{min(a + WINDOW_LINES, len(all_lines))}\n{window}")
+            prep.passages.append(f"{f.path} lines {a}-{b}\n{window}")
             prep.phrases.append([])
             prep.facts.append([])
-            spans.append((Symbol("", "", "window", a + 1, min(a + WINDOW_LINES, len(all_lines)), "", "",
-                                 None), "passage"))
+            spans.append((Symbol("", "", "window", a, b, "", "", None), "passage"))
         return spans
 
     def _parse_cached(self, blob: str, data: bytes, language: str, path: str) -> list[Symbol]:
@@ -331,6 +331,30 @@ class CodeIndex:
         for (_s, _d, k) in edges:
             counts[k] += 1
         return dict(sorted(counts.items()))
+
+
+def line_windows(lines: list[str], max_lines: int, max_chars: int):
+    """(first line, last line, text) windows of at most ``max_lines`` lines and ``max_chars``
+    characters; a line longer than ``max_chars`` is cut into pieces that each name its line."""
+    a, buf, size = 0, [], 0
+    for n, line in enumerate(lines):
+        if len(line) > max_chars:
+            if buf:
+                yield a + 1, n, "\n".join(buf)
+                buf, size = [], 0
+            for k in range(0, len(line), max_chars):
+                yield n + 1, n + 1, line[k:k + max_chars]
+            a = n + 1
+            continue
+        if buf and (len(buf) >= max_lines or size + len(line) + 1 > max_chars):
+            yield a + 1, n, "\n".join(buf)
+            buf, size = [], 0
+        if not buf:
+            a = n
+        buf.append(line)
+        size += len(line) + 1
+    if buf:
+        yield a + 1, a + len(buf), "\n".join(buf)
 
 
 def _renamed_to(path: str, renamed: dict[str, str]) -> str:

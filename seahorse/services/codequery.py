@@ -11,7 +11,7 @@ from ..errors import InvalidInput, NotFound
 from ..mechanisms.code import split_identifier
 from ..store import Store
 from ..text import query_terms
-from .runtime import check_int, check_text
+from .runtime import check_int, check_path, check_text
 
 COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
 MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
@@ -39,7 +39,7 @@ class CodeQueries:
             names = ", ".join(r[2] for r in rows)
             raise InvalidInput(f"{len(rows)} repositories are indexed ({names}), which one is meant",
                                field="repo", code="ambiguous_repo", repos=[r[2] for r in rows])
-        want = check_text("repo", str(ref))
+        want = check_path("repo", ref)
         try:
             resolved = str(Path(want).expanduser().resolve())
         except (OSError, ValueError):

@@ -6,6 +6,7 @@ offline synonym rebuild (``optimize-graph``)."""
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -15,6 +16,7 @@ import numpy as np
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
+from ..mechanisms.repo import Refused, read_inside
 from ..text import chunk, clean, content_hash, decode_text, split_sentences
 from .runtime import Runtime, check_text
 
@@ -72,19 +74,29 @@ class Ingest:
     def add_dir(self, path: str | Path, progress: Progress | None = None
                 ) -> tuple[list[IndexResult], list[dict]]:
         root = Path(path)
-        if not root.exists():
-            raise NotFound(f"{root} does not exist", field="path")
-        if not root.is_dir():
-            raise InvalidInput(f"{root} is not a directory",
-                               field="path", code="not_a_directory")
+        try:
+            if not root.exists():
+                raise NotFound(f"{root} does not exist", field="path")
+            if not root.is_dir():
+                raise InvalidInput(f"{root} is not a directory",
+                                   field="path", code="not_a_directory")
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {root}: {exc.strerror or exc}", field="path") from None
         files, skipped = _text_files(root)
         results: list[IndexResult] = []
+        max_mb = self.rt.settings.max_file_mb
         with self.many():
-            for n, p in enumerate(files, 1):
+            for n, (p, rel, ident) in enumerate(files, 1):
                 if progress:
                     progress(n, len(files), str(p))
                 try:
-                    results.append(self.add_file(p))
+                    data, _ident = read_inside(root.resolve(), rel, int(max_mb * 1024 * 1024), ident)
+                    text = _decode_file(p, data)
+                    if not clean(text).strip():
+                        raise InvalidInput(f"{p} is empty: nothing to index", field="path")
+                    results.append(self.add_many([(text, str(p), None, None)], limit_mb=max_mb)[0])
+                except Refused as why:
+                    skipped.append({"path": str(p), "reason": str(why)})
                 except (InvalidInput, NotFound) as exc:
                     reason = str(exc).removeprefix(f"{p} ").removeprefix(f"{p}: ")
                     skipped.append({"path": str(p), "reason": reason})
@@ -263,7 +275,8 @@ class Ingest:
                 doc = store.document_by_source(str(Path(ref).resolve()))
         if doc is None and isinstance(ref, int) and not isinstance(ref, bool):
             doc = store.document(ref) if -2**63 <= ref < 2**63 else None
-        elif doc is None and str(ref).isascii() and str(ref).isdigit() and len(str(ref)) < 19:
+        elif doc is None and str(ref).isascii() and str(ref).isdigit() and len(str(ref)) <= 19 \
+                and int(ref) < 2**63:
             doc = store.document(int(ref))
         if doc is None:
             raise NotFound(f"no document {ref!r}",
@@ -425,34 +438,48 @@ def _wants_vector(p: Phrase) -> bool:
     return p.kind == "entity" or " " in p.key
 
 
-def _text_files(root: Path) -> tuple[list[Path], list[dict]]:
-    """The text files under ``root`` (never through a symlink that leaves it)."""
+def _text_files(root: Path) -> tuple[list[tuple[Path, str, tuple[int, int]]], list[dict]]:
+    """The text files under ``root``: (path, path relative to the root, (device, inode)).
+    Symlinks are never followed, to files or to folders; the file is read later by
+    :func:`read_inside`, which refuses anything that is no longer that same file."""
     root_real = root.resolve()
     files, skipped = [], []
-    for p in sorted(root.rglob("*")):
-        if not p.is_file() or p.suffix.lower() not in TEXT_SUFFIXES:
-            continue
-        try:
-            str(p).encode("utf-8")
-        except UnicodeEncodeError:
-            skipped.append({"path": str(p).encode("utf-8", "replace").decode(),
-                            "reason": "file name is not valid UTF-8"})
-            continue
-        if root_real not in p.resolve().parents:
-            skipped.append({"path": str(p), "reason": "symlink leaves the directory"})
-            continue
-        files.append(p)
+    for dirpath, dirnames, filenames in os.walk(root_real, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if p.suffix.lower() not in TEXT_SUFFIXES:
+                continue
+            try:
+                str(p).encode("utf-8")
+            except UnicodeEncodeError:
+                skipped.append({"path": str(p).encode("utf-8", "replace").decode(),
+                                "reason": "file name is not valid UTF-8"})
+                continue
+            try:
+                st = p.lstat()
+            except OSError:
+                continue  # vanished
+            if stat.S_ISLNK(st.st_mode):
+                skipped.append({"path": str(p), "reason": "symlink (not followed)"})
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            files.append((p, p.relative_to(root_real).as_posix(), (st.st_dev, st.st_ino)))
     return files, skipped
 
 
 def read_text_file(p: Path, max_mb: float) -> str:
     """Read a UTF-8 text file, refusing missing, huge, binary or malformed input clearly."""
-    if not p.exists():
-        raise NotFound(f"{p} does not exist", field="path")
-    if p.is_dir():
-        raise InvalidInput(f"{p} is a directory", field="path",
-                           code="is_a_directory")
-    size = p.stat().st_size
+    try:
+        if not p.exists():
+            raise NotFound(f"{p} does not exist", field="path")
+        if p.is_dir():
+            raise InvalidInput(f"{p} is a directory", field="path",
+                               code="is_a_directory")
+        size = p.stat().st_size
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {p}: {exc.strerror or exc}", field="path") from None
     if size > max_mb * 1024 * 1024:
         raise InvalidInput(f"{p} is {size / 1048576:.1f} MB, over the {max_mb:g} MB limit; "
                            "split it or raise SEAHORSE_MAX_FILE_MB", field="path", code="too_large")
@@ -460,6 +487,10 @@ def read_text_file(p: Path, max_mb: float) -> str:
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"cannot read {p}: {exc.strerror}", field="path") from None
+    return _decode_file(p, data)
+
+
+def _decode_file(p: Path, data: bytes) -> str:
     text, why = decode_text(data)
     if text is None:
         raise InvalidInput(f"{p} is {why}" if why.startswith("not") else f"{p}: {why}", field="path")

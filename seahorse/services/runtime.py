@@ -5,6 +5,7 @@ the facade, they are handed this."""
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,35 @@ def check_name(what: str, value) -> str:
     if len(value) > NAME_MAX:
         raise InvalidInput(f"{what} is over {NAME_MAX} characters", field=what)
     return check_text(what, value).strip()
+
+
+NAME_BYTES_MAX = 255  # one path component (NAME_MAX on Linux and macOS)
+PATH_BYTES_MAX = 4096  # a whole path (PATH_MAX on Linux)
+
+
+def check_path(what: str, value) -> str:
+    """A path the caller gave: a non-empty string (an empty one would mean the working
+    directory, which nobody asked for), no NUL byte, no component over 255 bytes and no more
+    than 4096 bytes in all, so the OS never answers with ENAMETOOLONG or ValueError."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string (a path)", field=what)
+    if not value.strip():
+        raise InvalidInput(f"{what} is empty; give a path (`.` for the current folder)",
+                           field=what, code="empty_path")
+    if "\x00" in value:
+        raise InvalidInput(f"{what} contains a NUL byte", field=what, code="bad_path")
+    check_text(what, value)
+    raw = os.fsencode(value)
+    if len(raw) > PATH_BYTES_MAX:
+        raise InvalidInput(f"{what} is {len(raw)} bytes long, over the {PATH_BYTES_MAX}-byte limit "
+                           "for a path", field=what, code="bad_path")
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > NAME_BYTES_MAX:
+        raise InvalidInput(f"{what} has a name of {len(longest)} bytes, over the {NAME_BYTES_MAX}-byte "
+                           "limit for one file or folder name", field=what, code="bad_path")
+    return value
 
 
 def check_int(what: str, value, lo: int, hi: int) -> int:
