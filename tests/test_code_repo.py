@@ -332,21 +332,25 @@ def test_incremental_equals_rebuild_on_this_projects_history(tmp_path: Path) -> 
     count = int(git(clone, "rev-list", "--count", "HEAD"))
     if count < 4:
         pytest.skip("history too short")
+    # git's own answer to "which commit introduced CodeIndex._relink" for the file it lives in
+    # now (a move git saw as a rename is followed by both; one it did not see starts a new
+    # history for both); the history window reaches back to that commit.
+    path = git(clone, "grep", "-l", "def _relink(", "HEAD", "--", "seahorse").split(":", 1)[1]
+    first = git(clone, "log", "--format=%H", "--reverse", "-M", "--follow", "-S", "def _relink(", "--",
+                path).splitlines()[0]
+    window = git(clone, "rev-list", "HEAD").splitlines().index(first) + 4
     git(clone, "checkout", "-q", "HEAD~3")
     with make_engine(tmp_path, "incremental.db") as eng:
-        eng.index_repo(clone, max_commits=40, exclude=("tests",))
+        eng.index_repo(clone, max_commits=window, exclude=("tests",))
         git(clone, "checkout", "-q", "-")
-        eng.index_repo(clone, max_commits=40, exclude=("tests",))
+        eng.index_repo(clone, max_commits=window, exclude=("tests",))
     with make_engine(tmp_path, "rebuild.db") as eng:
-        eng.index_repo(clone, max_commits=40, exclude=("tests",))
+        eng.index_repo(clone, max_commits=window, exclude=("tests",))
         # "Which commit changed X and why", on a real history: the commit git itself names as
         # the one that introduced CodeIndex._relink is in its history, with git's message.
         found = eng.symbol_history("CodeIndex._relink")
         hist = found["commits"]
-        # git's own answer for the file the method lives in now (a move git saw as a rename is
-        # followed by both; one it did not see starts a new history for both).
-        first = git(clone, "log", "--format=%H", "--reverse", "-M", "--follow", "-S", "def _relink(", "--",
-                    found["symbol"]["path"]).splitlines()[0]
+        assert found["symbol"]["path"] == path
         by_sha = {c["commit"]: c for c in hist}
         assert first in by_sha and by_sha[first]["change"] == "added"
         assert by_sha[first]["message"] == git(clone, "log", "-1", "--format=%B", first).strip()
