@@ -389,3 +389,20 @@ def test_review_fixes_through_the_cli(cli, tmp_path: Path) -> None:
         assert stats["read_only"] is True and stats["documents_by_extractor"] == {}
     finally:
         os.chmod(db, 0o644)
+
+
+def test_index_dir_names_a_symlinked_folder_it_skips_and_huge_ids_are_invalid(cli, tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "a.md").write_text("Zram keeps compressed pages in memory.\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("The secret is 42.\n", encoding="utf-8")
+    (root / "linked").symlink_to(outside)
+    out = cli.json("index", "--dir", str(root))
+    assert [d["source"].endswith("a.md") for d in out["documents"]] == [True]
+    assert {"path": str(root.resolve() / "linked"),
+            "reason": "symlink (not followed)"} in out["skipped"]
+    for command in ("delete", "get"):
+        proc = cli.run(command, "99999999999999999999")
+        assert proc.returncode == 2 and "id must be from 1 to" in proc.stderr

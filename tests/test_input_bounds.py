@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def test_gitdir_file_pointing_at_another_repository_is_refused(tmp_path: Path) -
     (mine / ".git").write_text(f"gitdir: {other / '.git'}\n")
     with make_engine(tmp_path) as eng, pytest.raises(InvalidInput) as err:
         eng.index_repo(mine)
-    assert err.value.field == "path" and "not a worktree" in str(err.value)
+    assert err.value.field == "path" and "does not point back" in str(err.value)
     with make_engine(tmp_path) as eng:
         assert eng.stats()["documents"] == 0 and eng.stats()["repos"] == []
 
@@ -44,13 +45,44 @@ def test_a_real_git_worktree_is_accepted(tmp_path: Path) -> None:
         assert rep["git"] and rep["files"] == 1 and rep["commits"]["total"] == 1
 
 
+def test_a_gitdir_inside_the_checkout_whose_commondir_leaves_it_is_refused(tmp_path: Path) -> None:
+    other, mine = _two_repos(tmp_path)
+    (mine / ".gd").mkdir()
+    (mine / ".gd" / "commondir").write_text(str(other / ".git") + "\n")
+    (mine / ".gd" / "HEAD").write_text("ref: refs/heads/master\n")
+    (mine / ".git").write_text("gitdir: .gd\n")
+    with pytest.raises(InvalidInput, match="does not point back"):
+        Repo(mine)
+
+
+def test_an_object_store_symlinked_to_another_repository_is_refused(tmp_path: Path) -> None:
+    other, mine = _two_repos(tmp_path)
+    git(mine, "init", "-q")
+    shutil.rmtree(mine / ".git" / "objects")
+    (mine / ".git" / "objects").symlink_to(other / ".git" / "objects")
+    with pytest.raises(InvalidInput, match="object store"):
+        Repo(mine)
+
+
+def test_a_submodule_folder_is_indexed_with_its_own_history(tmp_path: Path) -> None:
+    other, _mine = _two_repos(tmp_path)
+    sup = tmp_path / "super"
+    sup.mkdir()
+    git(sup, "init", "-q")
+    commit(sup, "the super project", {"README.md": "# super\n"})
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "vendor/lib")
+    with make_engine(tmp_path) as eng:
+        rep = eng.index_repo(sup / "vendor" / "lib")
+        assert rep["git"] and rep["files"] == 1 and rep["commits"]["total"] == 1
+
+
 def test_a_worktree_record_copied_for_another_checkout_is_refused(tmp_path: Path) -> None:
     """Pointing at a genuine worktree folder whose ``gitdir`` names another checkout."""
     other, mine = _two_repos(tmp_path)
     wt = tmp_path / "wt"
     git(other, "worktree", "add", "-q", str(wt))
     (mine / ".git").write_text((wt / ".git").read_text())
-    with pytest.raises(InvalidInput, match="not a worktree"):
+    with pytest.raises(InvalidInput, match="does not point back"):
         Repo(mine)
 
 

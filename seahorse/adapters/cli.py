@@ -194,7 +194,12 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
     from ..errors import NotFound
 
     settings = load_settings(db_path=args.db)
-    if not create and not settings.db_path.exists():
+    try:
+        exists = settings.db_path.exists()
+    except (OSError, ValueError) as exc:  # ENAMETOOLONG, a NUL byte...
+        raise InvalidInput(f"cannot use database path {str(settings.db_path)[:200]!r}: "
+                           f"{getattr(exc, 'strerror', None) or exc}", field="db", code="bad_path") from None
+    if not create and not exists:
         # A typo in --db must not silently answer from a new, empty database.
         raise NotFound(f"database {settings.db_path} does not exist; index something first "
                        "(`seahorse index ...`) or check --db / SEAHORSE_DB")

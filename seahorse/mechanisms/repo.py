@@ -191,51 +191,55 @@ class Repo:
 
     # ----- where git reads from -------------------------------------------------------
     def _check_git_dir(self) -> None:
-        """Refuse a checkout whose git data lives elsewhere, unless it is a real worktree.
+        """Refuse a checkout whose git data lives elsewhere, unless it belongs to this checkout.
 
-        ``.git`` must be a folder inside the root, or a file ``gitdir: X`` where X is a
-        folder ``<common>/worktrees/<name>`` whose ``commondir`` leads back to ``<common>``
-        and whose ``gitdir`` names this checkout's ``.git`` file (what ``git worktree add``
-        writes). The object store may borrow objects only from folders inside the
-        repository's own git folder (``objects/info/alternates``, followed transitively);
-        ``http-alternates`` is refused outright. Anything else would index another
+        Where git reads from is asked of git itself (``rev-parse --absolute-git-dir
+        --git-common-dir --git-path objects``, every path resolved through symlinks), so no
+        layout trick escapes the rule. The git folder and the object store must be inside the
+        checkout, or the git folder must point back at this checkout: a ``git worktree``
+        (``<common>/worktrees/<name>`` whose ``gitdir`` names this checkout's ``.git`` file) or
+        a submodule, whose ``core.worktree`` is this checkout (``--separate-git-dir`` records
+        none, so it is refused). The object store must be inside the (common) git folder and may borrow
+        objects only from folders inside it (``objects/info/alternates``, followed
+        transitively); ``http-alternates`` is refused. Anything else would index another
         repository's code and commit messages."""
         dot = self.root / ".git"
         if dot.is_symlink():
             self._refuse(f"{dot} is a symlink to another place")
-        if dot.is_dir():
-            gitdir = common = dot.resolve()
-            if (dot / "commondir").exists():
-                self._refuse(f"{dot}/commondir points git at another repository")
-        elif dot.is_file():
-            gitdir = self._worktree_gitdir(dot)
-            common = gitdir.parent.parent
-        else:
-            self._refuse(f"{self.root} has no .git folder of its own")
+        out = self._git("rev-parse", "--absolute-git-dir", "--git-common-dir", "--git-path", "objects")
+        lines = out.decode("utf-8", "surrogateescape").splitlines()
+        if len(lines) != 3:
+            self._refuse(f"git cannot say where {self.root} keeps its history")
+        gitdir, common, objects = ((self.root / x).resolve() for x in lines)
+        if not self._inside(gitdir) or not self._inside(common):
+            if not (self._is_worktree(dot, gitdir, common) or self._is_own_gitdir(gitdir, common)):
+                self._refuse(f"{dot} points git at {gitdir}, which does not point back to this checkout "
+                             "(only a git worktree or a submodule does)")
+        if objects != common / "objects":
+            self._refuse(f"the object store of {self.root} is {objects}, outside its git folder {common}")
         self._check_alternates(common)
+
+    def _inside(self, p: Path) -> bool:
+        return p == self.root or self.root in p.parents
 
     def _refuse(self, why: str) -> None:
         raise InvalidInput(f"{why}: refused, since indexing it would read another repository's "
                            "code and history", field="path", code="foreign_git_dir")
 
-    def _worktree_gitdir(self, dot: Path) -> Path:
-        text = _small_file(dot)
-        if text is None or not text.startswith("gitdir:"):
-            self._refuse(f"{dot} is a file that is not a `gitdir:` pointer")
-        target = Path(text[len("gitdir:"):].strip())
-        gitdir = (self.root / target).resolve() if not target.is_absolute() else target.resolve()
-        if gitdir == self.root or self.root in gitdir.parents:
-            return gitdir  # inside the checkout
+    def _is_worktree(self, dot: Path, gitdir: Path, common: Path) -> bool:
+        """``git worktree add``: its record names this checkout's .git file."""
         back = _small_file(gitdir / "gitdir")
-        commondir = _small_file(gitdir / "commondir")
-        ok = (gitdir.parent.name == "worktrees" and back is not None and commondir is not None
-              and (gitdir / Path(commondir.strip())).resolve() == gitdir.parent.parent
-              and (gitdir / Path(back.strip())).resolve() == dot.resolve()
-              and (gitdir.parent.parent / "objects").is_dir())
-        if not ok:
-            self._refuse(f"{dot} points git at {gitdir}, which is not a worktree of a repository "
-                         "whose records point back to this checkout")
-        return gitdir
+        return (gitdir.parent.name == "worktrees" and gitdir.parent.parent == common
+                and back is not None and (gitdir / Path(back.strip())).resolve() == dot.resolve())
+
+    def _is_own_gitdir(self, gitdir: Path, common: Path) -> bool:
+        """A submodule: its git folder's config names this checkout as its worktree."""
+        if gitdir != common:
+            return False
+        out = subprocess.run(["git", *GIT_FLAGS, "config", "--file", str(gitdir / "config"), "--get",
+                              "core.worktree"], capture_output=True, env=_git_env(), timeout=60)
+        worktree = out.stdout.decode("utf-8", "surrogateescape").strip()
+        return bool(worktree) and (gitdir / worktree).resolve() == self.root
 
     def _check_alternates(self, common: Path) -> None:
         seen: set[Path] = set()

@@ -275,8 +275,10 @@ class Ingest:
                 doc = store.document_by_source(str(Path(ref).resolve()))
         if doc is None and isinstance(ref, int) and not isinstance(ref, bool):
             doc = store.document(ref) if -2**63 <= ref < 2**63 else None
-        elif doc is None and str(ref).isascii() and str(ref).isdigit() and len(str(ref)) <= 19 \
-                and int(ref) < 2**63:
+        elif doc is None and str(ref).isascii() and str(ref).isdigit():
+            if len(str(ref)) > 19 or int(ref) >= 2**63:  # the same answer as for an int id
+                raise InvalidInput(f"id must be from 1 to {2**63 - 1} (or a document's source)",
+                                   field="id")
             doc = store.document(int(ref))
         if doc is None:
             raise NotFound(f"no document {ref!r}",
@@ -446,6 +448,9 @@ def _text_files(root: Path) -> tuple[list[tuple[Path, str, tuple[int, int]]], li
     files, skipped = [], []
     for dirpath, dirnames, filenames in os.walk(root_real, followlinks=False):
         dirnames.sort()
+        for name in dirnames:  # os.walk lists a symlinked folder and never enters it: say so
+            if os.path.islink(os.path.join(dirpath, name)):
+                skipped.append({"path": os.path.join(dirpath, name), "reason": "symlink (not followed)"})
         for name in sorted(filenames):
             p = Path(dirpath) / name
             if p.suffix.lower() not in TEXT_SUFFIXES:

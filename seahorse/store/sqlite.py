@@ -26,6 +26,7 @@ from .code import CodeTables
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
+QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
 log = logging.getLogger(__name__)
 
 
@@ -162,6 +163,14 @@ class SQLiteStore(CodeTables):
 
     # ----- connection -------------------------------------------------------------------
     def _detect_read_only(self) -> bool:
+        try:
+            return self._read_only_by_mode()
+        except (OSError, ValueError) as exc:  # ENAMETOOLONG, a NUL byte, a loop of links...
+            why = getattr(exc, "strerror", None) or str(exc)
+            raise InvalidInput(f"cannot use database path {str(self.path)[:200]!r}: {why}",
+                               field="db", code="bad_path") from None
+
+    def _read_only_by_mode(self) -> bool:
         if self.path.is_dir():
             raise InvalidInput(f"database path {self.path} is a directory; give a file path")
         if _fs_read_only(self.path):
@@ -343,8 +352,10 @@ class SQLiteStore(CodeTables):
 
     def _quick_check(self) -> None:
         """Before this connection's first write: is the file whole? A damaged page noticed now
-        refuses the write instead of building on it (about 0.1 s per 50 MB, once)."""
-        if not self.db.in_transaction:
+        refuses the write instead of building on it (about 0.1 s per 50 MB, once). Files over
+        QUICK_CHECK_MAX_BYTES skip it (it would cost every one-line write seconds); damage
+        there is still caught by the statement that meets it."""
+        if not self.db.in_transaction and self.file_size() <= QUICK_CHECK_MAX_BYTES:
             rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)")]
             if rows != ["ok"]:
                 err = storage_error(sqlite3.DatabaseError(
