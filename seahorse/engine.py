@@ -114,9 +114,15 @@ class Engine:
     def index_file(self, path: str | Path, title: str | None = None) -> IndexResult:
         return self.ingest.add_file(check_path("path", path), title)
 
-    def index_dir(self, path: str | Path, progress: Progress | None = None
-                  ) -> tuple[list[IndexResult], list[dict]]:
-        return self.ingest.add_dir(check_path("path", path), progress)
+    def index_dir(self, path: str | Path, progress: Progress | None = None,
+                  exclude: Sequence[str] = ()) -> tuple[list[IndexResult], list[dict]]:
+        """Index the text files under a folder. Like the walk of :meth:`index_repo` it skips
+        VCS folders, virtualenvs, dependencies, caches, build output, hidden folders and the
+        ``exclude`` patterns (folder/file prefixes or globs); each skip is in the list."""
+        if isinstance(exclude, str):
+            exclude = (exclude,)
+        patterns = tuple(check_text("exclude", e) for e in exclude)
+        return self.ingest.add_dir(check_path("path", path), progress, exclude=patterns)
 
     def delete_document(self, id: str | int) -> dict:
         """Delete a document (by id or source) with every node and edge only it contributed."""

@@ -406,3 +406,23 @@ def test_index_dir_names_a_symlinked_folder_it_skips_and_huge_ids_are_invalid(cl
     for command in ("delete", "get"):
         proc = cli.run(command, "99999999999999999999")
         assert proc.returncode == 2 and "id must be from 1 to" in proc.stderr
+
+
+def test_index_dir_skips_what_the_repo_walk_skips_and_exclude(cli, tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    for folder in (".venv/lib", "node_modules/pkg", ".hidden", "drafts/old", "docs", ".git"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "note.md").write_text("Zram compresses pages in memory.\n", encoding="utf-8")
+    (root / "docs" / "skip.md").write_text("A draft about heatsinks.\n", encoding="utf-8")
+    out = cli.json("index", "--dir", str(root), "--exclude", "drafts", "--exclude", "docs/skip*")
+    real = root.resolve()
+    assert [d["source"] for d in out["documents"]] == [str(real / "docs" / "note.md")]
+    reasons = {s["path"]: s["reason"] for s in out["skipped"]}
+    assert reasons == {str(real / ".venv"): "dependency, cache or build folder",
+                       str(real / "node_modules"): "dependency, cache or build folder",
+                       str(real / ".git"): "dependency, cache or build folder",
+                       str(real / ".hidden"): "hidden folder",
+                       str(real / "drafts"): "excluded (--exclude drafts)",
+                       str(real / "docs" / "skip.md"): "excluded (--exclude docs/skip*)"}
+    human = cli.run("index", "--dir", str(root), "--exclude", "drafts")
+    assert human.returncode == 0 and "node_modules: dependency, cache or build folder" in human.stdout

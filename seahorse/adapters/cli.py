@@ -48,11 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     what = ix.add_mutually_exclusive_group(required=True)
     what.add_argument("--text", help="a text to index")
     what.add_argument("--file", help="a .txt/.md/.rst file to index")
-    what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, .text)")
+    what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, "
+                      ".text); skips .git, .venv, node_modules, build output and hidden folders")
     what.add_argument("--repo", help="a code checkout: symbols, docs and git history (incremental)")
     ix.add_argument("--source", help="name of the source for --text (default text:<hash>)")
     ix.add_argument("--title", help="title for --text or --file")
-    _repo_flags(ix, "--repo: ")
+    _repo_flags(ix, "--repo: ", exclude_prefix="--repo/--dir: ")
 
     ad = sub.add_parser("add-document", parents=[common], help="index one text (= index --text)")
     ad.add_argument("text", help="the text to index")
@@ -175,14 +176,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _repo_flags(p: argparse.ArgumentParser, prefix: str) -> None:
+def _repo_flags(p: argparse.ArgumentParser, prefix: str, exclude_prefix: str | None = None) -> None:
     p.add_argument("--worktree", action="store_true",
                    help=f"{prefix}also index uncommitted edits (marked dirty)")
     p.add_argument("--no-history", action="store_true", help=f"{prefix}skip git history")
     p.add_argument("--max-commits", type=int, default=1000,
                    help=f"{prefix}newest commits to index (default 1000)")
     p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
-                   help=f"{prefix}skip a folder/file prefix or glob (repeatable), e.g. docs")
+                   help=f"{prefix if exclude_prefix is None else exclude_prefix}skip a folder/file "
+                   "prefix or glob (repeatable), e.g. docs")
 
 
 def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool = False):
@@ -222,7 +224,8 @@ def cmd_index(args: argparse.Namespace) -> Any:
     with _engine(args, create=True) as eng:
         if args.file is not None:
             return eng.index_file(args.file, title=args.title).as_dict()
-        results, skipped = eng.index_dir(args.dir, progress=None if args.json else _progress)
+        results, skipped = eng.index_dir(args.dir, progress=None if args.json else _progress,
+                                         exclude=args.exclude)
         counts: dict[str, int] = {}
         for r in results:
             counts[r.status] = counts.get(r.status, 0) + 1

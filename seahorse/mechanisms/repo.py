@@ -25,6 +25,7 @@ import os
 import re
 import stat
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
@@ -37,6 +38,31 @@ log = logging.getLogger("seahorse")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox",
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", "dist", "build", "target",
                        ".idea", ".vscode", ".eggs"})
+WALK_SKIP_REASON = "dependency, cache or build folder"
+
+
+def walk_skip(name: str) -> str | None:
+    """Why a folder walk (``index --dir``, ``index --repo`` outside git) does not enter a
+    folder named ``name``: VCS folders, virtualenvs, vendored dependencies, caches, build
+    output (SKIP_DIRS) and hidden folders. None if it is walked."""
+    if name in SKIP_DIRS:
+        return WALK_SKIP_REASON
+    if name.startswith("."):
+        return "hidden folder"
+    return None
+
+
+def exclude_patterns(exclude: Sequence[str]) -> tuple[str, ...]:
+    """--exclude patterns as matched by :func:`excluded` (surrounding slashes dropped)."""
+    return tuple(e.strip("/") for e in exclude if e.strip("/"))
+
+
+def excluded(path: str, patterns: Sequence[str]) -> bool:
+    """--exclude: ``path`` (relative, with /) is under a folder or file prefix (``docs``)
+    or matches a glob (``*.min.js``)."""
+    return any(path == e or path.startswith(e + "/") or fnmatch.fnmatch(path, e) for e in patterns)
+
+
 GIT_ENV = {"GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 GIT_FLAGS = ("-c", "core.quotepath=off", "-c", "diff.external=", "-c", "core.fsmonitor=false",
@@ -183,7 +209,7 @@ class Repo:
             raise InvalidInput(f"cannot read {root}: {getattr(exc, 'strerror', None) or exc}",
                                field="path") from None
         self.max_bytes = int(max_file_mb * 1024 * 1024)
-        self.exclude = tuple(e.strip("/") for e in exclude if e.strip("/"))
+        self.exclude = exclude_patterns(exclude)
         self.toplevel = self._git_toplevel()
         self.is_git = self.toplevel == self.root
         if self.is_git:
@@ -370,7 +396,7 @@ class Repo:
 
     def _excluded(self, path: str) -> bool:
         """--exclude patterns: a folder or file prefix (``docs``) or a glob (``*.min.js``)."""
-        return any(path == e or path.startswith(e + "/") or fnmatch.fnmatch(path, e) for e in self.exclude)
+        return excluded(path, self.exclude)
 
     def _list_git(self, listing: Listing, worktree: bool) -> None:
         out = self._git("ls-tree", "-r", "-z", "--long", "--full-tree", "HEAD")
@@ -446,9 +472,9 @@ class Repo:
             for d in dirnames:
                 if d in SKIP_DIRS and d != ".git":
                     rel = (Path(dirpath) / d).relative_to(self.root).as_posix()
-                    listing.skipped.append({"path": rel + "/", "reason": "dependency, cache or build "
-                                            "folder (not a git checkout, so nothing says it is source)"})
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+                    listing.skipped.append({"path": rel + "/", "reason": WALK_SKIP_REASON +
+                                            " (not a git checkout, so nothing says it is source)"})
+            dirnames[:] = sorted(d for d in dirnames if walk_skip(d) is None)
             for name in sorted(filenames):
                 full = Path(dirpath) / name
                 try:

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
-from ..mechanisms.repo import Refused, read_inside
+from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
 from ..text import chunk, clean, content_hash, decode_text, split_sentences
 from .runtime import Runtime, check_text
 
@@ -71,8 +71,8 @@ class Ingest:
         return self.add_many([(text, str(p.resolve()), title, None)],
                              limit_mb=self.rt.settings.max_file_mb)[0]
 
-    def add_dir(self, path: str | Path, progress: Progress | None = None
-                ) -> tuple[list[IndexResult], list[dict]]:
+    def add_dir(self, path: str | Path, progress: Progress | None = None,
+                exclude: Sequence[str] = ()) -> tuple[list[IndexResult], list[dict]]:
         root = Path(path)
         try:
             if not root.exists():
@@ -82,7 +82,7 @@ class Ingest:
                                    field="path", code="not_a_directory")
         except OSError as exc:
             raise InvalidInput(f"cannot read {root}: {exc.strerror or exc}", field="path") from None
-        files, skipped = _text_files(root)
+        files, skipped = _text_files(root, exclude)
         results: list[IndexResult] = []
         max_mb = self.rt.settings.max_file_mb
         with self.many():
@@ -440,21 +440,44 @@ def _wants_vector(p: Phrase) -> bool:
     return p.kind == "entity" or " " in p.key
 
 
-def _text_files(root: Path) -> tuple[list[tuple[Path, str, tuple[int, int]]], list[dict]]:
+def _text_files(root: Path, exclude: Sequence[str] = ()
+                ) -> tuple[list[tuple[Path, str, tuple[int, int]]], list[dict]]:
     """The text files under ``root``: (path, path relative to the root, (device, inode)).
     Symlinks are never followed, to files or to folders; the file is read later by
-    :func:`read_inside`, which refuses anything that is no longer that same file."""
+    :func:`read_inside`, which refuses anything that is no longer that same file. Folders
+    the ``index --repo`` walk skips (:func:`walk_skip`) and ``exclude`` patterns (matched
+    on the path relative to the root, as for --repo) are skipped, each with its reason."""
     root_real = root.resolve()
+    patterns = exclude_patterns(exclude)
     files, skipped = [], []
+
+    def why_excluded(rel: str) -> str | None:
+        hit = next((e for e in patterns if excluded(rel, (e,))), None)
+        return None if hit is None else f"excluded (--exclude {hit})"
+
     for dirpath, dirnames, filenames in os.walk(root_real, followlinks=False):
-        dirnames.sort()
-        for name in dirnames:  # os.walk lists a symlinked folder and never enters it: say so
-            if os.path.islink(os.path.join(dirpath, name)):
-                skipped.append({"path": os.path.join(dirpath, name), "reason": "symlink (not followed)"})
+        keep = []
+        for name in sorted(dirnames):
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):  # os.walk lists a symlinked folder and never enters it: say so
+                reason: str | None = "symlink (not followed)"
+            else:
+                rel = Path(full).relative_to(root_real).as_posix()
+                reason = walk_skip(name) or why_excluded(rel)
+            if reason is None:
+                keep.append(name)
+            else:
+                skipped.append({"path": full.encode("utf-8", "replace").decode(), "reason": reason})
+        dirnames[:] = keep
         for name in sorted(filenames):
             p = Path(dirpath) / name
             if p.suffix.lower() not in TEXT_SUFFIXES:
                 continue
+            if patterns:
+                reason = why_excluded(p.relative_to(root_real).as_posix())
+                if reason is not None:
+                    skipped.append({"path": str(p).encode("utf-8", "replace").decode(), "reason": reason})
+                    continue
             try:
                 str(p).encode("utf-8")
             except UnicodeEncodeError:
