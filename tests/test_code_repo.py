@@ -401,3 +401,22 @@ def test_cli_repo_commands(cli, demo_repo: Path) -> None:
     missing = cli.run("symbol", "nope")
     assert missing.returncode != 0 and "no symbol 'nope'" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_cli_symbol_body_compact_snippets_clean_paths_and_symbol_counts(cli, demo_repo: Path) -> None:
+    commit(demo_repo, "Add a config file", {"setup.cfg": "[metadata]\nname = demo\n"})
+    cli.json("index", "--repo", str(demo_repo))
+    human = cli.run("symbol", "decode_payload")
+    assert human.returncode == 0
+    assert "body (lines 16-18):" in human.stdout and "      return dict(data or {})" in human.stdout
+    compact = cli.run("search", "signed cookie session", "--repo", "demo", "--token-budget", "400")
+    assert compact.returncode == 0 and "data = self.load_cookie(request)" in compact.stdout
+    hits = cli.json("search", "signed cookie session", "--repo", "demo", "--token-budget", "400")["hits"]
+    root = str(demo_repo.resolve())
+    for h in hits:  # path is relative and clean; source is the document: root//path
+        assert not h["path"].startswith("/") and "//" not in h["path"]
+        assert h["source"] == f"{root}//{h['path']}"
+    stats = cli.json("stats")
+    # the setup.cfg line window is a passage, not a symbol: both counts agree
+    assert stats["repos"][0]["symbols"] == stats["nodes"]["symbol"] == 10
+    assert f"{root}: 4 files, 10 symbols" in cli.run("stats").stdout

@@ -114,8 +114,8 @@ def test_index_dir_never_reads_through_a_symlink_swapped_in_after_listing(
     (tree / "a.txt").write_text("an honest note about gardens\n")
     listed = ingest_mod._text_files
 
-    def swap_after_listing(root):
-        out = listed(root)
+    def swap_after_listing(root, *rest):
+        out = listed(root, *rest)
         (tree / "a.txt").unlink()
         (tree / "a.txt").symlink_to(secret)
         return out
@@ -133,8 +133,8 @@ def test_index_dir_never_reads_a_file_replaced_after_listing(tmp_path: Path, mon
     (tree / "a.txt").write_text("an honest note about gardens\n")
     listed = ingest_mod._text_files
 
-    def replace_after_listing(root):
-        out = listed(root)
+    def replace_after_listing(root, *rest):
+        out = listed(root, *rest)
         os.link(tree / "a.txt", tmp_path / "keep.txt")  # the old inode stays taken
         (tree / "a.txt").unlink()
         (tree / "a.txt").write_text("something else entirely\n")  # a new inode

@@ -367,8 +367,10 @@ def _human(command: str, out: Any) -> str:
             if h.get("path"):
                 lines.append(f"{rank}. [{h['score']:.4f}] {_where(h)}" + ("  (uncommitted)" if h.get("dirty")
                                                                          else ""))
-                lines.append("   " + (h.get("signature") or h.get("snippet") or h.get("text", ""))
-                             .replace("\n", " ")[:200])
+                if h.get("snippet"):  # a compact hit (--token-budget): its first lines
+                    lines += ["   " + line[:200] for line in h["snippet"].split("\n")[:12]]
+                else:
+                    lines.append("   " + (h.get("signature") or h.get("text", "")).replace("\n", " ")[:200])
                 continue
             if "evidence" not in h:  # a compact hit (--token-budget): what, where, a snippet
                 lines.append(f"{rank}. [{h['score']:.4f}] {h.get('source', '')}  ({h['kind']} {h['id']}; "
@@ -401,6 +403,9 @@ def _human(command: str, out: Any) -> str:
                  f"  {out['signature']}"]
         if out.get("doc"):
             lines.append("  " + out["doc"].replace("\n", "\n  "))
+        if out.get("body"):
+            lines.append(f"body (lines {out['start_line']}-{out['end_line']}):")
+            lines += ["  " + line for line in out["body"].split("\n")]
         for key in ("callers", "callees", "bases", "subclasses", "members"):
             if out[key]:
                 lines.append(f"{key}:")

@@ -40,10 +40,14 @@ class CodeTables:
                                "ORDER BY id").fetchall()
 
     def repo_summaries(self) -> list[dict]:
+        """Per repository: files, symbols (declarations: the rows whose node is of kind
+        ``symbol``; a module is its ``file`` node, doc passages and the line windows of
+        other text files are ``passage`` nodes) and commits."""
         rows = self.db.execute(
             "SELECT r.id, r.root, r.name, r.is_git, r.head, r.indexed_at, "
             "(SELECT count(*) FROM code_files f WHERE f.repo_id=r.id), "
-            "(SELECT count(*) FROM symbols s WHERE s.repo_id=r.id AND s.kind NOT IN ('file','doc')), "
+            "(SELECT count(*) FROM symbols s WHERE s.repo_id=r.id "
+            "AND s.kind NOT IN ('file','doc','window')), "
             "(SELECT count(*) FROM commits c WHERE c.repo_id=r.id) FROM repos r ORDER BY r.id").fetchall()
         return [{"id": r[0], "root": r[1], "name": r[2], "git": bool(r[3]), "head": r[4],
                  "indexed_at": r[5], "files": r[6], "symbols": r[7], "commits": r[8]} for r in rows]
