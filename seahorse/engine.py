@@ -226,8 +226,11 @@ class Engine:
     def symbol_history(self, name: str, repo: str | Path | None = None, limit: int = 20) -> dict:
         limit = check_limit(limit)
         sym, *others = self.code_queries.named(name, repo)
-        return {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit),
-                "also_named": also_named(others)}
+        out = {"symbol": sym, "commits": self.code_queries.history(sym["id"], limit),
+               "also_named": also_named(others)}
+        if not out["commits"]:
+            out["no_commits"] = self.code_queries.history_gap(sym["id"])
+        return out
 
     def get_recent_changes(self, since: str | None = None, repo: str | Path | None = None,
                            limit: int = 20) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 from test_code_repo import commit, git, make_engine
 
 from seahorse.mechanisms.repo import Repo
-from seahorse.services.codeindex import PARSER_VERSION
+from seahorse.services.codeindex import HISTORY_PARSER
 
 
 def _hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
@@ -182,7 +182,7 @@ def test_a_parser_upgrade_recomputes_stored_commit_touches(tmp_path: Path) -> No
         assert rep["commits"]["recomputed"] == 2 and rep["commits"]["added"] == 0
         assert eng.symbol_history("f")["commits"] == want
         row = eng.store.db.execute("SELECT history_parser FROM repos").fetchone()
-        assert row == (PARSER_VERSION,)
+        assert row == (HISTORY_PARSER,)
 
 
 def test_a_folder_inside_a_checkout_says_it_has_no_history(tmp_path: Path) -> None:

@@ -419,7 +419,8 @@ def _human(command: str, out: Any) -> str:
         lines = [f"{s['symbol']}  {_where(s)}"]
         lines += [f"  {_commit_line(c)}  [{c.get('change', '')}]" for c in out["commits"]]
         if not out["commits"]:
-            lines.append("  no indexed commit touched it (index with history, or raise --max-commits)")
+            gap = out.get("no_commits") or {}
+            lines.append("  no commit: " + gap.get("message", "no indexed commit touched it"))
         if out.get("also_named"):
             lines.append("also named so (give the qualified name or path for those): " + ", ".join(
                 f"{x['path']}:{x['start_line']} {x['symbol']}" for x in out["also_named"][:10]))

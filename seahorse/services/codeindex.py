@@ -35,7 +35,14 @@ EDGE_WEIGHT = {"contains": 1.0, "calls": 0.5, "inherits": 0.5, "imports": 0.25, 
 WINDOW_LINES = 40
 WINDOW_CHARS = 4000  # a window is cut at this many characters too (a 3 MB line is 750 windows)
 FILE_BATCH = 8  # files read, parsed, embedded and committed together
-MAX_TOUCHED = 50  # a commit touching more symbols than this links only the first ones
+# A commit touching more symbols than this gets ``touched`` edges to the first ones only: the
+# edges feed the walk, and a 1,000-symbol commit would be a hub. Its commit_touches rows (what
+# symbol history reads) are all kept, however many.
+MAX_TOUCHED = 50
+HISTORY_BATCH = 100  # commits whose blobs are read and parsed together
+# What stored touches were computed with (the parser, and what is recorded per commit: "h2" =
+# every touched symbol, no cap); a change to either recomputes them.
+HISTORY_PARSER = f"{PARSER_VERSION}/h2"
 
 
 def file_source(root: Path | str, path: str) -> str:
@@ -219,7 +226,7 @@ class CodeIndex:
         new = [sha for sha in reachable if sha not in have]
         # Touches of stored commits were computed by an older parser: recompute them all.
         parser = self.store.history_parser(repo_id)
-        redo = [sha for sha in reversed(reachable) if sha in have] if parser != PARSER_VERSION else []
+        redo = [sha for sha in reversed(reachable) if sha in have] if parser != HISTORY_PARSER else []
         # Oldest first: node ids then grow with recency, the tie-break for equal dates.
         commits = repo.commits(list(reversed(new)) + redo) if new or redo else []
         touched = self._touched_symbols(repo, commits)
@@ -233,7 +240,7 @@ class CodeIndex:
                 self.store.set_commit_touches(node, touched.get(c.sha, []),
                                               [(ch.old_path, ch.path) for ch in c.changes
                                                if ch.old_path and ch.new_blob and ch.old_path != ch.path])
-            self.store.set_history_parser(repo_id, PARSER_VERSION)
+            self.store.set_history_parser(repo_id, HISTORY_PARSER)
             self.store.bump_version()
         total = self.store.commit_count(repo_id)
         return {"added": len(new), "removed": len(gone), "total": total, "recomputed": len(redo)}
@@ -244,8 +251,15 @@ class CodeIndex:
                                      c.date, c.message, text)
 
     def _touched_symbols(self, repo: Repo, commits: list[Commit]) -> dict[str, list[tuple[str, str, str]]]:
-        """For each commit, the (path, qualname, change) of declarations its hunks overlap,
-        read from the file as it was after the commit (before it, for a deletion)."""
+        """For each commit, the (path, qualname, change) of every declaration its hunks overlap,
+        read from the file as it was after the commit (before it, for a deletion). The blobs
+        are read and parsed HISTORY_BATCH commits at a time; nothing is cut from the answer."""
+        out: dict[str, list[tuple[str, str, str]]] = {}
+        for start in range(0, len(commits), HISTORY_BATCH):
+            out.update(self._touched_batch(repo, commits[start:start + HISTORY_BATCH]))
+        return out
+
+    def _touched_batch(self, repo: Repo, commits: list[Commit]) -> dict[str, list[tuple[str, str, str]]]:
         wanted: dict[str, tuple[str, str]] = {}
         for c in commits:
             for ch in c.changes:
@@ -279,7 +293,7 @@ class CodeIndex:
                 elif ch.new_blob is None and ch.old_blob in parsed:
                     for s in _overlapping(parsed[ch.old_blob], ch.old_lines, whole=True):
                         rows.setdefault((ch.old_path or ch.path, s.qualname), "deleted")
-            out[c.sha] = [(p, q, v) for (p, q), v in list(rows.items())[:MAX_TOUCHED * 4]]
+            out[c.sha] = [(p, q, v) for (p, q), v in rows.items()]
         return out
 
     # ----- cross-file edges -------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.code import split_identifier
@@ -72,20 +73,27 @@ class CodeQueries:
         return out
 
     # ----- refusal ------------------------------------------------------------------
-    def refusal(self, terms: list[str], top_dense: float | None) -> dict | None:
+    def refusal(self, terms: list[str], top_dense: float | None,
+                counts: Callable[[str], int] | None = None, total: int | None = None) -> dict | None:
         """A machine-readable reason to return nothing, or None to answer.
 
         Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
         none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
         are missing and they are over a quarter of them. ``no_match``: the words are there
         but none of the top hits is close in meaning (``top_dense``, their best cosine, is
-        under MIN_DENSE)."""
+        under MIN_DENSE; None when no top hit has a vector, as commits have none).
+
+        ``counts`` (a term's matching units) and ``total`` (the units) say what is searched:
+        one repository's documents (see :meth:`repo_term_count`); by default the whole store."""
         if not terms:
             return None
-        total = self.store.text_units() or 1
+        if counts is None:
+            def counts(t: str) -> int:
+                return self.store.text_matches(fts_term(t))
+        total = (total if total is not None else self.store.text_units()) or 1
         present, absent = [], []
         for t in terms:
-            n = self.store.text_matches('"' + t.replace('"', "") + '"')
+            n = counts(t)
             if n == 0:
                 absent.append(t)
             elif n / total <= COMMON_SHARE:
@@ -184,6 +192,35 @@ class CodeQueries:
         path, qual, _name, repo_id = row
         paths = self.lineage(repo_id, path)
         return [_commit_dict(r) for r in self.store.symbol_commits(repo_id, qual, paths, limit)]
+
+    def history_gap(self, node_id: int) -> dict | None:
+        """Why a symbol's history is empty, by its real cause: ``not_git`` (no history to
+        read), ``history_not_indexed``, ``uncommitted`` (its file is an uncommitted edit),
+        ``older_than_window`` (only the newest commits are indexed: the change is older) or
+        ``no_recorded_change`` (the whole history is indexed and none changed it)."""
+        row = self.store.symbol_key(node_id)
+        if row is None:
+            return None
+        _path, _qual, _name, repo_id = row
+        repo = next((r for r in self.store.repo_rows() if r[0] == repo_id), None)
+        if repo is None:
+            return None
+        total, cut = self.store.history_shape(repo_id)
+        dirty = bool(self.code_fields([node_id]).get(node_id, {}).get("dirty"))
+        if not repo[3]:
+            return {"reason": "not_git", "message": f"{repo[1]} is not a git repository: there is no history"}
+        if total == 0:
+            return {"reason": "history_not_indexed",
+                    "message": "the history is not indexed (index the repository without --no-history)"}
+        if dirty:
+            return {"reason": "uncommitted", "commits": total,
+                    "message": "its file has uncommitted edits: the change is not in any commit yet"}
+        if cut:
+            return {"reason": "older_than_window", "commits": total,
+                    "message": f"none of the {total} newest commits indexed changed it; the commit that did "
+                               "is older (raise --max-commits)"}
+        return {"reason": "no_recorded_change", "commits": total,
+                "message": f"all {total} commits are indexed and none recorded a change to it"}
 
     def lineage(self, repo_id: int, path: str) -> list[str]:
         """The path and every earlier name of the file (renames followed back, cycles cut)."""
@@ -306,6 +343,11 @@ def budget_hits(hits: list[dict], token_budget: int) -> dict:
         used += cost
     return {"hits": out, "token_budget": token_budget, "tokens_used": used,
             "truncated": len(out) < len(hits)}
+
+
+def fts_term(term: str) -> str:
+    """One term as an FTS5 phrase (quoted: user text is never FTS syntax)."""
+    return '"' + term.replace('"', "") + '"'
 
 
 def refusal_terms(query: str) -> list[str]:

@@ -166,12 +166,16 @@ def _seed_phrases(index: RetrievalIndex, q: np.ndarray, query: str, extractor: E
 def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: Extractor,
            settings: Settings, query: str, top_k: int, node_budget: int,
            context: dict[int, float] | None = None, kinds: tuple[str, ...] = RETRIEVABLE,
-           doc_filter: np.ndarray | None = None, code: bool = False) -> SearchResult:
+           doc_filter: np.ndarray | None = None, code: bool = False,
+           repo_id: int | None = None) -> SearchResult:
     """Rank retrievable nodes for ``query``; ``context`` maps graph indices of an earlier
     turn's phrases to weights, and is used only if this query's walk reaches them.
 
     ``kinds`` are the node kinds that may be hits; ``doc_filter`` (document ids) keeps hits
-    to those documents (one repository), while the walk still crosses the whole graph."""
+    to those documents (one repository), while the walk still crosses the whole graph.
+    When commits may be hits, they are also seeded by their own words (BM25 over the commit
+    messages of ``repo_id``, or of every repository): they have no vector, and among the
+    store's full-text candidates a commit is easily outranked by code."""
     t0 = time.perf_counter()
     g = index.graph
     if index.passage_vecs.shape[0] == 0:
@@ -189,6 +193,14 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
             v = g.index.get(node_id)
             if v is not None:
                 seeds[v] += settings.lexical_prior * float(norm)
+                lexical[v] = raw
+    if "commit" in kinds:
+        commits = store.commit_fts(repo_id, fts_match(query_terms(query)), LEXICAL_CANDIDATES)
+        top = max((s for _i, s in commits), default=0.0)
+        for node_id, raw in commits:
+            v = g.index.get(node_id)
+            if v is not None and top > 0 and v not in lexical:
+                seeds[v] += settings.lexical_prior * raw / top
                 lexical[v] = raw
     phrase_seed = _seed_phrases(index, q, query, extractor, settings, seeds)
     if seeds.sum() <= 0:

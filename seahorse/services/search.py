@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import Budget, compute_budget
 from ..mechanisms.rerank import CrossEncoder, rerank
-from .codequery import CodeQueries, refusal_terms
+from .codequery import CodeQueries, fts_term, refusal_terms
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
 
@@ -34,6 +34,9 @@ class Search:
         self._budget_at = 0.0
         self._cross_encoder: CrossEncoder | None = None
         self.rerank_off: str | None = None  # why a requested reranker is not in force
+        # Refusal's full-text counts over one repository: (graph_version, repo_id, term or None
+        # for the unit total) -> count. Only the current graph version's entries are kept.
+        self._term_counts: dict[tuple[int, int, str | None], int] = {}
 
     def budget(self) -> Budget:
         """The node budget from the memory free now (re-read at most once a second)."""
@@ -76,7 +79,7 @@ class Search:
                 if saved is not None:
                     ids, turns = saved
                     context = {index.graph.index[i]: w for i, w in ids.items() if i in index.graph.index}
-            doc_filter = None
+            doc_filter, repo_id = None, None
             if repo is not None:
                 repo_id = self.code.repo_row(repo)[0]
                 doc_filter = np.array(self.store.repo_docs(repo_id), dtype=np.int64)
@@ -84,8 +87,10 @@ class Search:
             depth = max(top_k, self.rt.rerank.top_n) if encoder is not None else top_k
             rt = self.rt
             result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(), depth,
-                            self.budget().node_budget, context, want, doc_filter, code=repo is not None)
-            self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None)
+                            self.budget().node_budget, context, want, doc_filter, code=repo is not None,
+                            repo_id=repo_id)
+            self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None,
+                                   repo_id, index.version)
             self._rerank_hits(result, query.strip(), encoder, top_k)
         if session_id is not None:
             self._save_turn(session_id, result, context, turns, index)
@@ -163,19 +168,40 @@ class Search:
                                  "ms": round((time.perf_counter() - t0) * 1000, 2)}
 
     # ----- code -------------------------------------------------------------------------
-    def _finish_code_hits(self, result: SearchResult, query: str, refuse: bool) -> None:
+    def _finish_code_hits(self, result: SearchResult, query: str, refuse: bool,
+                          repo_id: int | None = None, version: int = 0) -> None:
+        """Code fields on the hits; then refusal, judged over the repository searched (its
+        files' documents and its history), and by meaning only for hits that have a vector."""
         fields = self.code.code_fields([h.id for h in result.hits])
         for h in result.hits:
             if h.id in fields:
                 h.code = fields[h.id]
         if not refuse or not result.hits:
             return
-        dense = [h.evidence.get("dense", 0.0) for h in result.hits[:NO_MATCH_DEPTH]]
-        why = self.code.refusal(refusal_terms(query), max(dense))
+        dense = [h.evidence.get("dense", 0.0) for h in result.hits[:NO_MATCH_DEPTH] if h.kind != "commit"]
+        terms = refusal_terms(query)
+        if repo_id is None:
+            why = self.code.refusal(terms, max(dense) if dense else None)
+        else:
+            why = self.code.refusal(terms, max(dense) if dense else None,
+                                    lambda t: self.repo_term_count(version, repo_id, t),
+                                    self.repo_term_count(version, repo_id, None))
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)
             result.hits = []
+
+
+    def repo_term_count(self, version: int, repo_id: int, term: str | None) -> int:
+        """How many of a repository's full-text units hold ``term`` (None: how many units
+        there are), cached per graph version."""
+        key = (version, repo_id, term)
+        if key not in self._term_counts:
+            if any(k[0] != version for k in self._term_counts):
+                self._term_counts = {k: v for k, v in self._term_counts.items() if k[0] == version}
+            self._term_counts[key] = (self.store.repo_text_units(repo_id) if term is None
+                                      else self.store.repo_text_matches(repo_id, fts_term(term)))
+        return self._term_counts[key]
 
 
 def _finite(x: float | None) -> float | None:

@@ -5,6 +5,7 @@ about code lives here, so a second backend implements these methods and nothing 
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from typing import Iterable, Sequence
 
@@ -26,6 +27,10 @@ def _chunks(values: Sequence) -> list[list]:
 
 def _like(s: str) -> str:
     return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+_REPO_DOCS = ("SELECT doc_id FROM code_files WHERE repo_id=? UNION "
+              "SELECT history_doc FROM repos WHERE id=? AND history_doc IS NOT NULL")
 
 
 class CodeTables:
@@ -308,3 +313,40 @@ class CodeTables:
     def text_matches(self, match: str) -> int:
         return self.db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
                                (match,)).fetchone()[0]
+
+    def repo_text_units(self, repo_id: int) -> int:
+        """How many full-text rows belong to one repository (its files' nodes, its commits)."""
+        return self.db.execute(
+            f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) AND EXISTS "
+            "(SELECT 1 FROM passages_fts f WHERE f.rowid=n.id)", (repo_id, repo_id)).fetchone()[0]
+
+    def repo_text_matches(self, repo_id: int, match: str) -> int:
+        """How many of one repository's full-text rows match ``match``."""
+        try:
+            return self.db.execute(
+                "SELECT count(*) FROM passages_fts f JOIN nodes n ON n.id=f.rowid WHERE "
+                f"passages_fts MATCH ? AND n.doc_id IN ({_REPO_DOCS})",
+                (match, repo_id, repo_id)).fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+    def commit_fts(self, repo_id: int | None, match: str, limit: int) -> list[tuple[int, float]]:
+        """BM25 over commit messages only (one repository's, or all); higher is better."""
+        if not match:
+            return []
+        try:
+            rows = self.db.execute(
+                "SELECT f.rowid, -bm25(passages_fts) FROM passages_fts f JOIN commits c ON "
+                "c.node_id=f.rowid WHERE passages_fts MATCH ? AND (? IS NULL OR c.repo_id=?) "
+                "ORDER BY bm25(passages_fts) LIMIT ?", (match, repo_id, repo_id, limit)).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def history_shape(self, repo_id: int) -> tuple[int, int]:
+        """(indexed commits, of them those with a parent that is not indexed): the second
+        is over 0 when the history was cut (by --max-commits) or is shallow."""
+        shas = {r[0]: r[1] for r in self.db.execute(
+            "SELECT sha, parents FROM commits WHERE repo_id=?", (repo_id,))}
+        cut = sum(1 for parents in shas.values() if any(p not in shas for p in parents.split()))
+        return len(shas), cut
