@@ -438,10 +438,12 @@ CALL_FILES = {
         '''),
     "app/util.py": "def fmt(x):\n    return str(x)\n",
     "app/other.py": "def fmt(x):\n    return repr(x)\n",
+    "app/shown.py": "def shown(x):\n    return x\n",
     "app/use.py": textwrap.dedent('''\
         from app import util
         from app.util import fmt
         from app.stack import Stack
+        from app.other import fmt as shown
 
 
         def collect(a, items):
@@ -451,7 +453,7 @@ CALL_FILES = {
 
 
         def build():
-            return Stack.create(), util.fmt(1), Stack().push(3), undefined_thing()
+            return Stack.create(), util.fmt(1), Stack().push(3), undefined_thing(), shown(4)
         '''),
 }
 
@@ -476,7 +478,8 @@ def test_calls_on_unknown_receivers_are_not_guessed(tmp_path: Path) -> None:
         # self.x / cls.x: the class's own method; an inherited one through a base in the repository.
         assert callees("Stack.create") == {"app/stack.py:Stack.empty"}
         assert callees("Child.run") == {"app/base.py:Base.helper"}
-        # Class.method(), Class(...).method() and module.func() where the module is imported.
+        # Class.method(), Class(...).method() and module.func() where the module is imported; shown()
+        # is app.other's fmt imported under another name, not app/shown.py's shown.
         assert callees("build") == {"app/stack.py:Stack.create", "app/util.py:fmt", "app/stack.py:Stack",
                                     "app/stack.py:Stack.push"}
 

@@ -451,8 +451,15 @@ def _import_refs(node, src: bytes) -> list[Ref]:
     origin = _text(origin_node, src).strip("\"'`")
     out = [Ref(ident, "import", line) for ident in _identifiers(origin_node, src)]
     for c in node.named_children:
-        if c.start_byte != origin_node.start_byte:
-            out.extend(Ref(ident, "import", line, receiver=origin) for ident in _identifiers(c, src))
+        if c.start_byte == origin_node.start_byte:
+            continue
+        if c.type == "aliased_import":  # from m import f as g: only g is bound here
+            alias = c.child_by_field_name("alias")
+            out.extend(Ref(ident, "import", line, receiver=origin if alias is not None
+                           and n == len(_identifiers(c, src)) - 1 else "")
+                       for n, ident in enumerate(_identifiers(c, src)))
+            continue
+        out.extend(Ref(ident, "import", line, receiver=origin) for ident in _identifiers(c, src))
     return out
 
 

@@ -467,11 +467,11 @@ class Resolver:
             return None
         cands = [c for c in self._top(name, kinds) if c[1] != path]
         named = [c for c in cands if any(o and _module_holds(o, c[1]) for o in origins)]
-        if len(named) == 1:
-            return named[0][0]
-        if not named and len(cands) == 1:
-            return cands[0][0]
-        return None
+        if not named and any(origins):  # re-exported by a package: `from pkg import f`, f in pkg/x.py
+            named = [c for c in cands if any(o and _module_holds(o, c[1], package=True) for o in origins)]
+        elif not named:  # the module is not recorded (Java, C#): the only candidate
+            named = cands
+        return named[0][0] if len(named) == 1 else None
 
     def _from_module(self, src: tuple, module: str, name: str) -> int | None:
         """``module.f()`` where ``module`` is a name this file imports."""
@@ -506,14 +506,17 @@ class Resolver:
         return None
 
 
-def _module_holds(module: str, path: str) -> bool:
+def _module_holds(module: str, path: str, package: bool = False) -> bool:
     """Whether a module as imported (``..services.codeindex``, ``./mod``, ``github.com/x/cobra``)
-    can be the file ``path`` (its stem) or the package folder holding it."""
+    can be the file ``path`` (its stem) or the package folder holding it (with ``package``:
+    any folder above it)."""
     parts = [p for p in re.split(r"[./\\]+", _SOURCE_SUFFIX.sub("", module)) if p]
     if not parts:
         return False
     last = parts[-1]
     folder, file = posixpath.split(path)
+    if package:
+        return last in folder.split("/")
     stem = _SOURCE_SUFFIX.sub("", file)
     return stem == last or (posixpath.basename(folder) == last and stem in ("__init__", "index", "mod")) \
         or (language_for(path) == "go" and posixpath.basename(folder) == last)
