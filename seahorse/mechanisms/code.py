@@ -293,7 +293,7 @@ def _leading_comments(node, src: bytes, spec: Spec) -> str:
 
 _MEMBER = ("attribute", "member_expression", "selector_expression", "field_expression",
            "member_access_expression", "scoped_identifier", "qualified_identifier", "scoped_type_identifier")
-_SELF = frozenset({"self", "this", "cls", "@"})
+_SELF = frozenset({"self", "this", "cls", "@", "Self"})
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 
 
@@ -325,8 +325,8 @@ def _callee(node, spec: Spec, src: bytes,
     if target.type in _MEMBER:
         obj = (target.child_by_field_name("object") or target.child_by_field_name("operand")
                or target.child_by_field_name("value") or target.child_by_field_name("expression")
-               or target.child_by_field_name("path") or target.child_by_field_name("scope")
-               or target.child_by_field_name("package"))
+               or target.child_by_field_name("argument") or target.child_by_field_name("path")
+               or target.child_by_field_name("scope") or target.child_by_field_name("package"))
         receiver = _receiver(obj, src, selfnames) if obj is not None else "?"
         last = (target.child_by_field_name("attribute") or target.child_by_field_name("property")
                 or target.child_by_field_name("field") or target.child_by_field_name("name"))
