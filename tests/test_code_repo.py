@@ -454,6 +454,11 @@ CALL_FILES = {
 
         def build():
             return Stack.create(), util.fmt(1), Stack().push(3), undefined_thing(), shown(4)
+
+
+        def typed(s: Stack, q):
+            t = Stack()
+            return s.push(1), t.push(2), q.push(3)
         '''),
 }
 
@@ -482,6 +487,8 @@ def test_calls_on_unknown_receivers_are_not_guessed(tmp_path: Path) -> None:
         # is app.other's fmt imported under another name, not app/shown.py's shown.
         assert callees("build") == {"app/stack.py:Stack.create", "app/util.py:fmt", "app/stack.py:Stack",
                                     "app/stack.py:Stack.push"}
+        # A variable annotated with a class or assigned from its constructor holds that class.
+        assert callees("typed") == {"app/stack.py:Stack", "app/stack.py:Stack.push"}
 
 
 def test_one_method_named_like_a_list_method_gets_no_list_callers(tmp_path: Path) -> None:

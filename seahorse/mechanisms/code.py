@@ -394,6 +394,7 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
     if spec.python_doc:
         module.doc = _python_doc_module(tree.root_node, source)
     symbols: list[Symbol] = []
+    typed: dict[int, dict[str, str]] = {}  # per symbol (id): Python variable -> "Class()" it holds
     # Iterative walk: (node, scope names, enclosing symbol, enclosing class qualname, names of self)
     stack = [(tree.root_node, (), module, None, frozenset())]
     while stack:
@@ -425,16 +426,55 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             for c in reversed(node.named_children):
                 stack.append((c, new_scope, declared, new_cls, selfnames))
             continue
+        if t in _BINDINGS and spec.python_doc:
+            _bind(node, source, typed.setdefault(id(owner), {}))
         if t in spec.calls:
             got = _callee(node, spec, source, selfnames)
             if got is not None:
-                owner.refs.append(Ref(got[0], "call", node.start_point[0] + 1, got[1], got[2]))
+                name, self_call, receiver = got
+                known = typed.get(id(owner), {}).get(receiver) or typed.get(id(module), {}).get(receiver)
+                if known:  # x = Flask(...) / x: Flask, then x.run(): a call on a Flask
+                    receiver = known
+                owner.refs.append(Ref(name, "call", node.start_point[0] + 1, self_call, receiver))
         elif t in spec.imports:
             owner.refs.extend(_import_refs(node, source))
             continue
         for c in reversed(node.named_children):
             stack.append((c, scope, owner, cls, selfnames))
     return [module] + _dedupe(_merge_impls(symbols))
+
+
+_BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter"})
+_CLASS_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*")
+
+
+def _bind(node, src: bytes, types: dict[str, str]) -> None:
+    """Python ``x = Name(...)``, ``x: Name`` and ``x: Name = ...`` (a parameter or an assignment):
+    ``x`` holds a ``Name``, recorded as the receiver ``Name()``. A later plain rebinding of ``x``
+    forgets it."""
+    if node.type == "assignment":
+        left, right, ann = (node.child_by_field_name(f) for f in ("left", "right", "type"))
+        if left is None or left.type != "identifier":
+            return
+        var = _text(left, src)
+        typ = None
+        if ann is not None:
+            typ = _text(ann, src)
+        elif right is not None and right.type == "call":
+            fn = right.child_by_field_name("function")
+            typ = _text(fn, src) if fn is not None else None
+    else:
+        name = node.child_by_field_name("name")
+        if name is None:
+            name = next((c for c in node.named_children if c.type == "identifier"), None)
+        ann = node.child_by_field_name("type")
+        if name is None or ann is None:
+            return
+        var, typ = _text(name, src), _text(ann, src)
+    if typ and _CLASS_NAME.fullmatch(typ.strip("\"'")):
+        types[var] = typ.strip("\"'") + "()"
+    else:
+        types.pop(var, None)
 
 
 def _import_refs(node, src: bytes) -> list[Ref]:

@@ -429,13 +429,22 @@ class Resolver:
             return None
         if receiver == "?":
             return None
-        if receiver.endswith("()"):  # Name(...).f()
-            cls = self._bare(src, receiver[:-2], ("class",), scopes=False)
+        if receiver.endswith("()"):  # Name(...).f(), or x.f() where x holds a Name
+            cls = self._class(src, receiver[:-2])
             return self._member(cls, name) if cls is not None else None
-        cls = self._bare(src, receiver.rsplit(".", 1)[-1], ("class",), scopes=False)
+        cls = self._class(src, receiver)
         if cls is not None:
             return self._member(cls, name)
         return self._from_module(src, receiver.rsplit(".", 1)[-1], name)
+
+    def _class(self, src: tuple, dotted: str) -> int | None:
+        """The class ``C`` or ``mod.C`` names in this file, if it resolves."""
+        parts = dotted.rsplit(".", 1)
+        cls = self._bare(src, parts[-1], ("class",), scopes=False)
+        if cls is None and len(parts) == 2:
+            hit = self._from_module(src, parts[0].rsplit(".", 1)[-1], parts[-1])
+            cls = hit if hit is not None and self.info[hit][4] == "class" else None
+        return cls
 
     def _top(self, name: str, kinds: tuple[str, ...]) -> list[tuple]:
         return [c for c in self.by_name.get(name, []) if c[4] in kinds and "." not in c[2]]
@@ -477,8 +486,10 @@ class Resolver:
         """``module.f()`` where ``module`` is a name this file imports."""
         if module not in self.imports.get(src[1], {}):
             return None
-        cands = [c for c in self._top(name, _TOP_KINDS) if c[1] != src[1] and _module_holds(module, c[1])]
-        return cands[0][0] if len(cands) == 1 else None
+        cands = [c for c in self._top(name, _TOP_KINDS) if c[1] != src[1]]
+        named = [c for c in cands if _module_holds(module, c[1])] or \
+            [c for c in cands if _module_holds(module, c[1], package=True)]
+        return named[0][0] if len(named) == 1 else None
 
     def _enclosing_class(self, src: tuple) -> int | None:
         if src[4] == "file":
