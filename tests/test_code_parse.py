@@ -173,3 +173,23 @@ def test_index_repo_skips_bad_files_with_reasons_and_writes_only_the_database(tm
         assert "UTF-8" in reasons["latin1.py"] and reasons["empty.py"] == "empty file"
         assert [s["symbol"] for s in eng.find_symbol("good")] == ["good"]
     assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def test_calls_record_their_receiver() -> None:
+    def calls(src: str, language: str, qual: str) -> list[tuple[str, str]]:
+        syms = {s.qualname: s for s in parse_symbols(src.encode(), language, "p/x")}
+        return [(r.name, r.receiver) for r in syms[qual].refs if r.kind == "call"]
+
+    py = ("from .mod import f\nclass A(B):\n    def m(self):\n"
+          "        self.x(); cls.y(); super().z(); self.s.add(); np.zeros(3); f(); A.k(); A().n(); g()[0].h()\n")
+    assert calls(py, "python", "A.m") == [("x", "self"), ("y", "self"), ("z", "super"), ("super", ""),
+                                          ("add", "self.s"), ("zeros", "np"), ("f", ""), ("k", "A"),
+                                          ("n", "A()"), ("A", ""), ("h", "?"), ("g", "")]
+    mod = parse_symbols(py.encode(), "python", "p/x")[0]
+    assert [(r.name, r.receiver) for r in mod.refs] == [("mod", ""), ("f", ".mod")]
+    js = 'import {f} from "./mod";\nclass A { m() { this.x(); o.p(); f(); new Foo(); new a.Bar(); } }'
+    assert calls(js, "javascript", "A.m") == [("x", "self"), ("p", "o"), ("f", ""), ("Foo", ""), ("Bar", "a")]
+    go = "package p\nfunc (c *Cmd) Run() { c.Execute(); cobra.Foo(); helper(); other.x.y() }"
+    assert calls(go, "go", "Run") == [("Execute", "self"), ("Foo", "cobra"), ("helper", ""), ("y", "other.x")]
+    java = "class A extends B { void m() { foo(); this.bar(); Foo.baz(); x.qux(); new Foo(); } }"
+    assert calls(java, "java", "A.m") == [("foo", ""), ("bar", "self"), ("baz", "Foo"), ("qux", "x"), ("Foo", "")]

@@ -223,8 +223,8 @@ def canonical(db_path: Path, repo_root: Path) -> dict:
                        for s, d, k, w in db.execute("SELECT src, dst, kind, weight FROM edges")
                        if k != "synonym")
         links = sorted((key[s], key[d], k) for s, d, k in db.execute("SELECT src, dst, kind FROM code_links"))
-        refs = sorted((key[n], name, kind, line, sc) for n, name, kind, line, sc in db.execute(
-            "SELECT node_id, name, kind, line, self_call FROM symbol_refs"))
+        refs = sorted((key[n], name, kind, line, sc, rc) for n, name, kind, line, sc, rc in db.execute(
+            "SELECT node_id, name, kind, line, self_call, receiver FROM symbol_refs"))
         commits = sorted(db.execute("SELECT sha, parents, author, date, message FROM commits"))
         touches = sorted((key[c], p, q, ch) for c, p, q, ch in db.execute(
             "SELECT commit_node, path, qualname, change FROM commit_touches"))
@@ -420,3 +420,117 @@ def test_cli_symbol_body_compact_snippets_clean_paths_and_symbol_counts(cli, dem
     # the setup.cfg line window is a passage, not a symbol: both counts agree
     assert stats["repos"][0]["symbols"] == stats["nodes"]["symbol"] == 10
     assert f"{root}: 4 files, 10 symbols" in cli.run("stats").stdout
+
+
+# ----- calls resolve only when the target is known ----------------------------------------------
+CALL_FILES = {
+    "app/stack.py": textwrap.dedent('''\
+        class Stack:
+            def append(self, x):
+                return x
+
+            def push(self, x):
+                return self.append(x)
+
+            @classmethod
+            def create(cls):
+                return cls.empty()
+
+            @classmethod
+            def empty(cls):
+                return Stack()
+        '''),
+    "app/queue.py": textwrap.dedent('''\
+        class Queue:
+            def append(self, x):
+                return x
+        '''),
+    "app/base.py": textwrap.dedent('''\
+        class Base:
+            def helper(self):
+                return 1
+
+
+        class Child(Base):
+            def run(self):
+                return self.helper() + super().helper()
+        '''),
+    "app/util.py": "def fmt(x):\n    return str(x)\n",
+    "app/other.py": "def fmt(x):\n    return repr(x)\n",
+    "app/shown.py": "def shown(x):\n    return x\n",
+    "app/use.py": textwrap.dedent('''\
+        from app import util
+        from app.util import fmt
+        from app.stack import Stack
+        from app.other import fmt as shown
+
+
+        def collect(a, items):
+            a.append(1)
+            items.append(2)
+            return fmt(a)
+
+
+        def build():
+            return Stack.create(), util.fmt(1), Stack().push(3), undefined_thing(), shown(4)
+
+
+        def typed(s: Stack, q):
+            t = Stack()
+            return s.push(1), t.push(2), q.push(3)
+        '''),
+}
+
+
+def test_calls_on_unknown_receivers_are_not_guessed(tmp_path: Path) -> None:
+    root = tmp_path / "calls"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "calls", CALL_FILES)
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(root)
+
+        def callees(sym: str) -> set[str]:
+            return {f'{c["path"]}:{c["symbol"]}' for c in eng.symbol(sym)["callees"]}
+
+        # a.append / items.append name a method of an unknown type: two classes define append.
+        assert callees("collect") == {"app/util.py:fmt"}  # fmt imported from app.util, not app/other
+        refs = eng.get_references("Stack.append")["references"]
+        assert [r["resolved"] for r in refs if r["symbol"] == "collect"] == [False]
+        assert {c["symbol"] for c in eng.get_callers("Stack.append")["callers"]} == {"Stack.push"}
+        assert eng.get_callers("Queue.append")["callers"] == []
+        # self.x / cls.x: the class's own method; an inherited one through a base in the repository.
+        assert callees("Stack.create") == {"app/stack.py:Stack.empty"}
+        assert callees("Child.run") == {"app/base.py:Base.helper"}
+        # Class.method(), Class(...).method() and module.func() where the module is imported; shown()
+        # is app.other's fmt imported under another name, not app/shown.py's shown.
+        assert callees("build") == {"app/stack.py:Stack.create", "app/util.py:fmt", "app/stack.py:Stack",
+                                    "app/stack.py:Stack.push"}
+        # A variable annotated with a class or assigned from its constructor holds that class.
+        assert callees("typed") == {"app/stack.py:Stack", "app/stack.py:Stack.push"}
+
+
+def test_one_method_named_like_a_list_method_gets_no_list_callers(tmp_path: Path) -> None:
+    root = tmp_path / "one"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "one", {"m.py": textwrap.dedent('''\
+        class Matrix:
+            def append(self, row):
+                self.rows = row
+
+            def grow(self):
+                self.append([])
+
+
+        def gather(xs):
+            out = []
+            for x in xs:
+                out.append(x)
+            return out
+        ''')})
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(root)
+        assert {c["symbol"] for c in eng.get_callers("Matrix.append")["callers"]} == {"Matrix.grow"}
+        refs = eng.get_references("Matrix.append")["references"]
+        assert [r["resolved"] for r in refs if r["symbol"] == "gather"] == [False]

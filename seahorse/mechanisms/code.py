@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-8"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-9"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -35,6 +35,10 @@ class Ref:
     kind: str  # call | import | inherit
     line: int
     self_call: bool = False  # self.x / this.x: resolve inside the enclosing class first
+    # What the call is made on: "" none (a bare ``f()``), "self" (self/this/cls, a Go method's
+    # receiver variable), "super" (``super().f()``), a name or dotted name (``np``, ``a.b``), "?" any
+    # other expression. For an import: the module the name comes from ("" when not recorded).
+    receiver: str = ""
 
 
 @dataclass
@@ -287,30 +291,79 @@ def _leading_comments(node, src: bytes, spec: Spec) -> str:
     return _strip_comment("\n".join(reversed(parts)))
 
 
-def _callee(node, spec: Spec, src: bytes) -> tuple[str, bool] | None:
+_MEMBER = ("attribute", "member_expression", "selector_expression", "field_expression",
+           "member_access_expression", "scoped_identifier", "qualified_identifier", "scoped_type_identifier")
+_SELF = frozenset({"self", "this", "cls", "@", "Self"})
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+
+
+def _receiver(obj, src: bytes, selfnames: frozenset[str]) -> str:
+    """How a call's receiver is recorded (see :attr:`Ref.receiver`)."""
+    text = _text(obj, src).strip()
+    if text in _SELF or text in selfnames:
+        return "self"
+    if obj.type == "call" and text.replace(" ", "") == "super()":
+        return "super"
+    if text == "super":
+        return "super"
+    if obj.type in ("call", "call_expression", "new_expression", "object_creation_expression"):
+        ctor = (obj.child_by_field_name("function") or obj.child_by_field_name("constructor")
+                or obj.child_by_field_name("type"))
+        if ctor is not None and re.fullmatch(r"[A-Z][\w$]*", _text(ctor, src)):
+            return _text(ctor, src) + "()"  # Name(...).f(): a method of class Name, if it is one
+    text = _clean_name(text)
+    return text if _DOTTED.fullmatch(text) else "?"
+
+
+def _callee(node, spec: Spec, src: bytes,
+            selfnames: frozenset[str] = frozenset()) -> tuple[str, bool, str] | None:
     fld = spec.calls.get(node.type)
     target = node.child_by_field_name(fld) if fld else None
     if target is None:
         return None
-    self_call = False
-    if target.type in ("attribute", "member_expression", "selector_expression", "field_expression",
-                       "member_access_expression", "scoped_identifier", "qualified_identifier"):
+    receiver = ""
+    if target.type in _MEMBER:
         obj = (target.child_by_field_name("object") or target.child_by_field_name("operand")
-               or target.child_by_field_name("value") or target.child_by_field_name("expression"))
-        if obj is not None and _text(obj, src) in ("self", "this", "cls", "@"):
-            self_call = True
+               or target.child_by_field_name("value") or target.child_by_field_name("expression")
+               or target.child_by_field_name("argument") or target.child_by_field_name("path")
+               or target.child_by_field_name("scope") or target.child_by_field_name("package"))
+        receiver = _receiver(obj, src, selfnames) if obj is not None else "?"
         last = (target.child_by_field_name("attribute") or target.child_by_field_name("property")
                 or target.child_by_field_name("field") or target.child_by_field_name("name"))
         if last is None:
             return None
         target = last
+    elif target.type not in ("identifier", "type_identifier", "constant", "generic_type", "field_identifier",
+                             "property_identifier"):
+        if not _DOTTED.fullmatch(_clean_name(_text(target, src))):
+            receiver = "?"  # (f())(), a[0](), ...: not a name
+    recv_field = {"method_invocation": "object", "call": "receiver"}.get(node.type)
+    if recv_field and spec.grammar in ("java", "ruby"):
+        obj = node.child_by_field_name(recv_field)
+        if obj is not None:
+            receiver = _receiver(obj, src, selfnames)
+    self_call = receiver == "self"
     if node.type == "call" and spec.grammar == "ruby":
-        recv = node.child_by_field_name("receiver")
-        self_call = recv is None or _text(recv, src) == "self"
-    name = _clean_name(_text(target, src)).split(".")[-1]
+        self_call = receiver in ("", "self")
+    full = _clean_name(_text(target, src))
+    name = full.split(".")[-1]
+    if "." in full and not receiver:  # new pkg.Foo(), C++ ns::f() without a field split
+        receiver = full.rsplit(".", 1)[0]
     if not re.fullmatch(r"[A-Za-z_$][\w$]*[!?]?", name):
         return None
-    return name, self_call
+    return name, self_call, receiver
+
+
+def _go_receiver_name(node, src: bytes) -> frozenset[str]:
+    """The variable a Go method's receiver is bound to (``func (c *Command) ...`` -> c)."""
+    recv = node.child_by_field_name("receiver")
+    if recv is None:
+        return frozenset()
+    for p in recv.named_children:
+        n = p.child_by_field_name("name")
+        if n is not None:
+            return frozenset({_text(n, src)})
+    return frozenset()
 
 
 def _identifiers(node, src: bytes) -> list[str]:
@@ -341,10 +394,11 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
     if spec.python_doc:
         module.doc = _python_doc_module(tree.root_node, source)
     symbols: list[Symbol] = []
-    # Iterative walk: (node, scope names, enclosing symbol, enclosing class qualname)
-    stack = [(tree.root_node, (), module, None)]
+    typed: dict[int, dict[str, str]] = {}  # per symbol (id): Python variable -> "Class()" it holds
+    # Iterative walk: (node, scope names, enclosing symbol, enclosing class qualname, names of self)
+    stack = [(tree.root_node, (), module, None, frozenset())]
     while stack:
-        node, scope, owner, cls = stack.pop()
+        node, scope, owner, cls, selfnames = stack.pop()
         t = node.type
         declared = None
         if t in spec.functions or t in spec.classes:
@@ -367,20 +421,86 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
                                              trait.start_point[0] + 1))
             new_scope = tuple(declared.qualname.split(".")) if declared.qualname else scope
             new_cls = declared.qualname if is_class else cls
+            if node.type == "method_declaration" and language == "go":
+                selfnames = _go_receiver_name(node, source)
             for c in reversed(node.named_children):
-                stack.append((c, new_scope, declared, new_cls))
+                stack.append((c, new_scope, declared, new_cls, selfnames))
             continue
+        if t in _BINDINGS and spec.python_doc:
+            _bind(node, source, typed.setdefault(id(owner), {}))
         if t in spec.calls:
-            got = _callee(node, spec, source)
+            got = _callee(node, spec, source, selfnames)
             if got is not None:
-                owner.refs.append(Ref(got[0], "call", node.start_point[0] + 1, got[1]))
+                name, self_call, receiver = got
+                known = typed.get(id(owner), {}).get(receiver) or typed.get(id(module), {}).get(receiver)
+                if known:  # x = Flask(...) / x: Flask, then x.run(): a call on a Flask
+                    receiver = known
+                owner.refs.append(Ref(name, "call", node.start_point[0] + 1, self_call, receiver))
         elif t in spec.imports:
-            for ident in _identifiers(node, source):
-                owner.refs.append(Ref(ident, "import", node.start_point[0] + 1))
+            owner.refs.extend(_import_refs(node, source))
             continue
         for c in reversed(node.named_children):
-            stack.append((c, scope, owner, cls))
+            stack.append((c, scope, owner, cls, selfnames))
     return [module] + _dedupe(_merge_impls(symbols))
+
+
+_BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter"})
+_CLASS_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*")
+
+
+def _bind(node, src: bytes, types: dict[str, str]) -> None:
+    """Python ``x = Name(...)``, ``x: Name`` and ``x: Name = ...`` (a parameter or an assignment):
+    ``x`` holds a ``Name``, recorded as the receiver ``Name()``. A later plain rebinding of ``x``
+    forgets it."""
+    if node.type == "assignment":
+        left, right, ann = (node.child_by_field_name(f) for f in ("left", "right", "type"))
+        if left is None or left.type != "identifier":
+            return
+        var = _text(left, src)
+        typ = None
+        if ann is not None:
+            typ = _text(ann, src)
+        elif right is not None and right.type == "call":
+            fn = right.child_by_field_name("function")
+            typ = _text(fn, src) if fn is not None else None
+    else:
+        name = node.child_by_field_name("name")
+        if name is None:
+            name = next((c for c in node.named_children if c.type == "identifier"), None)
+        ann = node.child_by_field_name("type")
+        if name is None or ann is None:
+            return
+        var, typ = _text(name, src), _text(ann, src)
+    if typ and _CLASS_NAME.fullmatch(typ.strip("\"'")):
+        types[var] = typ.strip("\"'") + "()"
+    else:
+        types.pop(var, None)
+
+
+def _import_refs(node, src: bytes) -> list[Ref]:
+    """The names an import statement binds; for ``from m import f`` (Python) and ``import {f}
+    from "./m"`` (JavaScript, TypeScript) each imported name records its module ``m``."""
+    line = node.start_point[0] + 1
+    origin_node = None
+    if node.type == "import_from_statement":
+        origin_node = node.child_by_field_name("module_name")
+    elif node.type == "import_statement":
+        origin_node = node.child_by_field_name("source")
+    if origin_node is None:
+        return [Ref(ident, "import", line) for ident in _identifiers(node, src)]
+    origin = _text(origin_node, src).strip("\"'`")
+    out = [Ref(ident, "import", line) for ident in _identifiers(origin_node, src)]
+    for c in node.named_children:
+        if c.start_byte == origin_node.start_byte:
+            continue
+        if c.type == "aliased_import":  # from m import f as g: only g is bound here
+            alias = c.child_by_field_name("alias")
+            out.extend(Ref(ident, "import", line, receiver=origin if alias is not None
+                           and n == len(_identifiers(c, src)) - 1 else "")
+                       for n, ident in enumerate(_identifiers(c, src)))
+            continue
+        out.extend(Ref(ident, "import", line, receiver=origin) for ident in _identifiers(c, src))
+    return out
 
 
 def _python_doc_module(root, src: bytes) -> str:

@@ -7,15 +7,16 @@ that depends on more than one file (``calls``, ``inherits``, ``imports``, ``ment
 docs, ``touched`` and ``parent`` from commits) is recomputed from the stored references, so an
 incremental index and a rebuild from scratch hold the same graph.
 
-Resolution is conservative: a call names a bare identifier; it is linked only when exactly
-one declaration can be meant (``self.x`` inside a class with a method ``x``; else the only
-symbol of that name in the file, else in the repository). Ambiguous calls stay unlinked and
-are still listed by ``references``.
+Resolution does not guess (:class:`Resolver`): a call is linked only when its target is known
+from what it is made on (``self.x()``, a bare ``f()`` in scope or imported, ``Class.m()``,
+``module.f()``); a call on any other receiver (``items.append()``) stays unlinked and is still
+listed by ``references`` as unresolved.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import time
 from collections import defaultdict
@@ -206,7 +207,7 @@ class CodeIndex:
             self.store.add_symbol(node_id, doc_id, repo_id, f.path, sym.qualname, sym.name,
                                   "file" if kind == "file" else sym.kind, sym.start_line, sym.end_line,
                                   sym.signature, sym.doc, sym.parent,
-                                  [(r.name, r.kind, r.line, r.self_call) for r in sym.refs])
+                                  [(r.name, r.kind, r.line, r.self_call, r.receiver) for r in sym.refs])
             if sym.kind not in ("doc", "window", "module"):
                 by_qual.setdefault(sym.qualname, node_id)
         edges = []
@@ -301,26 +302,25 @@ class CodeIndex:
         store = self.store
         store.clear_repo_links(repo_id, LINK_KINDS)
         syms = store.link_symbols(repo_id)
-        by_name: dict[str, list[tuple]] = defaultdict(list)
-        by_qual: dict[tuple[str, str], int] = {}
-        qual_any: dict[str, list[int]] = defaultdict(list)
-        for s in syms:
-            if s[4] == "file":
-                continue
-            by_name[s[3]].append(s)
-            by_qual.setdefault((s[1], s[2]), s[0])
-            qual_any[s[2]].append(s[0])
-        info = {s[0]: s for s in syms}
-        edges: dict[tuple[int, int, str], float] = {}
         refs = store.link_refs(repo_id)
-        for node, name, kind, self_call in refs:
-            src = info.get(node)
-            if src is None:
-                continue
-            target = resolve(src, name, bool(self_call), by_name, by_qual, kind)
-            if target is not None and target != node:
-                ek = {"call": "calls", "inherit": "inherits", "import": "imports"}[kind]
-                edges[(node, target, ek)] = EDGE_WEIGHT[ek]
+        res = Resolver(syms, refs)
+        edges: dict[tuple[int, int, str], float] = {}
+        # inherits first: a call on self may name a method a base class defines
+        for kind in ("inherit", "import", "call"):
+            for node, name, rkind, self_call, receiver in refs:
+                src = res.info.get(node)
+                if src is None or rkind != kind:
+                    continue
+                if kind == "call":
+                    target = res.call(src, name, bool(self_call), receiver)
+                else:
+                    target = resolve(src, name, bool(self_call), res.by_name, res.by_qual, kind)
+                if target is not None and target != node:
+                    ek = {"call": "calls", "inherit": "inherits", "import": "imports"}[kind]
+                    edges[(node, target, ek)] = EDGE_WEIGHT[ek]
+                    if kind == "inherit":
+                        res.bases[node].append(target)
+        by_name, qual_any, by_qual = res.by_name, res.qual_any, res.by_qual
         # docs name symbols: ``open_session``, `Flask.wsgi_app`, SecureCookieSessionInterface
         docs = store.doc_passages(repo_id)
         for node, text in docs:
@@ -378,6 +378,173 @@ def _renamed_to(path: str, renamed: dict[str, str]) -> str:
         path = renamed[path]
         seen.add(path)
     return path
+
+
+# Calls with no receiver follow scope and imports in these languages; in the others a bare call
+# keeps the name-based rule of :func:`resolve` (a call on a receiver is never resolved by name).
+SCOPED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java"})
+IMPLICIT_THIS = frozenset({"java", "csharp", "cpp", "ruby"})  # a bare f() may be this.f()
+PACKAGE_DIRS = frozenset({"go", "java"})  # a directory is one package: its names need no import
+_TOP_KINDS = ("function", "class")
+_SOURCE_SUFFIX = re.compile(r"\.(py|pyi|m?[jt]sx?|cjs|cts|mts)$")
+
+
+class Resolver:
+    """Which declaration a call means, only when it is known (TECH_SPEC "Code and history"):
+    ``self.f()`` -> the enclosing class's ``f`` or a base class's; a bare ``f()`` -> a nested or
+    module-level ``f`` of the file, a name of the same package (Go, Java) or an imported one;
+    ``C.f()`` / ``C(...).f()`` / ``mod.f()`` -> when ``C`` is a class or ``mod`` an imported module
+    that resolves;
+    anything else (``x.append()``, ``self.store.add()``) stays unresolved."""
+
+    def __init__(self, syms: list[tuple], refs: list[tuple]) -> None:
+        self.info = {s[0]: s for s in syms}
+        self.by_name: dict[str, list[tuple]] = defaultdict(list)
+        self.by_qual: dict[tuple[str, str], int] = {}
+        self.qual_any: dict[str, list[int]] = defaultdict(list)
+        for s in syms:
+            if s[4] == "file":
+                continue
+            self.by_name[s[3]].append(s)
+            self.by_qual.setdefault((s[1], s[2]), s[0])
+            self.qual_any[s[2]].append(s[0])
+        # per file: imported name -> the modules it is imported from ("" when not recorded)
+        self.imports: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        for node, name, kind, _self, receiver in refs:
+            if kind == "import" and node in self.info:
+                self.imports[self.info[node][1]][name].add(receiver)
+        self.bases: dict[int, list[int]] = defaultdict(list)  # class -> resolved base classes
+
+    def call(self, src: tuple, name: str, self_call: bool, receiver: str) -> int | None:
+        path = src[1]
+        lang = language_for(path) or ""
+        if receiver == "self" or (self_call and receiver != ""):
+            if lang == "go":  # Go methods are named bare: the one method of that name in the package
+                same = [c for c in self.by_name.get(name, []) if c[4] == "method"
+                        and posixpath.dirname(c[1]) == posixpath.dirname(path)]
+                return same[0][0] if len(same) == 1 else None
+            cls = self._enclosing_class(src)
+            return self._member(cls, name) if cls is not None else None
+        if receiver == "":
+            if lang in IMPLICIT_THIS or self_call:
+                cls = self._enclosing_class(src)
+                hit = self._member(cls, name) if cls is not None else None
+                if hit is not None:
+                    return hit
+            if lang in SCOPED_LANGUAGES:
+                return self._bare(src, name, _TOP_KINDS)
+            return resolve(src, name, self_call, self.by_name, self.by_qual, "call")
+        if receiver == "super":
+            cls = self._enclosing_class(src)
+            for base in self.bases.get(cls, []) if cls is not None else []:
+                hit = self._member(base, name)
+                if hit is not None:
+                    return hit
+            return None
+        if receiver == "?":
+            return None
+        if receiver.endswith("()"):  # Name(...).f(), or x.f() where x holds a Name
+            cls = self._class(src, receiver[:-2])
+            return self._member(cls, name) if cls is not None else None
+        cls = self._class(src, receiver)
+        if cls is not None:
+            return self._member(cls, name)
+        return self._from_module(src, receiver.rsplit(".", 1)[-1], name)
+
+    def _class(self, src: tuple, dotted: str) -> int | None:
+        """The class ``C`` or ``mod.C`` names in this file, if it resolves."""
+        parts = dotted.rsplit(".", 1)
+        cls = self._bare(src, parts[-1], ("class",), scopes=False)
+        if cls is None and len(parts) == 2:
+            hit = self._from_module(src, parts[0].rsplit(".", 1)[-1], parts[-1])
+            cls = hit if hit is not None and self.info[hit][4] == "class" else None
+        return cls
+
+    def _top(self, name: str, kinds: tuple[str, ...]) -> list[tuple]:
+        return [c for c in self.by_name.get(name, []) if c[4] in kinds and "." not in c[2]]
+
+    def _bare(self, src: tuple, name: str, kinds: tuple[str, ...], scopes: bool = True) -> int | None:
+        path, qual = src[1], src[2]
+        if scopes and src[4] != "file":  # a function nested in an enclosing function
+            parts = qual.split(".")
+            for i in range(len(parts), 0, -1):
+                scope = ".".join(parts[:i])
+                at = self.by_qual.get((path, scope))
+                if at is None or self.info[at][4] == "class":
+                    continue
+                hit = self.by_qual.get((path, f"{scope}.{name}"))
+                if hit is not None and self.info[hit][4] in kinds + ("method",):
+                    return hit
+        hit = self.by_qual.get((path, name))
+        if hit is not None and self.info[hit][4] in kinds:
+            return hit
+        lang = language_for(path)
+        if lang in PACKAGE_DIRS:
+            here = posixpath.dirname(path)
+            same = [c for c in self._top(name, kinds) if posixpath.dirname(c[1]) == here
+                    and language_for(c[1]) == lang]
+            if len(same) == 1:
+                return same[0][0]
+        origins = self.imports.get(path, {}).get(name)
+        if origins is None:
+            return None
+        cands = [c for c in self._top(name, kinds) if c[1] != path]
+        named = [c for c in cands if any(o and _module_holds(o, c[1]) for o in origins)]
+        if not named and any(origins):  # re-exported by a package: `from pkg import f`, f in pkg/x.py
+            named = [c for c in cands if any(o and _module_holds(o, c[1], package=True) for o in origins)]
+        elif not named:  # the module is not recorded (Java, C#): the only candidate
+            named = cands
+        return named[0][0] if len(named) == 1 else None
+
+    def _from_module(self, src: tuple, module: str, name: str) -> int | None:
+        """``module.f()`` where ``module`` is a name this file imports."""
+        if module not in self.imports.get(src[1], {}):
+            return None
+        cands = [c for c in self._top(name, _TOP_KINDS) if c[1] != src[1]]
+        named = [c for c in cands if _module_holds(module, c[1])] or \
+            [c for c in cands if _module_holds(module, c[1], package=True)]
+        return named[0][0] if len(named) == 1 else None
+
+    def _enclosing_class(self, src: tuple) -> int | None:
+        if src[4] == "file":
+            return None
+        parts = src[2].split(".")
+        for i in range(len(parts), 0, -1):
+            at = self.by_qual.get((src[1], ".".join(parts[:i])))
+            if at is not None and self.info[at][4] == "class":
+                return at
+        return None
+
+    def _member(self, cls: int, name: str) -> int | None:
+        """``cls.name``, else the first base class (depth first, in order) that has it."""
+        todo, seen = [cls], set()
+        while todo:
+            c = todo.pop(0)
+            if c in seen or len(seen) > 50:
+                continue
+            seen.add(c)
+            _n, path, qual = self.info[c][:3]
+            hit = self.by_qual.get((path, f"{qual}.{name}"))
+            if hit is not None:
+                return hit
+            todo[0:0] = self.bases.get(c, [])
+        return None
+
+
+def _module_holds(module: str, path: str, package: bool = False) -> bool:
+    """Whether a module as imported (``..services.codeindex``, ``./mod``, ``github.com/x/cobra``)
+    can be the file ``path`` (its stem) or the package folder holding it (with ``package``:
+    any folder above it)."""
+    parts = [p for p in re.split(r"[./\\]+", _SOURCE_SUFFIX.sub("", module)) if p]
+    if not parts:
+        return False
+    last = parts[-1]
+    folder, file = posixpath.split(path)
+    if package:
+        return last in folder.split("/")
+    stem = _SOURCE_SUFFIX.sub("", file)
+    return stem == last or (posixpath.basename(folder) == last and stem in ("__init__", "index", "mod")) \
+        or (language_for(path) == "go" and posixpath.basename(folder) == last)
 
 
 def resolve(src: tuple, name: str, self_call: bool, by_name: dict, by_qual: dict, kind: str) -> int | None:

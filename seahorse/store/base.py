@@ -203,7 +203,7 @@ class Store(Protocol):
 
     def add_symbol(self, node_id: int, doc_id: int, repo_id: int, path: str, qualname: str, name: str,
                    kind: str, start_line: int, end_line: int, signature: str, doc: str,
-                   parent: str | None, refs: Iterable[tuple[str, str, int, bool]]) -> None:
+                   parent: str | None, refs: Iterable[tuple[str, str, int, bool, str]]) -> None:
         ...
 
     def add_code_links(self, links: Sequence[tuple[tuple[int, int, str], float]]) -> None:

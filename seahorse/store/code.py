@@ -114,12 +114,13 @@ class CodeTables:
 
     def add_symbol(self, node_id: int, doc_id: int, repo_id: int, path: str, qualname: str, name: str,
                    kind: str, start_line: int, end_line: int, signature: str, doc: str,
-                   parent: str | None, refs: Iterable[tuple[str, str, int, bool]]) -> None:
+                   parent: str | None, refs: Iterable[tuple[str, str, int, bool, str]]) -> None:
         self.db.execute("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (node_id, doc_id, repo_id, path, qualname, name, kind, start_line, end_line,
                          signature, doc, parent))
-        self.db.executemany("INSERT INTO symbol_refs VALUES (?, ?, ?, ?, ?)",
-                            [(node_id, n, k, line, int(s)) for n, k, line, s in refs])
+        self.db.executemany("INSERT INTO symbol_refs(node_id, name, kind, line, self_call, receiver)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                            [(node_id, n, k, line, int(s), r) for n, k, line, s, r in refs])
 
     def add_code_links(self, links: Sequence[tuple[tuple[int, int, str], float]]) -> None:
         """Directed code links (callers, callees) and their undirected, weighted graph edges."""
@@ -140,8 +141,8 @@ class CodeTables:
                                "WHERE repo_id=? AND kind NOT IN ('doc', 'window')", (repo_id,)).fetchall()
 
     def link_refs(self, repo_id: int) -> list[tuple]:
-        """(node_id, name, kind, self_call) of every reference in a repository."""
-        return self.db.execute("SELECT r.node_id, r.name, r.kind, r.self_call FROM symbol_refs r "
+        """(node_id, name, kind, self_call, receiver) of every reference in a repository."""
+        return self.db.execute("SELECT r.node_id, r.name, r.kind, r.self_call, r.receiver FROM symbol_refs r "
                                "JOIN symbols s ON s.node_id=r.node_id WHERE s.repo_id=? "
                                "ORDER BY r.node_id, r.line", (repo_id,)).fetchall()
 

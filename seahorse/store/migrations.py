@@ -233,14 +233,21 @@ def _m0005_document_extractor(db: sqlite3.Connection) -> None:
     _run_script(db, "ALTER TABLE documents ADD COLUMN extractor TEXT;")
 
 
+def _m0006_ref_receiver(db: sqlite3.Connection) -> None:
+    """What a call is made on (``self``, a module or class name, ``?``): calls resolve only
+    when their target is known."""
+    _run_script(db, "ALTER TABLE symbol_refs ADD COLUMN receiver TEXT NOT NULL DEFAULT '';")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
     ("0003_code", _m0003_code),
     ("0004_code_lineage", _m0004_code_lineage),
     ("0005_document_extractor", _m0005_document_extractor),
+    ("0006_ref_receiver", _m0006_ref_receiver),
 ]
 
 
 # The schema version a database is at = the number of migrations applied to it.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
