@@ -426,3 +426,12 @@ def test_index_dir_skips_what_the_repo_walk_skips_and_exclude(cli, tmp_path: Pat
                        str(real / "docs" / "skip.md"): "excluded (--exclude docs/skip*)"}
     human = cli.run("index", "--dir", str(root), "--exclude", "drafts")
     assert human.returncode == 0 and "node_modules: dependency, cache or build folder" in human.stdout
+
+
+def test_the_old_module_paths_still_run() -> None:
+    # `python -m seahorse.cli` / `seahorse.server` were the entry modules before the adapters
+    # folder: scripts and presets that name them keep working.
+    for module in ("seahorse.cli", "seahorse.server"):
+        proc = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0 and "usage:" in proc.stdout, (module, proc.stderr)

@@ -353,3 +353,14 @@ def test_read_only_uninitialised_file_is_a_schema_mismatch(tmp_path: Path) -> No
             SQLiteStore(path)
     finally:
         path.chmod(0o644)
+
+
+def test_the_store_protocol_lists_exactly_what_sqlite_store_implements() -> None:
+    # A second backend implements the protocol: a method added to one and not the other drifts.
+    import inspect
+
+    from seahorse.store import Store
+
+    impl = {n for n, v in inspect.getmembers(SQLiteStore) if not n.startswith("_") and callable(v)}
+    proto = {n for n, v in vars(Store).items() if not n.startswith("_") and callable(v)}
+    assert impl == proto

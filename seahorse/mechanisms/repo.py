@@ -448,13 +448,17 @@ class Repo:
                 continue
             if not path or path in tracked or file_kind(path) is None:
                 continue
-            got = self._read_disk(path, listing)
-            if got is None:
-                continue
-            data, ident = got
-            kind = self._accept(path, len(data), listing)
-            if kind:
-                listing.files.append(RepoFile(path, blob_sha(data), kind, True, len(data), ident))
+            self._add_disk_file(path, listing, dirty=True)
+
+    def _add_disk_file(self, path: str, listing: Listing, dirty: bool) -> None:
+        """List a file read from disk (untracked or walked) when it is readable and accepted."""
+        got = self._read_disk(path, listing)
+        if got is None:
+            return
+        data, ident = got
+        kind = self._accept(path, len(data), listing)
+        if kind:
+            listing.files.append(RepoFile(path, blob_sha(data), kind, dirty, len(data), ident))
 
     def _read_disk(self, path: str, listing: Listing, expect: tuple[int, int] | None = None
                    ) -> tuple[bytes, tuple[int, int]] | None:
@@ -486,13 +490,7 @@ class Repo:
                     continue
                 if file_kind(rel) is None:
                     continue
-                got = self._read_disk(rel, listing)
-                if got is None:
-                    continue
-                data, ident = got
-                kind = self._accept(rel, len(data), listing)
-                if kind:
-                    listing.files.append(RepoFile(rel, blob_sha(data), kind, False, len(data), ident))
+                self._add_disk_file(rel, listing, dirty=False)
 
     def read(self, files: list[RepoFile]) -> dict[str, bytes]:
         """Bytes of each file by path: git blobs from the object store, dirty or walked
