@@ -238,7 +238,7 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     assert ph_ids.tolist() == [ids["alpha"]] and ph.shape == (1, 4)
     empty_ids, empty = store.load_vectors("nothing", 8)
     assert empty_ids.size == 0 and empty.shape == (0, 8)
-    fp, phrases, fv = store.load_facts(8)
+    fp, phrases, fv = store.facts_of(pids, 8)
     assert fp.tolist() == [pids[0], pids[2]]
     assert phrases == [[ids["alpha"]], [ids["alpha"], ids["beta"]]]
     np.testing.assert_array_equal(fv, fact_vecs)
@@ -309,7 +309,7 @@ def test_delete_document_removes_everything_it_contributed(store: SQLiteStore) -
         tuple(sorted((pb, ids["raspberry pi 5"]))), tuple(sorted((pb, ids["overheats"])))}
     assert store.load_vectors("dense", 4)[0].tolist() == [pb]
     assert store.load_vectors("phrase", 4)[0].size == 0
-    assert store.load_facts(4)[0].size == 0
+    assert store.facts_of([pa, pb], 4)[0].size == 0
     assert store.fts_search(fts_match(["zram"]), 10) == []
     assert store.db.execute("SELECT rowid FROM passages_fts").fetchall() == [(pb,)]
     assert store.graph_version() == version  # the caller bumps once per logical change

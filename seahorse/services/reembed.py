@@ -83,6 +83,7 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
         for digest, data in cache:
             store.cache_embedding(digest, new, data)
         store.set_meta(embedder=new, dim=str(engine.embedder.dim), writer_version=__version__)
+        store.log_full_change()  # every vector moved: readers reload, they do not catch up
         store.bump_version()
     engine.after_write()
     return {"db": str(store.path), "from": old, "to": new, "dim": engine.embedder.dim,

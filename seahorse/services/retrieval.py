@@ -15,17 +15,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import Settings
-from ..mechanisms.code import SECONDARY_PATH
 from ..mechanisms.embed import Embedder
 from ..mechanisms.extract import Extractor
-from ..mechanisms.graph import GraphCache
 from ..mechanisms.numeric import minmax
 from ..store import Store
 from ..text import fts_match, query_terms
 from .codequery import compact_view
+from .state import RETRIEVABLE, RetrievalIndex
 
 LEXICAL_CANDIDATES = 100
-RETRIEVABLE = ("passage", "memory", "symbol")
+# Facts are scored for the passages the query's own evidence points at: the best by dense
+# similarity and every full-text candidate (their vectors are read from the store per query).
+FACT_POOL = 200
 SESSION_WEIGHT = 0.5  # the context's teleport mass, relative to the query's own seeds
 DRIFT_RATIO = 0.5  # context mass under half its uniform share = the query left the topic
 CONTEXT_PHRASES = 8
@@ -74,57 +75,6 @@ class SearchResult:
         return compact_view(out, **self.view) if self.view else out
 
 
-class RetrievalIndex:
-    """Everything the query path reads, loaded from the store for one graph_version."""
-
-    def __init__(self, store: Store, dim: int) -> None:
-        self.version = store.graph_version()
-        self.graph = GraphCache.build(self.version, store.load_nodes(), store.load_edges())
-        g = self.graph
-        ids, mat = store.load_vectors("dense", dim)
-        self.passage_idx = np.array([g.index[int(i)] for i in ids], dtype=np.int64)
-        self.passage_vecs = mat
-        fact_passages, fact_phrases, self.fact_vecs = store.load_facts(dim)
-        self.fact_passage_idx = np.array([g.index[int(i)] for i in fact_passages], dtype=np.int64)
-        self.fact_phrase_idx = [np.array([g.index[i] for i in ph if i in g.index], dtype=np.int64)
-                                for ph in fact_phrases]
-        # Code: tests and examples rank behind the code they exercise (unless asked for), and
-        # the walk is read as lift over the graph's own PageRank (hubs score by structure).
-        secondary = [g.index[i] for i, path in store.symbol_paths()
-                     if i in g.index and SECONDARY_PATH.search(path)]
-        self.secondary = np.zeros(g.n, dtype=bool)
-        self.secondary[secondary] = True
-        self._global_pr: np.ndarray | None = None
-        self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
-        rows = store.phrase_nodes()
-        self.phrase_by_key = {key: g.index[i] for i, key, _t in rows}
-        self.label = {g.index[i]: text for i, _k, text in rows}
-        # Passages (and memories) holding each phrase = its context-edge count.
-        is_passage = np.isin(g.kinds, RETRIEVABLE).astype(np.float64)
-        self.passage_count = np.asarray((g.adj > 0).astype(np.float64) @ is_passage).ravel()
-        # A memory's rank is its walk score times trust x strength (both 1 by default).
-        self.prior = np.ones(g.n)
-        for node_id, weight in store.memory_priors():
-            if node_id in g.index:
-                self.prior[g.index[node_id]] = weight
-
-    def kind_mask(self, kinds: tuple[str, ...]) -> np.ndarray:
-        """Vertices of these kinds (cached: np.isin over object arrays costs ms per query)."""
-        mask = self._kind_masks.get(kinds)
-        if mask is None:
-            mask = self._kind_masks[kinds] = np.isin(self.graph.kinds, kinds)
-        return mask
-
-    def global_pagerank(self, damping: float, node_budget: int) -> np.ndarray:
-        """PageRank with a uniform teleport: what each node scores from structure alone."""
-        if self._global_pr is None:
-            ppr = self.graph.personalized_pagerank(np.ones(self.graph.n), damping, max(node_budget, 1))
-            pr = np.zeros(self.graph.n)
-            pr[ppr.nodes] = ppr.scores
-            self._global_pr = np.maximum(pr, 1e-12)
-        return self._global_pr
-
-
 def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, cand: np.ndarray,
                  settings: Settings, node_budget: int, query: str) -> np.ndarray:
     """Code ranking: the query's own evidence (seeds) plus the walk's lift over structure
@@ -139,23 +89,36 @@ def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, c
     return out
 
 
-def _seed_phrases(index: RetrievalIndex, q: np.ndarray, query: str, extractor: Extractor,
-                  settings: Settings, seeds: np.ndarray) -> dict[int, float]:
+def _seed_phrases(index: RetrievalIndex, store: Store, q: np.ndarray, query: str,
+                  extractor: Extractor, settings: Settings, seeds: np.ndarray,
+                  dense: np.ndarray, lexical: dict[int, float]) -> dict[int, float]:
+    """Phrase seeds: from the best facts among the candidate passages, and the query's own
+    phrases that exist as nodes."""
     phrase_seed: dict[int, float] = {}
     top_fact = 0.0
-    if len(index.fact_vecs):
-        scores = index.fact_vecs @ q
+    g = index.graph
+    pool = index.passage_idx
+    if len(dense) > FACT_POOL:
+        pool = pool[np.argpartition(-dense, FACT_POOL - 1)[:FACT_POOL]]
+    pool = np.union1d(pool, np.array(list(lexical), dtype=np.int64))
+    _passages, fact_phrases, fact_vecs = store.facts_of(g.node_ids[pool].tolist(), index.dim)
+    if len(fact_vecs):
+        scores = fact_vecs @ q
         k = min(settings.fact_top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top_fact = float(scores[top].max())
         for f in top:
-            for j in index.fact_phrase_idx[f]:
+            for j in index.vertices(fact_phrases[f]):
+                if j < 0:
+                    continue
                 share = float(scores[f]) / max(1.0, index.passage_count[j])
                 phrase_seed[int(j)] = max(phrase_seed.get(int(j), 0.0), share)
     weight = top_fact if top_fact > 0 else 0.5
-    for ph in extractor.extract(query):
-        j = index.phrase_by_key.get(ph.key)
-        if j is not None:
+    keys = [ph.key for ph in extractor.extract(query)]
+    found = store.phrase_ids(keys) if keys else {}
+    for key in keys:
+        j = g.index.get(found[key], -1) if key in found else -1
+        if j >= 0:
             share = weight / max(1.0, index.passage_count[j])
             phrase_seed[j] = phrase_seed.get(j, 0.0) + share
     for j, w in phrase_seed.items():
@@ -202,7 +165,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
             if v is not None and top > 0 and v not in lexical:
                 seeds[v] += settings.lexical_prior * raw / top
                 lexical[v] = raw
-    phrase_seed = _seed_phrases(index, q, query, extractor, settings, seeds)
+    phrase_seed = _seed_phrases(index, store, q, query, extractor, settings, seeds, dense, lexical)
     if seeds.sum() <= 0:
         seeds[index.passage_idx] = 1.0
     # More matched phrases = more relations to follow: walk further (bounded damping).
@@ -251,11 +214,14 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
         hits.append(Hit(node_id, kind, text, float(rank_scores[v]),
                         doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence,
                         memories.get(doc_id) if kind == "memory" else None))
+    top_seeds = [{"phrase": j, "weight": round(w, 5)}
+                 for j, w in sorted(phrase_seed.items(), key=lambda kv: -kv[1])[:8]]
+    _name_phrases(index, store, top_seeds + [e for h in hits for e in h.evidence["phrases"]]
+                  + [e["via"] for h in hits for e in h.evidence["phrases"] if "via" in e])
     info = {
         "damping": round(damping, 3), "node_budget": node_budget,
         "walked_nodes": int(len(ppr.nodes)), "iterations": ppr.iterations,
-        "seeds": [{"phrase": index.label.get(j, ""), "weight": round(w, 5)}
-                  for j, w in sorted(phrase_seed.items(), key=lambda kv: -kv[1])[:8]],
+        "seeds": top_seeds,
         "timings_ms": {"embed": round((t_embed - t0) * 1e3, 2),
                        "walk": round((t_walk - t_embed) * 1e3, 2),
                        "total": round((time.perf_counter() - t0) * 1e3, 2)},
@@ -315,7 +281,7 @@ def _evidence(index: RetrievalIndex, scores: np.ndarray, v: int,
         j = int(neigh[k])
         if flow[k] <= 0:
             break
-        entry = {"phrase": index.label.get(j, ""), "share": round(float(flow[k]) / total, 3),
+        entry = {"phrase": j, "share": round(float(flow[k]) / total, 3),
                  "seed": j in phrase_seed, "edge": "context"}
         if j not in phrase_seed:
             via = _seed_neighbour(index, j, phrase_seed)
@@ -335,4 +301,13 @@ def _seed_neighbour(index: RetrievalIndex, j: int, phrase_seed: dict[int, float]
             best = s
     if best is None:
         return None
-    return {"phrase": index.label.get(best, ""), "edge": "synonym"}
+    return {"phrase": best, "edge": "synonym"}
+
+
+def _name_phrases(index: RetrievalIndex, store: Store, entries: list[dict]) -> None:
+    """Replace the graph vertex in each entry's ``phrase`` by the phrase's text ("" for a
+    vertex that is not a phrase), with one read of the store."""
+    node_ids = {e["phrase"]: int(index.graph.node_ids[e["phrase"]]) for e in entries}
+    names = store.phrase_texts(sorted(set(node_ids.values()))) if node_ids else {}
+    for e in entries:
+        e["phrase"] = names.get(node_ids[e["phrase"]], "")

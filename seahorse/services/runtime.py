@@ -28,13 +28,14 @@ class Runtime:
     phrase_embedder: Any
     extractor: Extractor
     rerank: Any = None  # rerank.RerankSettings
-    # Caches of the store, dropped by after_write(); rebuilt when graph_version moves.
-    index: Any = None  # retrieval.RetrievalIndex
+    # The search state: caught up from the store's change log before each search.
+    index: Any = None  # state.RetrievalIndex
     phrase_cache: Any = None  # ingest.PhraseMatrix, kept only while many documents are indexed
     indexing_many: bool = False
 
     def after_write(self) -> None:
-        self.index = None
+        """A write landed: the search state catches up from the change log on the next
+        search; only the indexing-time caches go."""
 
     def check_meta(self, reembedding: bool = False) -> None:
         """Fail fast when the file was embedded by another model (vector spaces never mix)."""

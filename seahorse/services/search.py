@@ -49,9 +49,11 @@ class Search:
 
     def index(self) -> RetrievalIndex:
         rt = self.rt
-        if rt.index is None or rt.index.version != self.store.graph_version():
+        if rt.index is None or rt.index.seq != self.store.change_seq():
             rt.check_embedder()  # another process may have re-embedded the file since
-            rt.index = RetrievalIndex(self.store, rt.embedder.dim)
+            rt.index = (rt.index.catch_up(self.store) if rt.index is not None
+                        and rt.index.dim == rt.embedder.dim
+                        else RetrievalIndex(self.store, rt.embedder.dim))
         return rt.index
 
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,

@@ -45,6 +45,15 @@ class Store(Protocol):
     def graph_version(self) -> int:
         ...
 
+    def change_seq(self) -> int:
+        ...
+
+    def changes_since(self, seq: int, limit: int) -> list[tuple[int, str, int | None, int | None]] | None:
+        ...
+
+    def log_full_change(self) -> None:
+        ...
+
     def document_by_source(self, source: str) -> tuple | None:
         ...
 
@@ -140,10 +149,27 @@ class Store(Protocol):
     def load_edges(self) -> list[tuple[int, int, str, float]]:
         ...
 
-    def load_vectors(self, space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    def nodes_since(self, node_id: int) -> list[tuple[int, str, int | None]]:
         ...
 
-    def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+    def edges_since(self, node_id: int) -> list[tuple[int, int, str, float]]:
+        ...
+
+    def edge_weights(self, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float]:
+        ...
+
+    def load_vectors(self, space: str, dim: int, since: int = 0,
+                     ids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        ...
+
+    def facts_of(self, passage_ids: Sequence[int], dim: int
+                 ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+        ...
+
+    def phrase_ids(self, keys: Sequence[str]) -> dict[str, int]:
+        ...
+
+    def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
         ...
 
     def phrase_nodes(self) -> list[tuple[int, str, str]]:
@@ -271,7 +297,7 @@ class Store(Protocol):
     def code_rows(self, node_ids: Sequence[int]) -> tuple[list[tuple], list[tuple]]:
         ...
 
-    def symbol_paths(self) -> list[tuple[int, str]]:
+    def symbol_paths(self, since: int = 0) -> list[tuple[int, str]]:
         ...
 
     def find_symbols(self, name: str, repo_id: int | None, how: str) -> list[int]:

@@ -261,8 +261,10 @@ class CodeTables:
                 f"author FROM commits WHERE node_id IN ({m})", part).fetchall()
         return syms, commits
 
-    def symbol_paths(self) -> list[tuple[int, str]]:
-        return self.db.execute("SELECT node_id, path FROM symbols").fetchall()
+    def symbol_paths(self, since: int = 0) -> list[tuple[int, str]]:
+        """(node id, path) of the symbols after node id ``since``."""
+        return self.db.execute("SELECT node_id, path FROM symbols WHERE node_id > ?",
+                               (since,)).fetchall()
 
     def find_symbols(self, name: str, repo_id: int | None, how: str) -> list[int]:
         """Declaration node ids by ``how``: ``qualname`` (exact), ``tail`` (a dotted tail of

@@ -239,6 +239,48 @@ def _m0006_ref_receiver(db: sqlite3.Connection) -> None:
     _run_script(db, "ALTER TABLE symbol_refs ADD COLUMN receiver TEXT NOT NULL DEFAULT '';")
 
 
+def _m0007_change_log(db: sqlite3.Connection) -> None:
+    """What each write changed, so a process holding the search state in memory catches up
+    by the change instead of reloading everything. Filled by triggers, so no write path can
+    forget it; kept short (the store trims it; a reader that fell behind reloads).
+
+    ``op``: ``node+`` / ``node-`` / ``node~`` (a node added, removed, re-kinded: ``a`` = node
+    id), ``edge`` (an edge between ``a`` and ``b`` added, re-weighted or removed), ``vec`` (the
+    dense vector of node ``a`` set), ``prior`` (a memory of document ``a`` changed), ``full``
+    (reload everything: a re-embedding)."""
+    _run_script(
+        db,
+        """
+        CREATE TABLE changes(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            op TEXT NOT NULL,
+            a INTEGER,
+            b INTEGER
+        );
+        CREATE TRIGGER log_node_insert AFTER INSERT ON nodes
+        BEGIN INSERT INTO changes(op, a) VALUES ('node+', NEW.id); END;
+        CREATE TRIGGER log_node_delete AFTER DELETE ON nodes
+        BEGIN INSERT INTO changes(op, a) VALUES ('node-', OLD.id); END;
+        CREATE TRIGGER log_node_kind AFTER UPDATE OF kind ON nodes
+        BEGIN INSERT INTO changes(op, a) VALUES ('node~', NEW.id); END;
+        CREATE TRIGGER log_edge_insert AFTER INSERT ON edges
+        BEGIN INSERT INTO changes(op, a, b) VALUES ('edge', NEW.src, NEW.dst); END;
+        CREATE TRIGGER log_edge_update AFTER UPDATE ON edges
+        BEGIN INSERT INTO changes(op, a, b) VALUES ('edge', NEW.src, NEW.dst); END;
+        CREATE TRIGGER log_edge_delete AFTER DELETE ON edges
+        BEGIN INSERT INTO changes(op, a, b) VALUES ('edge', OLD.src, OLD.dst); END;
+        CREATE TRIGGER log_vector AFTER INSERT ON vectors WHEN NEW.space = 'dense'
+        BEGIN INSERT INTO changes(op, a) VALUES ('vec', NEW.node_id); END;
+        CREATE TRIGGER log_memory_insert AFTER INSERT ON memories
+        BEGIN INSERT INTO changes(op, a) VALUES ('prior', NEW.doc_id); END;
+        CREATE TRIGGER log_memory_update AFTER UPDATE ON memories
+        BEGIN INSERT INTO changes(op, a) VALUES ('prior', NEW.doc_id); END;
+        CREATE TRIGGER log_memory_delete AFTER DELETE ON memories
+        BEGIN INSERT INTO changes(op, a) VALUES ('prior', OLD.doc_id); END;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -246,8 +288,9 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0004_code_lineage", _m0004_code_lineage),
     ("0005_document_extractor", _m0005_document_extractor),
     ("0006_ref_receiver", _m0006_ref_receiver),
+    ("0007_change_log", _m0007_change_log),
 ]
 
 
 # The schema version a database is at = the number of migrations applied to it.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7

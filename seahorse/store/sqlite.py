@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
 from .code import CodeTables
+from .graphreads import CHANGE_LOG_KEEP, GraphReads
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
@@ -138,7 +139,7 @@ def _fs_read_only(path: Path) -> bool:
         return False
 
 
-class SQLiteStore(CodeTables):
+class SQLiteStore(CodeTables, GraphReads):
     """Every read and write of the knowledge graph goes through here.
 
     ``create`` (default True) lets the open make a new store in a missing or empty file;
@@ -429,15 +430,14 @@ class SQLiteStore(CodeTables):
                 )
 
     def bump_version(self) -> None:
-        """Mark the graph changed; readers rebuild their caches when this moves."""
+        """Mark the graph changed (caches keyed on the version drop), and trim the change log
+        to its last ``CHANGE_LOG_KEEP`` entries (a reader further behind reloads)."""
         self.db.execute(
             "INSERT INTO meta VALUES ('graph_version', '1') "
             "ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER) + 1"
         )
-
-    def graph_version(self) -> int:
-        row = self.db.execute("SELECT value FROM meta WHERE key='graph_version'").fetchone()
-        return int(row[0]) if row else 0
+        self.db.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
+                        (CHANGE_LOG_KEEP,))
 
     # ----- documents --------------------------------------------------------------------
     def document_by_source(self, source: str) -> sqlite3.Row | None:
@@ -657,29 +657,32 @@ class SQLiteStore(CodeTables):
             "INSERT OR REPLACE INTO embed_cache VALUES (?, ?, ?)", (content_hash, embedder, data))
 
     # ----- bulk reads for the caches ----------------------------------------------------
-    def load_nodes(self) -> list[tuple[int, str, int | None]]:
-        return self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id").fetchall()
+    def load_vectors(self, space: str, dim: int, since: int = 0,
+                     ids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Vectors of ``space``: of every node, of nodes after ``since``, or of ``ids``."""
+        if ids is None:
+            rows = self.db.execute("SELECT node_id, vec FROM vectors WHERE space=? AND node_id > ?"
+                                   " ORDER BY node_id", (space, since)).fetchall()
+        else:
+            rows = []
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk:chunk + 500])
+                rows += self.db.execute(
+                    f"SELECT node_id, vec FROM vectors WHERE space=? AND node_id IN "
+                    f"({','.join('?' * len(part))}) ORDER BY node_id", (space, *part)).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64), _from_blobs([r[1] for r in rows], dim)
 
-    def load_edges(self) -> list[tuple[int, int, str, float]]:
-        return self.db.execute("SELECT src, dst, kind, weight FROM edges").fetchall()
-
-    def load_vectors(self, space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.db.execute(
-            "SELECT node_id, vec FROM vectors WHERE space=? ORDER BY node_id", (space,)
-        ).fetchall()
-        ids = np.array([r[0] for r in rows], dtype=np.int64)
-        return ids, _from_blobs([r[1] for r in rows], dim)
-
-    def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
-        rows = self.db.execute(
-            "SELECT passage_id, phrase_ids, vec FROM facts ORDER BY id").fetchall()
-        passage_ids = np.array([r[0] for r in rows], dtype=np.int64)
-        phrases = [json.loads(r[1]) for r in rows]
-        return passage_ids, phrases, _from_blobs([r[2] for r in rows], dim)
-
-    def phrase_nodes(self) -> list[tuple[int, str, str]]:
-        """(id, normalised key, surface text) of every phrase."""
-        return self.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
+    def facts_of(self, passage_ids: Sequence[int], dim: int
+                 ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
+        """(passage id, phrase ids, vector) of the facts of these passages."""
+        rows = []
+        for chunk in range(0, len(passage_ids), 500):
+            part = [int(i) for i in passage_ids[chunk:chunk + 500]]
+            rows += self.db.execute(
+                f"SELECT passage_id, phrase_ids, vec FROM facts WHERE passage_id IN "
+                f"({','.join('?' * len(part))}) ORDER BY id", part).fetchall()
+        return (np.array([r[0] for r in rows], dtype=np.int64), [json.loads(r[1]) for r in rows],
+                _from_blobs([r[2] for r in rows], dim))
 
     def embedded_passages(self, space: str) -> list[tuple[int, str, str | None]]:
         """(node id, text, document title) of every node with a vector in ``space``."""
@@ -695,17 +698,6 @@ class SQLiteStore(CodeTables):
 
     def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
         self.db.executemany("UPDATE facts SET vec=? WHERE id=?", [(_to_blob(v), i) for i, v in items])
-
-    def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
-        out: dict[int, tuple[str, str, int | None, int | None]] = {}
-        for chunk in range(0, len(ids), 500):
-            part = list(ids[chunk:chunk + 500])
-            marks = ",".join("?" * len(part))
-            for row in self.db.execute(
-                f"SELECT id, kind, text, doc_id, ordinal FROM nodes WHERE id IN ({marks})", part
-            ):
-                out[row[0]] = (row[1], row[2], row[3], row[4])
-        return out
 
     def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over passages; higher is better (FTS5's bm25() is negated here)."""

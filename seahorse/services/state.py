@@ -1,0 +1,215 @@
+"""The search state a process keeps in memory, and how it stays current.
+
+Loaded whole once (on open, after a re-embedding, or when the change log no longer reaches
+back far enough), then caught up by what each write changed: the store's change log (filled
+by triggers, so writes by this process and by any other process on the same file are seen
+alike) names the nodes added and removed, the edges changed and the memories re-weighted;
+:func:`~seahorse.mechanisms.graphdelta.apply` changes the graph by that much.
+
+What stays resident is what every query reads: the graph (CSR adjacency, per-vertex arrays,
+the id -> vertex map) and the passages' dense vectors. Facts (sentence vectors, ~10 per
+passage) and phrase texts are read from the store per query, for the candidates only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..mechanisms.code import SECONDARY_PATH
+from ..mechanisms.graph import GraphCache
+from ..mechanisms.graphdelta import Delta, apply
+from ..store import Store
+
+RETRIEVABLE = ("passage", "memory", "symbol")
+# Catch up by the change when the log holds at most this many entries since the state was
+# current (about 20 per passage indexed); a larger change reloads, which costs about the same.
+CATCH_UP_MAX = 200_000
+# Reload when removed vertices (kept as empty slots until then) are over this share.
+DEAD_MAX = 0.25
+
+
+class RetrievalIndex:
+    """Everything the query path reads, for the store as of change ``seq``."""
+
+    def __init__(self, store: Store, dim: int) -> None:
+        self.dim = dim
+        self.seq = store.change_seq()
+        self.graph = GraphCache.build(store.graph_version(), store.load_nodes(), store.load_edges())
+        g = self.graph
+        self.max_node = int(g.node_ids[-1]) if g.n else 0
+        self.dead = 0
+        ids, mat = store.load_vectors("dense", dim)
+        self._cap = 0
+        self._vecs = np.zeros((0, dim), dtype=np.float32)
+        self._pidx = np.zeros(0, dtype=np.int64)
+        self._count = 0
+        self._append_passages(ids, mat)
+        self.secondary = np.zeros(g.n, dtype=bool)
+        self._mark_secondary(store.symbol_paths())
+        self.prior = np.ones(g.n)
+        self._apply_priors(store)
+        self._codes: dict[str, int] = {"": 0}
+        self.kind_code = np.zeros(0, dtype=np.uint8)
+        self._code_kinds(0)
+        self._derive()
+
+    # ----- what the query path reads ----------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self.graph.version
+
+    @property
+    def passage_vecs(self) -> np.ndarray:
+        """Dense vectors of the retrievable nodes that have one (rows of ``passage_idx``)."""
+        return self._vecs[:self._count]
+
+    @property
+    def passage_idx(self) -> np.ndarray:
+        """Graph vertex of each row of ``passage_vecs``."""
+        return self._pidx[:self._count]
+
+    def kind_mask(self, kinds: tuple[str, ...]) -> np.ndarray:
+        """Vertices of these kinds (cached until the next change)."""
+        mask = self._kind_masks.get(kinds)
+        if mask is None:
+            wanted = [self._codes[k] for k in kinds if k in self._codes]
+            mask = self._kind_masks[kinds] = np.isin(self.kind_code, wanted)
+        return mask
+
+    def _code_kinds(self, start: int, also: np.ndarray | None = None) -> None:
+        """Small-integer kind codes (np.isin over the object array of kinds costs ms per
+        call) for the vertices from ``start`` on and those in ``also``; 0 = removed."""
+        kinds = self.graph.kinds
+        n = self.graph.n
+        code = np.zeros(n, dtype=np.uint8)
+        code[:len(self.kind_code)] = self.kind_code[:n]
+        todo = np.arange(start, n) if also is None else np.union1d(np.arange(start, n), also)
+        for v in todo.tolist():
+            code[v] = self._codes.setdefault(kinds[v], len(self._codes)) if kinds[v] else 0
+        self.kind_code = code
+
+    def global_pagerank(self, damping: float, node_budget: int) -> np.ndarray:
+        """PageRank with a uniform teleport: what each node scores from structure alone."""
+        if self._global_pr is None:
+            g = self.graph
+            ppr = g.personalized_pagerank((g.kinds != "").astype(np.float64), damping,
+                                          max(node_budget, 1))
+            pr = np.zeros(g.n)
+            pr[ppr.nodes] = ppr.scores
+            self._global_pr = np.maximum(pr, 1e-12)
+        return self._global_pr
+
+    def vertices(self, node_ids) -> np.ndarray:
+        """Graph vertex of each store node id (-1 for one not in the graph)."""
+        get = self.graph.index.get
+        return np.array([get(int(i), -1) for i in node_ids], dtype=np.int64)
+
+    # ----- staying current --------------------------------------------------------------
+    def catch_up(self, store: Store) -> "RetrievalIndex":
+        """This state brought up to the store's last change: itself when nothing changed or
+        the change was applied in place, or a fresh load."""
+        seq = store.change_seq()
+        if seq == self.seq:
+            return self
+        log = store.changes_since(self.seq, CATCH_UP_MAX)
+        if log is None or any(op == "full" for _s, op, _a, _b in log):
+            return RetrievalIndex(store, self.dim)
+        old_max = self.max_node
+        delta = Delta(nodes=store.nodes_since(old_max), edges=store.edges_since(old_max))
+        pairs: set[tuple[int, int]] = set()
+        vec_ids: set[int] = set()
+        rekind: set[int] = set()
+        priors = False
+        for _s, op, a, b in log:
+            if a is None or (a > old_max and op != "prior"):
+                continue  # a node added since: read whole above
+            if op == "node-":
+                delta.removed.add(a)
+            elif op == "edge" and b is not None and b <= old_max:
+                pairs.add((min(a, b), max(a, b)))
+            elif op == "vec":
+                vec_ids.add(a)
+            elif op == "node~":
+                rekind.add(a)
+            elif op == "prior":
+                priors = True
+        if (self.dead + len(delta.removed)) > DEAD_MAX * max(self.graph.n + len(delta.nodes), 1):
+            return RetrievalIndex(store, self.dim)
+        live_pairs = [p for p in pairs if p[0] not in delta.removed and p[1] not in delta.removed]
+        delta.pairs = store.edge_weights(live_pairs) if live_pairs else {}
+        rekind -= delta.removed
+        if rekind:
+            texts = store.node_texts(sorted(rekind))
+            delta.kinds = {i: texts[i][0] for i in rekind if i in texts}
+        old_n = self.graph.n
+        self.graph = apply(self.graph, delta, store.graph_version())
+        self.dead += len(delta.removed)
+        if delta.nodes:
+            self.max_node = int(delta.nodes[-1][0])
+        grow = self.graph.n - old_n
+        self.secondary = np.concatenate([self.secondary, np.zeros(grow, dtype=bool)])
+        self._mark_secondary(store.symbol_paths(since=old_max))
+        self.prior = np.concatenate([self.prior, np.ones(grow)])
+        if priors:
+            self.prior[:] = 1.0
+            self._apply_priors(store)
+        self._drop_passages(self.vertices(delta.removed | vec_ids))
+        if vec_ids - delta.removed:
+            self._append_passages(*store.load_vectors("dense", self.dim, ids=sorted(vec_ids - delta.removed)))
+        self._append_passages(*store.load_vectors("dense", self.dim, since=old_max))
+        self._code_kinds(old_n, self.vertices(delta.removed | set(delta.kinds)))
+        self.seq = seq
+        self._derive()
+        return self
+
+    def _derive(self) -> None:
+        """What follows from the graph: recomputed after every change (whole-array work)."""
+        g = self.graph
+        self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
+        self._global_pr: np.ndarray | None = None
+        # Passages (and memories, symbols) next to each phrase = its context-edge count.
+        adj = g.adj
+        rows = np.repeat(np.arange(g.n), np.diff(adj.indptr))
+        linked = self.kind_mask(RETRIEVABLE)[adj.indices] & (adj.data > 0)
+        self.passage_count = np.bincount(rows, weights=linked, minlength=g.n).astype(np.float64)
+
+    def _append_passages(self, ids: np.ndarray, mat: np.ndarray) -> None:
+        """Add dense rows, growing the buffer by doubling (appends cost what they add)."""
+        idx = self.vertices(ids)
+        keep = idx >= 0
+        idx, mat = idx[keep], mat[keep]
+        need = self._count + len(idx)
+        if need > self._cap:
+            cap = max(need, 2 * self._cap, 64)
+            vecs = np.zeros((cap, self.dim), dtype=np.float32)
+            vecs[:self._count] = self._vecs[:self._count]
+            pidx = np.zeros(cap, dtype=np.int64)
+            pidx[:self._count] = self._pidx[:self._count]
+            self._vecs, self._pidx, self._cap = vecs, pidx, cap
+        self._vecs[self._count:need] = mat
+        self._pidx[self._count:need] = idx
+        self._count = need
+
+    def _drop_passages(self, vertices: np.ndarray) -> None:
+        if not len(vertices) or not self._count:
+            return
+        keep = ~np.isin(self.passage_idx, vertices)
+        if keep.all():
+            return
+        n = int(keep.sum())
+        self._vecs[:n] = self.passage_vecs[keep]
+        self._pidx[:n] = self.passage_idx[keep]
+        self._count = n
+
+    def _mark_secondary(self, rows: list[tuple[int, str]]) -> None:
+        """Code: tests and examples rank behind the code they exercise (unless asked for)."""
+        index = self.graph.index
+        hits = [index[i] for i, path in rows if i in index and SECONDARY_PATH.search(path)]
+        self.secondary[hits] = True
+
+    def _apply_priors(self, store: Store) -> None:
+        """A memory's rank is its walk score times trust x strength (both 1 by default)."""
+        index = self.graph.index
+        for node_id, weight in store.memory_priors():
+            if node_id in index:
+                self.prior[index[node_id]] = weight

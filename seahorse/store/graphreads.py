@@ -1,0 +1,108 @@
+"""The store's reads for the in-memory search state: the graph whole or since a node id, the
+change log the state catches up from, and the per-query lookups of phrases and node texts.
+Mixed into :class:`~seahorse.store.sqlite.SQLiteStore` (``self.db`` is its connection)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Sequence
+
+# Change-log entries kept: a few large writes' worth (an indexed passage logs ~20). A reader
+# further behind than this reloads its search state, which such a change would cost anyway.
+CHANGE_LOG_KEEP = 50_000
+
+
+class GraphReads:
+    db: sqlite3.Connection
+
+    # ----- the change log (filled by triggers, see migration 0007) ----------------------
+    def change_seq(self) -> int:
+        """The last change logged (0 for a store never written)."""
+        row = self.db.execute("SELECT max(seq) FROM changes").fetchone()
+        return int(row[0] or 0)
+
+    def changes_since(self, seq: int, limit: int) -> list[tuple[int, str, int | None, int | None]] | None:
+        """``(seq, op, a, b)`` logged after ``seq``, oldest first; None when the log no longer
+        reaches back to ``seq`` (trimmed) or holds more than ``limit`` entries since."""
+        first = self.db.execute("SELECT min(seq) FROM changes").fetchone()[0]
+        if first is not None and first > seq + 1:
+            return None
+        rows = self.db.execute("SELECT seq, op, a, b FROM changes WHERE seq > ? ORDER BY seq LIMIT ?",
+                               (seq, limit + 1)).fetchall()
+        return None if len(rows) > limit else rows
+
+    def log_full_change(self) -> None:
+        """Tell every reader to reload its search state (a change no trigger describes)."""
+        self.db.execute("INSERT INTO changes(op) VALUES ('full')")
+
+    def graph_version(self) -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key='graph_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def load_nodes(self) -> list[tuple[int, str, int | None]]:
+        return self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id").fetchall()
+
+    def load_edges(self) -> list[tuple[int, int, str, float]]:
+        return self.db.execute("SELECT src, dst, kind, weight FROM edges").fetchall()
+
+    def nodes_since(self, node_id: int) -> list[tuple[int, str, int | None]]:
+        """The nodes added after ``node_id`` (ids only grow), as :meth:`load_nodes` gives them."""
+        return self.db.execute("SELECT id, kind, doc_id FROM nodes WHERE id > ? ORDER BY id",
+                               (node_id,)).fetchall()
+
+    def edges_since(self, node_id: int) -> list[tuple[int, int, str, float]]:
+        """The edges with an end added after ``node_id``."""
+        return self.db.execute(
+            "SELECT src, dst, kind, weight FROM edges WHERE src > ?1 UNION ALL "
+            "SELECT src, dst, kind, weight FROM edges WHERE dst > ?1 AND src <= ?1",
+            (node_id,)).fetchall()
+
+    def edge_weights(self, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float]:
+        """The summed weight (all kinds, both directions) between each pair; absent = 0."""
+        out = {(min(a, b), max(a, b)): 0.0 for a, b in pairs}
+        keys = list(out)
+        for chunk in range(0, len(keys), 400):
+            part = keys[chunk:chunk + 400]
+            both = [x for a, b in part for x in (a, b, b, a)]
+            marks = ",".join("(?,?),(?,?)" for _ in part)
+            for a, b, w in self.db.execute(
+                    f"SELECT src, dst, sum(weight) FROM edges WHERE (src, dst) IN (VALUES {marks})"
+                    " GROUP BY src, dst", both):
+                out[(min(a, b), max(a, b))] += float(w)
+        return out
+
+    def phrase_ids(self, keys: Sequence[str]) -> dict[str, int]:
+        """Node id of each normalised phrase key that exists."""
+        out: dict[str, int] = {}
+        for chunk in range(0, len(keys), 500):
+            part = list(keys[chunk:chunk + 500])
+            out.update(self.db.execute(
+                f"SELECT key, id FROM nodes WHERE kind='phrase' AND key IN "
+                f"({','.join('?' * len(part))})", part).fetchall())
+        return out
+
+    def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """Surface text of each phrase among ``ids``."""
+        out: dict[int, str] = {}
+        for chunk in range(0, len(ids), 500):
+            part = [int(i) for i in ids[chunk:chunk + 500]]
+            out.update(self.db.execute(
+                f"SELECT id, text FROM nodes WHERE kind='phrase' AND id IN "
+                f"({','.join('?' * len(part))})", part).fetchall())
+        return out
+
+    def phrase_nodes(self) -> list[tuple[int, str, str]]:
+        """(id, normalised key, surface text) of every phrase."""
+        return self.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
+
+    def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
+        out: dict[int, tuple[str, str, int | None, int | None]] = {}
+        for chunk in range(0, len(ids), 500):
+            part = list(ids[chunk:chunk + 500])
+            marks = ",".join("?" * len(part))
+            for row in self.db.execute(
+                f"SELECT id, kind, text, doc_id, ordinal FROM nodes WHERE id IN ({marks})", part
+            ):
+                out[row[0]] = (row[1], row[2], row[3], row[4])
+        return out
+

@@ -1,0 +1,147 @@
+"""The search state stays current by what each write changed: caught up from the change log
+(this process's writes and another process's alike), never rebuilt unless it must be, and
+always equal to a fresh load of the same file."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from seahorse import Engine, Settings
+from seahorse.services.state import RetrievalIndex
+
+TEXTS = [
+    "Raspberry Pi 5 users often enable zram to keep compressed pages in memory.",
+    "The Raspberry Pi 5 overheats without a heatsink under a sustained load.",
+    "Bananas are rich in potassium and taste sweet when ripe.",
+    "zram trades CPU time for memory: pages are compressed in RAM instead of written to disk.",
+    "Potassium helps muscles; bananas and potatoes hold plenty of it.",
+    "A heatsink and a fan keep a Raspberry Pi cool enough to avoid throttling.",
+]
+QUERIES = ["How do I keep a Raspberry Pi 5 cool?", "what does zram compress", "potassium in bananas"]
+
+
+def _state(index: RetrievalIndex) -> dict:
+    """The search state keyed by store ids, so two states compare whatever their vertex order."""
+    g = index.graph
+    alive = np.flatnonzero(g.kinds != "")
+    ids = g.node_ids
+    coo = g.adj.tocoo()
+    keep = (g.kinds[coo.row] != "") & (g.kinds[coo.col] != "")
+    edges = {(int(ids[r]), int(ids[c])): round(float(w), 9)
+             for r, c, w in zip(coo.row[keep], coo.col[keep], coo.data[keep])}
+    vecs = {int(ids[v]): index.passage_vecs[k].round(6).tobytes()
+            for k, v in enumerate(index.passage_idx)}
+    return {
+        "nodes": {int(ids[v]): (g.kinds[v], int(g.doc_ids[v])) for v in alive},
+        "edges": edges,
+        "hub_self": {int(ids[v]): round(float(g.hub_self[v]), 9) for v in alive},
+        "vecs": vecs,
+        "prior": {int(ids[v]): float(index.prior[v]) for v in alive},
+        "passage_count": {int(ids[v]): float(index.passage_count[v]) for v in alive},
+    }
+
+
+def _hits(engine: Engine) -> list[list[tuple[int, float]]]:
+    return [[(h.id, round(h.score, 9)) for h in engine.search(q, top_k=4).hits] for q in QUERIES]
+
+
+def _fresh(engine: Engine) -> RetrievalIndex:
+    return RetrievalIndex(engine.store, engine.embedder.dim)
+
+
+def test_writes_are_caught_up_in_place_and_equal_a_fresh_load(engine: Engine) -> None:
+    for k, text in enumerate(TEXTS[:3]):
+        engine.add_document(text, source=f"doc:{k}")
+    engine.search(QUERIES[0])
+    state = engine.retrieval_index()
+    for k, text in enumerate(TEXTS[3:], start=3):  # adds
+        engine.add_document(text, source=f"doc:{k}")
+    engine.add_document(TEXTS[0] + " It also helps on 2 GB boards.", source="doc:0")  # an update
+    engine.delete_document("doc:2")  # a delete
+    engine.upsert_memory("cat", "The user's cat is called Miso.", trust=0.5)  # a memory, re-weighted
+    engine.upsert_memory("cat", "The user's cat is called Miso and likes bananas.", trust=0.7)
+    got = _hits(engine)
+    assert engine.retrieval_index() is state  # caught up, not rebuilt
+    fresh = _fresh(engine)
+    assert _state(state) == _state(fresh)
+    assert state.dead > 0  # removed vertices wait, empty, for the next full load
+    engine.rt.index = fresh
+    assert _hits(engine) == got
+
+
+def test_another_process_write_is_caught_up(hash_settings: Settings) -> None:
+    reader = Engine(hash_settings)
+    writer = Engine(hash_settings)
+    try:
+        for k, text in enumerate(TEXTS[:4]):
+            writer.add_document(text, source=f"doc:{k}")
+        assert reader.search("zram").hits
+        state = reader.retrieval_index()
+        writer.add_document(TEXTS[5], source="doc:5")
+        writer.delete_document("doc:1")
+        hits = reader.search("heatsink fan throttling", top_k=6).hits
+        assert reader.retrieval_index() is state
+        assert hits[0].source == "doc:5" and "doc:1" not in {h.source for h in hits}
+        assert _state(state) == _state(_fresh(reader))
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_reader_behind_a_trimmed_log_reloads(engine: Engine) -> None:
+    engine.add_document(TEXTS[0], source="doc:0")
+    engine.search("zram")
+    before = engine.retrieval_index()
+    engine.add_document(TEXTS[1], source="doc:1")
+    with engine.store.atomic():  # what trimming does to a reader that fell behind
+        engine.store.db.execute("DELETE FROM changes WHERE seq < (SELECT max(seq) FROM changes)")
+    engine.search("zram")
+    assert engine.retrieval_index() is not before
+    assert _state(engine.retrieval_index()) == _state(_fresh(engine))
+
+
+def test_a_raw_edge_write_is_logged_and_caught_up(engine: Engine) -> None:
+    # The triggers see writes no service remembered to log: here an edge between old nodes.
+    engine.add_document(TEXTS[0], source="doc:0")
+    engine.add_document(TEXTS[1], source="doc:1")
+    engine.search("zram")
+    state = engine.retrieval_index()
+    seq = engine.store.change_seq()
+    node_ids = {int(state.graph.node_ids[v]) for v in state.passage_idx}
+    a, b = sorted(node_ids)
+    with engine.store.atomic():
+        engine.store.add_edges([(a, b, "synonym", 0.5)])
+        engine.store.bump_version()
+    ops = [op for _s, op, _a, _b in engine.store.changes_since(seq, 100)]
+    assert ops == ["edge"]
+    engine.search("zram")
+    g = engine.retrieval_index().graph
+    assert engine.retrieval_index() is state
+    assert g.adj[g.index[a], g.index[b]] == pytest.approx(0.5)
+
+
+def test_optimize_graph_and_reembed_are_seen(engine: Engine) -> None:
+    for k, text in enumerate(TEXTS):
+        engine.add_document(text, source=f"doc:{k}")
+    engine.search("zram")
+    engine.optimize_graph(threshold=0.1)
+    engine.search("zram")
+    assert _state(engine.retrieval_index()) == _state(_fresh(engine))
+
+
+def test_dead_vertices_over_a_quarter_reload(hash_settings: Settings) -> None:
+    engine = Engine(dataclasses.replace(hash_settings))
+    try:
+        for k, text in enumerate(TEXTS):
+            engine.add_document(text, source=f"doc:{k}")
+        engine.search("zram")
+        state = engine.retrieval_index()
+        for k in range(4):
+            engine.delete_document(f"doc:{k}")
+        engine.search("heatsink")
+        assert engine.retrieval_index() is not state and engine.retrieval_index().dead == 0
+    finally:
+        engine.close()
