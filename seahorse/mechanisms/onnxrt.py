@@ -33,6 +33,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import InvalidInput, MissingExtra
+from .budget import trim_heap
 
 log = logging.getLogger("seahorse")
 
@@ -98,8 +99,10 @@ def make_session(model_path: str | os.PathLike[str], threads: int | None = None)
         raise InvalidInput(f"threads={threads}: give a positive thread count, or None for automatic")
     ort = _onnxruntime()
     try:
-        return ort.InferenceSession(str(p), sess_options=_session_options(ort, threads),
-                                    providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(str(p), sess_options=_session_options(ort, threads),
+                                       providers=["CPUExecutionProvider"])
+        trim_heap()
+        return session
     except Exception as exc:  # onnxruntime's own Fail / InvalidProtobuf / InvalidGraph
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidInput(

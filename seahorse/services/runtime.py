@@ -11,6 +11,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import InvalidInput, SchemaMismatch
+from ..mechanisms.budget import trim_heap
 from ..mechanisms.embed import Embedder
 from ..mechanisms.extract import Extractor
 from ..store import Store
@@ -35,7 +36,8 @@ class Runtime:
 
     def after_write(self) -> None:
         """A write landed: the search state catches up from the change log on the next
-        search; only the indexing-time caches go."""
+        search. The embedder's scratch for long texts goes back to the OS."""
+        trim_heap()
 
     def check_meta(self, reembedding: bool = False) -> None:
         """Fail fast when the file was embedded by another model (vector spaces never mix)."""
