@@ -33,21 +33,24 @@ class RetrievalIndex:
 
     def __init__(self, store: Store, dim: int) -> None:
         self.dim = dim
-        self.seq = store.change_seq()
-        self.graph = GraphCache.build(store.graph_version(), store.load_nodes(), store.load_edges())
+        with store.snapshot():
+            self.seq = store.change_seq()
+            self.graph = GraphCache.build(store.graph_version(), store.load_nodes(), store.load_edges())
+            ids, mat = store.load_vectors("dense", dim)
+            symbols = store.symbol_paths()
+            priors = store.memory_priors()
         g = self.graph
         self.max_node = int(g.node_ids[-1]) if g.n else 0
         self.dead = 0
-        ids, mat = store.load_vectors("dense", dim)
         self._cap = 0
         self._vecs = np.zeros((0, dim), dtype=np.float32)
         self._pidx = np.zeros(0, dtype=np.int64)
         self._count = 0
         self._append_passages(ids, mat)
         self.secondary = np.zeros(g.n, dtype=bool)
-        self._mark_secondary(store.symbol_paths())
+        self._mark_secondary(symbols)
         self.prior = np.ones(g.n)
-        self._apply_priors(store)
+        self._apply_priors(priors)
         self._codes: dict[str, int] = {"": 0}
         self.kind_code = np.zeros(0, dtype=np.uint8)
         self._code_kinds(0)
@@ -107,13 +110,48 @@ class RetrievalIndex:
     # ----- staying current --------------------------------------------------------------
     def catch_up(self, store: Store) -> "RetrievalIndex":
         """This state brought up to the store's last change: itself when nothing changed or
-        the change was applied in place, or a fresh load."""
-        seq = store.change_seq()
-        if seq == self.seq:
-            return self
-        log = store.changes_since(self.seq, CATCH_UP_MAX)
-        if log is None or any(op == "full" for _s, op, _a, _b in log):
-            return RetrievalIndex(store, self.dim)
+        the change was applied in place, or a fresh load. Everything is read (in one
+        snapshot) before anything is changed, so a failed read leaves the state as it was."""
+        with store.snapshot():
+            seq = store.change_seq()
+            if seq == self.seq:
+                return self
+            log = store.changes_since(self.seq, CATCH_UP_MAX)
+            if log is None or any(op == "full" for _s, op, _a, _b in log):
+                return RetrievalIndex(store, self.dim)
+            delta, vec_ids, priors = self._read_delta(store, log)
+            if self.dead + len(delta.removed) > DEAD_MAX * (self.graph.n + len(delta.nodes)):
+                return RetrievalIndex(store, self.dim)  # compaction
+            old_max = self.max_node
+            version = store.graph_version()
+            symbols = store.symbol_paths(since=old_max)
+            memory_priors = store.memory_priors() if priors else None
+            replaced = sorted(vec_ids - delta.removed)
+            vectors = [store.load_vectors("dense", self.dim, ids=replaced)] if replaced else []
+            vectors.append(store.load_vectors("dense", self.dim, since=old_max))
+        old_n = self.graph.n
+        self.graph = apply(self.graph, delta, version)
+        self.dead += len(delta.removed)
+        if delta.nodes:
+            self.max_node = int(delta.nodes[-1][0])
+        grow = self.graph.n - old_n
+        self.secondary = np.concatenate([self.secondary, np.zeros(grow, dtype=bool)])
+        self._mark_secondary(symbols)
+        self.prior = np.concatenate([self.prior, np.ones(grow)])
+        if memory_priors is not None:
+            self.prior[:] = 1.0
+            self._apply_priors(memory_priors)
+        self._drop_passages(self.vertices(delta.removed | vec_ids))
+        for ids, mat in vectors:
+            self._append_passages(ids, mat)
+        self._code_kinds(old_n, self.vertices(delta.removed | set(delta.kinds)))
+        self.seq = seq
+        self._derive()
+        return self
+
+    def _read_delta(self, store: Store, log: list) -> tuple[Delta, set[int], bool]:
+        """What the log entries past this state's position changed, read from the store:
+        the graph delta, the known nodes whose vector was set, whether a memory changed."""
         old_max = self.max_node
         delta = Delta(nodes=store.nodes_since(old_max), edges=store.edges_since(old_max))
         pairs: set[tuple[int, int]] = set()
@@ -121,9 +159,11 @@ class RetrievalIndex:
         rekind: set[int] = set()
         priors = False
         for _s, op, a, b in log:
-            if a is None or (a > old_max and op != "prior"):
+            if op == "prior":
+                priors = True
+            elif a is None or a > old_max:
                 continue  # a node added since: read whole above
-            if op == "node-":
+            elif op == "node-":
                 delta.removed.add(a)
             elif op == "edge" and b is not None and b <= old_max:
                 pairs.add((min(a, b), max(a, b)))
@@ -131,36 +171,13 @@ class RetrievalIndex:
                 vec_ids.add(a)
             elif op == "node~":
                 rekind.add(a)
-            elif op == "prior":
-                priors = True
-        if (self.dead + len(delta.removed)) > DEAD_MAX * max(self.graph.n + len(delta.nodes), 1):
-            return RetrievalIndex(store, self.dim)
-        live_pairs = [p for p in pairs if p[0] not in delta.removed and p[1] not in delta.removed]
-        delta.pairs = store.edge_weights(live_pairs) if live_pairs else {}
+        live = [p for p in pairs if p[0] not in delta.removed and p[1] not in delta.removed]
+        delta.pairs = store.edge_weights(live) if live else {}
         rekind -= delta.removed
         if rekind:
             texts = store.node_texts(sorted(rekind))
             delta.kinds = {i: texts[i][0] for i in rekind if i in texts}
-        old_n = self.graph.n
-        self.graph = apply(self.graph, delta, store.graph_version())
-        self.dead += len(delta.removed)
-        if delta.nodes:
-            self.max_node = int(delta.nodes[-1][0])
-        grow = self.graph.n - old_n
-        self.secondary = np.concatenate([self.secondary, np.zeros(grow, dtype=bool)])
-        self._mark_secondary(store.symbol_paths(since=old_max))
-        self.prior = np.concatenate([self.prior, np.ones(grow)])
-        if priors:
-            self.prior[:] = 1.0
-            self._apply_priors(store)
-        self._drop_passages(self.vertices(delta.removed | vec_ids))
-        if vec_ids - delta.removed:
-            self._append_passages(*store.load_vectors("dense", self.dim, ids=sorted(vec_ids - delta.removed)))
-        self._append_passages(*store.load_vectors("dense", self.dim, since=old_max))
-        self._code_kinds(old_n, self.vertices(delta.removed | set(delta.kinds)))
-        self.seq = seq
-        self._derive()
-        return self
+        return delta, vec_ids, priors
 
     def _derive(self) -> None:
         """What follows from the graph: recomputed after every change (whole-array work)."""
@@ -207,9 +224,9 @@ class RetrievalIndex:
         hits = [index[i] for i, path in rows if i in index and SECONDARY_PATH.search(path)]
         self.secondary[hits] = True
 
-    def _apply_priors(self, store: Store) -> None:
+    def _apply_priors(self, priors: list[tuple[int, float]]) -> None:
         """A memory's rank is its walk score times trust x strength (both 1 by default)."""
         index = self.graph.index
-        for node_id, weight in store.memory_priors():
+        for node_id, weight in priors:
             if node_id in index:
                 self.prior[index[node_id]] = weight
