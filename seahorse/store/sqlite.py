@@ -680,7 +680,7 @@ class SQLiteStore(CodeTables, GraphReads):
             part = [int(i) for i in passage_ids[chunk:chunk + 500]]
             rows += self.db.execute(
                 f"SELECT passage_id, phrase_ids, vec FROM facts WHERE passage_id IN "
-                f"({','.join('?' * len(part))}) ORDER BY id", part).fetchall()
+                f"({','.join('?' * len(part))})", part).fetchall()
         return (np.array([r[0] for r in rows], dtype=np.int64), [json.loads(r[1]) for r in rows],
                 _from_blobs([r[2] for r in rows], dim))
 
