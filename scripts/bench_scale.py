@@ -7,10 +7,10 @@ For each corpus of scripts/build_scale_corpus.py (real prose; see its docstring)
   batches as ``index --dir`` does), against embedding the same passages (chunked and titled as
   the engine embeds them) with the engine's embedder alone, in this process;
 * peak RSS of the indexer (its VmHWM) and of a running MCP server (``seahorse.adapters.server``
-  over stdio: VmHWM read from /proc while it runs, and the max of RSS samples every 20 ms);
+  over stdio: VmHWM read from /proc while it runs, and the max of RSS samples every 50 ms);
 * database size (with its -wal) / text size (UTF-8 bytes of every title + text);
 * over the MCP stdio transport, client side: the first search (cold: engine, models, graph
-  cache), warm ``search`` p50/p95 (a fresh session_id per question, top_k 5), and the first
+  cache), warm ``search`` p50/p95 (a new session_id per question and run, top_k 5), and the first
   search after an ``add_document`` in the same session (median of ``--writes`` rounds; the
   documents are real passages held out of every corpus, deleted again at the end);
 * recall@2/@5 and all-gold-in-top-5 per data set and split, on every question whose gold is
@@ -59,6 +59,7 @@ CGROUP = Path("/sys/fs/cgroup/memory")
 WRITE_SOURCE = "bench-scale:write:"
 CALL_TIMEOUT = 3600.0  # seconds one MCP call may take (a cold 100k graph load is slow today)
 INDEX_BATCH = 256
+RUN = uuid.uuid4().hex[:8]  # names this run's search sessions
 # Joins the cgroup named in argv[1], then becomes the command: the limit covers exactly it.
 WRAPPER = """
 import os, sys
@@ -116,7 +117,7 @@ def vm_hwm_mb(pid: int) -> float | None:
 class RssSampler(threading.Thread):
     """Max RSS of one process, sampled from outside until stopped (or the process ends)."""
 
-    def __init__(self, pid: int, interval: float = 0.02) -> None:
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
         super().__init__(daemon=True)
         self.pid, self.interval, self.max_mb, self.samples = pid, interval, 0.0, 0
         self.hwm_mb: float | None = None
@@ -326,7 +327,10 @@ async def _call(session, tool: str, args: dict) -> tuple[float, dict]:
 
 
 async def _search(session, out: Serving, qi: int, question: str) -> float:
-    ms, body = await _call(session, "search", {"query": question, "session_id": f"scale-{qi}", "top_k": 5})
+    # A session of its own per question and run: a reused store keeps the sessions of earlier
+    # runs (an hour), and a question asked again in one would carry that run's context.
+    args = {"query": question, "session_id": f"scale-{RUN}-{qi}", "top_k": 5}
+    ms, body = await _call(session, "search", args)
     out.rankings[qi] = doc_ranking([h["source"] for h in body.get("hits", [])])
     return ms
 
