@@ -507,8 +507,9 @@ def figures(r: dict) -> dict:
          "after_write_ms": s.get("after_write_median_ms"), "add_ms": None}
     if "failed" in idx:  # a partial store: its size says nothing
         f.update(db_mb=None, indexer_peak_mb=idx.get("sampled_peak_mb"))
-    f["status"] = (f"indexer {idx['failed']}" if "failed" in idx else
-                   f"server {srv['failed']}"[:40] if "failed" in srv else "ok")
+    f["status"] = ("ok" if "failed" not in idx and "failed" not in srv else
+                   "indexer " + idx["failed"] if "failed" in idx else
+                   "server OOM-killed" if srv["failed"].startswith("OOM") else "server failed")
     f["indexer_cap_mb"] = idx.get("cap", {}).get("max_usage_mb")
     f["server_cap_mb"] = srv.get("cap", {}).get("max_usage_mb")
     f["db_over_text"] = ratio(f["db_mb"], f["text_mb"])
@@ -596,8 +597,9 @@ def print_verdicts(checks: list[dict]) -> None:
             how = "met" if c["met"] else f"MISSED by {v - lim:.3g} ({v / lim:.2f}x the limit)"
             print(f"  {c['target']} ≤ {lim:g} at {c['size']}: {v:.3g} — {how}")
         else:
-            print(f"  {c['target']} (cap {c['cap_mb']} MB): indexed under the cap "
-                  f"{c['indexed_under_cap']}, served under it {c['served_under_cap']} — "
+            said = {True: "yes", False: "no", None: "not in this run (a store indexed without a cap)"}
+            print(f"  {c['target']} (cap {c['cap_mb']} MB): indexed under it "
+                  f"{said[c['indexed_under_cap']]}; served under it {said[c['served_under_cap']]} — "
                   f"{'met' if c['met'] else 'MISSED'}")
 
 
