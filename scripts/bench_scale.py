@@ -257,7 +257,20 @@ def run_indexer(corpus: Corpus, db: Path, cap_mb: int | None) -> dict:
         killed = proc.returncode == -signal.SIGKILL
         res["failed"] = ("OOM-killed" if killed and res.get("cap", {}).get("oom_kills") else
                          f"exit {proc.returncode}")
+        res["records_committed"] = committed(db)
     return res
+
+
+def committed(db: Path) -> int | None:
+    """Documents in a store a killed indexer left (each is committed on its own)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT count(*) FROM documents").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
 
 
 def embed_alone(corpus: Corpus) -> dict:
@@ -451,7 +464,8 @@ def measure(size: str, args) -> dict:
                                         "fingerprint")}, "db": str(db)}
     res.update(index_or_reuse(corpus, db, args))
     if "failed" in res["index"]:
-        print(f"  indexer {res['index']['failed']}: no searches on a partial store", flush=True)
+        print(f"  indexer {res['index']['failed']} with {res['index'].get('records_committed')} of "
+              f"{m['passages']:,} records committed: no searches on a partial store", flush=True)
         return res
     print(f"  serving {len(corpus.questions[:args.questions])} questions over MCP...", flush=True)
     served = serve(db, corpus, args.mem_cap, args.questions, args.writes)
@@ -508,7 +522,7 @@ def figures(r: dict) -> dict:
     if "failed" in idx:  # a partial store: its size says nothing
         f.update(db_mb=None, indexer_peak_mb=idx.get("sampled_peak_mb"))
     f["status"] = ("ok" if "failed" not in idx and "failed" not in srv else
-                   "indexer " + idx["failed"] if "failed" in idx else
+                   f"indexer {idx['failed']} at {idx.get('records_committed')}" if "failed" in idx else
                    "server OOM-killed" if srv["failed"].startswith("OOM") else "server failed")
     f["indexer_cap_mb"] = idx.get("cap", {}).get("max_usage_mb")
     f["server_cap_mb"] = srv.get("cap", {}).get("max_usage_mb")
