@@ -94,7 +94,6 @@ class RetrievalIndex:
                      if i in g.index and SECONDARY_PATH.search(path)]
         self.secondary = np.zeros(g.n, dtype=bool)
         self.secondary[secondary] = True
-        self._global_pr: np.ndarray | None = None
         self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
         rows = store.phrase_nodes()
         self.phrase_by_key = {key: g.index[i] for i, key, _t in rows}
@@ -115,21 +114,14 @@ class RetrievalIndex:
             mask = self._kind_masks[kinds] = np.isin(self.graph.kinds, kinds)
         return mask
 
-    def global_pagerank(self, damping: float, node_budget: int) -> np.ndarray:
-        """PageRank with a uniform teleport: what each node scores from structure alone."""
-        if self._global_pr is None:
-            ppr = self.graph.personalized_pagerank(np.ones(self.graph.n), damping, max(node_budget, 1))
-            pr = np.zeros(self.graph.n)
-            pr[ppr.nodes] = ppr.scores
-            self._global_pr = np.maximum(pr, 1e-12)
-        return self._global_pr
-
 
 def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, cand: np.ndarray,
-                 settings: Settings, node_budget: int, query: str) -> np.ndarray:
+                 settings: Settings, query: str) -> np.ndarray:
     """Code ranking: the query's own evidence (seeds) plus the walk's lift over structure
-    (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates."""
-    lift = scores[cand] / np.sqrt(index.global_pagerank(settings.damping, node_budget)[cand])
+    (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates. The global
+    PageRank is the whole graph's, whatever the node budget (computed once per graph version)."""
+    structure = index.graph.global_pagerank(settings.damping)[cand]
+    lift = scores[cand] / np.sqrt(np.maximum(structure, 1e-12))
     out = minmax(seeds[cand], FLAT) + minmax(lift, FLAT)
     # Tests and examples rank behind the code they exercise, even when the question is about
     # testing: "in a test without a server" asks for the test client, not for a test.
@@ -229,7 +221,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     rank_scores = scores * index.prior
     if code:
         rank_scores = np.zeros(g.n)
-        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, node_budget, query)
+        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query)
     order = np.argsort(-rank_scores[cand], kind="stable")[:top_k]
     chosen = cand[order]
     texts = store.node_texts([int(g.node_ids[v]) for v in chosen])
