@@ -9,8 +9,10 @@ index time against embedding-only time, warm query p50/p95 and peak RSS.
 
 ``--memory pi5-4g`` answers the node budget's memory readings with those of a loaded 4 GB
 Raspberry Pi 5 (``PI5_LOADED``) instead of this machine's, so the budget is the one a Pi
-would walk with. ``--walk-bytes 2000,10000`` also traces the walk's memory per touched node at
-those budgets (the figure behind ``budget.BYTES_PER_NODE``).
+would walk with; ``--memory both`` adds a ``seahorse@pi5`` row right after the ``seahorse``
+one, on the same index (the fair comparison of their walk times on a shared machine).
+``--walk-bytes 2000,10000`` also traces the walk's memory per touched node at those budgets
+(the figure behind ``budget.BYTES_PER_NODE``).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ class Run:
         for qi in split:
             question, gold = self.questions[qi]
             t = time.perf_counter()
-            if method == "seahorse":
+            if method.startswith("seahorse"):
                 res = eng.search(question, top_k=k)
                 ranked = [h.source for h in res.hits]
                 self.walk.append((res.info["timings_ms"]["walk"], res.info["walked_nodes"],
@@ -158,14 +160,16 @@ def main() -> None:
                     help="override a retrieval setting (tuning on dev only)")
     ap.add_argument("--sweep", default=None, metavar="KEY=V1,V2",
                     help="dev split only: evaluate Seahorse at each value on one index")
-    ap.add_argument("--memory", choices=["this", "pi5-4g"], default="this",
+    ap.add_argument("--memory", choices=["this", "pi5-4g", "both"], default="this",
                     help="memory readings the node budget is sized from")
     ap.add_argument("--walk-bytes", default=None, metavar="B1,B2",
                     help="also trace the walk's memory per touched node at these budgets (dev)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
+    this_machine = budget.read_memory
+    readings = {"seahorse": this_machine, "seahorse@pi5": lambda: budget.PI5_LOADED}
     if args.memory == "pi5-4g":
-        budget.read_memory = lambda: budget.PI5_LOADED
+        readings["seahorse"] = readings["seahorse@pi5"]
 
     kw = {}
     for item in args.set:
@@ -204,9 +208,13 @@ def main() -> None:
             run.engine.settings = base
             run.engine.close()
             continue
-        print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}"
+        print(f"{'method':<12} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}"
               f" {'walk p50':>8} {'walked':>7} {'budget':>7}")
-        for method in ("bm25", "dense", "seahorse"):
+        methods = ("bm25", "dense", "seahorse") + (("seahorse@pi5",) if args.memory == "both" else ())
+        for method in methods:
+            if method in readings:  # the budget in force is re-read from these readings
+                budget.read_memory = readings[method]
+                run.engine.searcher._budget = None
             for split in wanted:
                 rows, times = run.rankings(method, splits[split])
                 m = benchlib.summarise(rows)
@@ -214,13 +222,13 @@ def main() -> None:
                 m["p50_ms"] = round(benchlib.percentile(warm, 50), 2)
                 m["p95_ms"] = round(benchlib.percentile(warm, 95), 2)
                 walk = ""
-                if method == "seahorse":  # the walk alone, and how much of the graph it touched
+                if method in readings:  # the walk alone, and how much of the graph it touched
                     m["walk_p50_ms"] = round(benchlib.percentile([w[0] for w in run.walk[3:]], 50), 2)
                     m["walked_max"] = max(w[1] for w in run.walk)
                     m["node_budget"] = run.walk[-1][2]
                     walk = f" {m['walk_p50_ms']:8.1f} {m['walked_max']:7d} {m['node_budget']:7d}"
                 ds["methods"].setdefault(method, {})[split] = m
-                print(f"{method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
+                print(f"{method:<12} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
                       f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}{walk}")
         for nodes in [int(b) for b in args.walk_bytes.split(",")] if args.walk_bytes else []:
             per_node, touched = run.walk_bytes(nodes, DEV)
