@@ -437,6 +437,13 @@ def test_local_walk_keeps_the_heaviest_seeds_when_they_overflow_the_budget() -> 
     assert set(range(30 - kept, 30)) <= set(res.nodes.tolist()) and len(res.nodes) <= 10
 
 
+@pytest.mark.parametrize("budget", [0, 1])
+def test_local_walk_with_room_for_one_node_keeps_the_heaviest_seed(budget: int) -> None:
+    cache = _path(5)
+    res = cache.personalized_pagerank(np.array([0.0, 0.2, 0.0, 0.9, 0.0]), 0.5, budget)
+    assert res.nodes.tolist() == [3] and res.scores.tolist() == [1.0]
+
+
 def test_local_walk_fills_the_budget_from_a_hub_and_no_more() -> None:
     """A path of 10 from the seed to a phrase hub with 20,000 leaves: a budget of 50 walks the
     path and 40 leaves (equal inflow: the lowest indices), however many the hub passes to."""

@@ -353,7 +353,8 @@ class GraphCache:
 
     def personalized_pagerank(self, seeds: np.ndarray, damping: float, budget: int) -> PPRResult:
         """The walk from ``seeds``: on the whole graph when it fits the budget, otherwise the
-        local push over at most ``budget`` vertices (module docstring)."""
+        local push over at most ``budget`` vertices (at least one; module docstring)."""
+        budget = max(1, budget)
         if self.n <= budget:
             t, dangling = self.transitions()
             x, it = power_iteration(t, dangling, seeds, damping, hub_self=self.hub_self)
