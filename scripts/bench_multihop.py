@@ -11,8 +11,7 @@ index time against embedding-only time, warm query p50/p95 and peak RSS.
 Raspberry Pi 5 (``PI5_LOADED``) instead of this machine's, so the budget is the one a Pi
 would walk with; ``--memory both`` adds a ``seahorse@pi5`` row right after the ``seahorse``
 one, on the same index (the fair comparison of their walk times on a shared machine).
-``--walk-bytes 2000,10000`` also traces the walk's memory per touched node at those budgets
-(the figure behind ``budget.BYTES_PER_NODE``).
+The walk alone, per budget (time, nodes, memory): ``scripts/bench_walk.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import tracemalloc  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -125,31 +123,6 @@ class Run:
             rows.append((doc_ranking(ranked), gold))
         return rows, times
 
-    def walk_bytes(self, budget: int, split: range) -> tuple[float, int]:
-        """The walk alone at ``budget``, traced (tracemalloc) over the split's questions: the
-        worst peak per touched node, less the walk's 4 bytes per graph vertex (its slot map),
-        and the most nodes touched."""
-        graph = self.engine.retrieval_index().graph
-        walk, seen = graph.personalized_pagerank, []
-
-        def traced(seeds, damping, _budget):
-            tracemalloc.start()
-            try:
-                res = walk(seeds, damping, budget)
-                peak = tracemalloc.get_traced_memory()[1]
-            finally:
-                tracemalloc.stop()
-            seen.append(((peak - 4 * graph.n) / len(res.nodes), len(res.nodes)))
-            return res
-
-        graph.personalized_pagerank = traced  # shadows the method on this instance only
-        try:
-            for qi in split:
-                self.engine.search(self.questions[qi][0], top_k=20)
-        finally:
-            del graph.personalized_pagerank
-        return max(b for b, _n in seen), max(n for _b, n in seen)
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -162,8 +135,6 @@ def main() -> None:
                     help="dev split only: evaluate Seahorse at each value on one index")
     ap.add_argument("--memory", choices=["this", "pi5-4g", "both"], default="this",
                     help="memory readings the node budget is sized from")
-    ap.add_argument("--walk-bytes", default=None, metavar="B1,B2",
-                    help="also trace the walk's memory per touched node at these budgets (dev)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
     this_machine = budget.read_memory
@@ -230,11 +201,6 @@ def main() -> None:
                 ds["methods"].setdefault(method, {})[split] = m
                 print(f"{method:<12} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
                       f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}{walk}")
-        for nodes in [int(b) for b in args.walk_bytes.split(",")] if args.walk_bytes else []:
-            per_node, touched = run.walk_bytes(nodes, DEV)
-            ds.setdefault("walk_bytes_per_node", {})[nodes] = round(per_node)
-            print(f"walk at budget {nodes}: {per_node:.0f} bytes per touched node at most "
-                  f"(tracemalloc peak, dev), {touched} touched at most")
         stats = run.engine.stats()
         ds["graph"] = {"nodes": stats["nodes"], "edges": stats["edges"], "facts": stats["facts"]}
         print(f"graph {stats['nodes']} {stats['edges']} facts {stats['facts']}")
