@@ -20,9 +20,9 @@ PROFILE_CAPS = {"low": 2_000, "mid": 5_000, "high": 10_000, "max": 1_000_000}
 # Bytes per touched node of one budgeted walk (graph.LocalWalk): tracemalloc's peak during
 # GraphCache.personalized_pagerank over the dev questions, less the walk's 4 bytes per graph
 # vertex (its slot map), divided by the nodes touched, worst question (`bench_walk.py`). On
-# MuSiQue (32,269 nodes) and HotpotQA (21,532) at budgets 2k-20k: 260-880 bytes, the most at
+# MuSiQue (32,269 nodes) and HotpotQA (21,532) at budgets 2k-10k: 360-880 bytes, the most at
 # small budgets, where the first rounds' edge gathers from every seed weigh most (the old
-# heap selection + subgraph: 430-3,100). 1 KiB covers the worst.
+# heap selection + subgraph: 430-3,140). 1 KiB covers the worst.
 BYTES_PER_NODE = 1024
 MIN_BUDGET = 500
 GiB = 1024**3
