@@ -86,8 +86,10 @@ def test_node_max_caps_the_budget() -> None:
 
 
 @pytest.mark.parametrize("total,profile", [
-    (512 * MiB, "low"), (2 * GiB - 1, "low"), (2 * GiB, "mid"), (4 * GiB - 1, "mid"),
-    (4 * GiB, "high"), (8 * GiB - 1, "high"), (8 * GiB, "max"), (256 * GiB, "max"),
+    (512 * MiB, "low"), (1792 * MiB - 1, "low"), (1792 * MiB, "mid"), (3584 * MiB - 1, "mid"),
+    (3584 * MiB, "high"), (7 * GiB - 1, "high"), (7 * GiB, "max"), (256 * GiB, "max"),
+    # Boards sold as 2 / 4 / 8 GB report a little less than that as MemTotal.
+    (1900 * MiB, "mid"), (3900 * MiB, "high"), (7800 * MiB, "max"),
 ])
 def test_profile_for_total_ram(total: int, profile: str) -> None:
     assert profile_for(total) == profile

@@ -1,7 +1,8 @@
 """How many graph nodes one query may walk, from the machine and the memory free right now.
 
 Two bounds, the smaller wins. *Time*: the profile (the seed system's names) low / mid / high /
-max caps the walk at 2k / 5k / 10k / 1M touched nodes; ``auto`` picks it from total RAM. The
+max caps the walk at 2k / 5k / 10k / 1M touched nodes; ``auto`` picks it from total RAM
+(:func:`profile_for`). The
 walk's cost grows with the nodes it touches, not with the graph (``graph.LocalWalk``), so the
 cap is a latency bound. *Memory*: ``HIPPO_MEMORY_ALPHA`` x (available RAM + half the unused
 zram, compressed swap in RAM) / ``BYTES_PER_NODE``, re-read at most once a second by the
@@ -26,6 +27,7 @@ PROFILE_CAPS = {"low": 2_000, "mid": 5_000, "high": 10_000, "max": 1_000_000}
 BYTES_PER_NODE = 1024
 MIN_BUDGET = 500
 GiB = 1024**3
+FITTED = 0.875  # MemTotal is at least 7/8 of the RAM fitted (firmware and kernel keep the rest)
 
 
 @dataclass(frozen=True)
@@ -90,11 +92,14 @@ def process_rss() -> int:
 
 
 def profile_for(total: int) -> str:
-    if total < 2 * GiB:
+    """The profile of a machine by the RAM it was fitted with: ``total`` (MemTotal) is what the
+    firmware and kernel leave of it, always a little under, so a board sold as 4 GB is "high"
+    from 7/8 of 4 GiB (3.5 GiB) up, not from 4 GiB, which it never reports."""
+    if total < FITTED * 2 * GiB:
         return "low"
-    if total < 4 * GiB:
+    if total < FITTED * 4 * GiB:
         return "mid"
-    if total < 8 * GiB:
+    if total < FITTED * 8 * GiB:
         return "high"
     return "max"
 
