@@ -11,6 +11,7 @@ index time against embedding-only time, warm query p50/p95 and peak RSS.
 Raspberry Pi 5 (``PI5_LOADED``) instead of this machine's, so the budget is the one a Pi
 would walk with; ``--memory both`` adds a ``seahorse@pi5`` row right after the ``seahorse``
 one, on the same index (the fair comparison of their walk times on a shared machine).
+``walk p50`` is the search's own ``timings_ms.walk``: seeding (dense, BM25, facts) and walk.
 The walk alone, per budget (time, nodes, memory): ``scripts/bench_walk.py``.
 """
 
