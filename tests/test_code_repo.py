@@ -8,12 +8,14 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seahorse import Engine, Settings
 from seahorse.errors import InvalidInput, NotFound
+from seahorse.services.retrieval import RetrievalIndex, search
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -175,6 +177,32 @@ def test_search_hits_carry_the_code_contract(demo_repo: Path, tmp_path: Path) ->
                                                                        "CookieJar"}
         body = eng.expand(res.hits[0].id)["body"]
         assert body.splitlines()[0].strip().startswith(("def open_session", "class CookieJar"))
+
+
+def test_code_ranking_structure_is_the_whole_graph_pagerank_whatever_the_budget(
+        demo_repo: Path, tmp_path: Path) -> None:
+    """Code ranking divides the walk by the graph's global PageRank. That must be the whole
+    graph's: a first query under a node budget smaller than the graph must not leave a
+    subgraph's PageRank behind for the queries after it (it once did, cached)."""
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(demo_repo)
+        index = eng.retrieval_index()
+        n = index.graph.n
+        docs = np.array(eng.store.repo_docs(eng.code_queries.repo_row(demo_repo)[0]), dtype=np.int64)
+        query = "verify the signed cookie payload"
+
+        def ranked(idx: RetrievalIndex, budget: int) -> list[tuple[int, float]]:
+            res = search(idx, eng.store, eng.embedder, eng.extractor, eng.settings, query, 5,
+                         budget, doc_filter=docs, code=True)
+            return [(h.id, round(h.score, 9)) for h in res.hits]
+
+        assert n > 12
+        ranked(index, 6)  # the budget binds: the walk touches 6 of the graph's nodes
+        after = ranked(index, n)
+        fresh = ranked(RetrievalIndex(eng.store, eng.embedder.dim), n)
+        assert after == fresh and after
+        pr = index.graph.global_pagerank(eng.settings.damping)
+        assert (pr > 1e-9).all() and pr.sum() == pytest.approx(1.0)
 
 
 def test_refusal_is_machine_readable_and_spares_real_questions(demo_repo: Path, tmp_path: Path) -> None:

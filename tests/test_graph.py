@@ -1,6 +1,6 @@
 """Personalized PageRank: igraph as the reference, a dense re-implementation of the documented
 formula for the hub and dangling rules, properties of the hub residual teleport, the budgeted
-subgraph selection, and the offline igraph analyses."""
+local walk, global PageRank, and the offline igraph analyses."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from seahorse.mechanisms import graph as graph_module
 from seahorse.mechanisms.graph import (
     HUB_FACTOR,
     HUB_MIN_DEGREE,
+    SEED_SHARE,
+    WALK_TOL,
     GraphCache,
     analyse,
     hub_residual_shares,
@@ -339,77 +341,154 @@ def test_seed_hub_residual_goes_to_the_other_seeds() -> None:
     assert x[0] < back_to_all[0] and x[5] > back_to_all[5]
 
 
-# ----- budgeted selection -------------------------------------------------------------------
+# ----- the budgeted walk (local push) -----------------------------------------------------
 def _path(n: int) -> GraphCache:
     return _cache(n, [(i, i + 1) for i in range(n - 1)], np.ones(n - 1))
 
 
-def test_select_returns_whole_graph_within_budget() -> None:
-    cache = _path(6)
-    assert cache.select(np.eye(6)[0], budget=6).tolist() == list(range(6))
-    assert cache.select(np.eye(6)[0], budget=100).tolist() == list(range(6))
+@given(seed=st.integers(0, 2**32 - 1), n_hubs=st.integers(1, 2), leaves=st.integers(24, 40),
+       isolated=st.integers(0, 2), far=st.integers(30, 60), damping=st.floats(0.1, 0.85),
+       hub_seed=st.booleans())
+def test_local_walk_is_the_whole_graph_walk_when_the_seeds_reach_less_than_the_budget(
+        seed: int, n_hubs: int, leaves: int, isolated: int, far: int, damping: float,
+        hub_seed: bool) -> None:
+    """Hubs, a dangling seed and a hub seed in one component, a long chain in another: with a
+    budget under the graph but over the seeds' component, the push touches that component
+    only and lands within 2 x WALK_TOL (L1) of the whole-graph power iteration."""
+    rng = np.random.default_rng(seed)
+    n, pairs, w, kinds = _random_hub_graph(rng, n_hubs, leaves, isolated)
+    pairs = pairs + [(n + i, n + i + 1) for i in range(far - 1)]
+    cache = _cache(n + far, pairs, np.r_[w, np.ones(far - 1)], kinds + ["passage"] * far)
+    seeds = _passage_seeds(rng, n_hubs, leaves, n + far)
+    if isolated:
+        seeds[n - 1] = 0.5  # a dangling seed
+    if hub_seed:
+        seeds[0] = 0.7
+    whole = cache.personalized_pagerank(seeds, damping, budget=cache.n)
+    local = cache.personalized_pagerank(seeds, damping, budget=n + far // 2)
+    assert set(local.nodes.tolist()) <= set(range(n))
+    x = np.zeros(cache.n)
+    x[local.nodes] = local.scores
+    assert np.abs(x - whole.scores).sum() < 2 * WALK_TOL
 
 
-@pytest.mark.parametrize("budget", [1, 4, 9])
-def test_select_prefers_near_nodes_on_a_path(budget: int) -> None:
-    cache = _path(40)
-    seeds = np.zeros(40)
-    seeds[20] = 1.0
-    chosen = cache.select(seeds, budget)
-    assert len(chosen) == budget and 20 in chosen
-    distance = np.abs(chosen - 20)
-    assert distance.max() <= budget // 2  # a contiguous window around the seed
-
-
-def test_select_prefers_the_seed_neighbourhood_over_a_far_chain() -> None:
-    # Seed 0 with a cluster of 5 neighbours; a long chain hangs off vertex 5.
-    pairs = [(0, i) for i in range(1, 6)] + [(i, i + 1) for i in range(5, 30)]
-    cache = _cache(31, pairs, np.ones(len(pairs)))
-    seeds = np.zeros(31)
-    seeds[0] = 1.0
-    chosen = cache.select(seeds, 8)
-    assert set(chosen.tolist()) == {0, 1, 2, 3, 4, 5, 6, 7}
-
-
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(12, 40), budget=st.integers(3, 11),
-       n_seeds=st.integers(1, 3))
-def test_select_exact_budget_with_seeds_on_connected_graphs(seed: int, n: int, budget: int,
-                                                             n_seeds: int) -> None:
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(12, 60), budget=st.integers(2, 11),
+       n_seeds=st.integers(1, 8), damping=st.floats(0.1, 0.85))
+def test_local_walk_touches_at_most_the_budget(seed: int, n: int, budget: int, n_seeds: int,
+                                               damping: float) -> None:
     rng = np.random.default_rng(seed)
     pairs, w = _connected_graph(n, n, rng)
     cache = _cache(n, pairs, w)
     seeds = np.zeros(n)
     seed_idx = rng.choice(n, n_seeds, replace=False)
-    seeds[seed_idx] = 1.0  # equal seeds, as in the retrieval fallback
-    chosen = cache.select(seeds, budget)
-    assert len(chosen) == budget == len(set(chosen.tolist()))
-    assert set(seed_idx.tolist()) <= set(chosen.tolist())
-    # Every chosen non-seed is adjacent to another chosen vertex: the selection grows
-    # outward from the seeds instead of jumping to far vertices.
-    dense = cache.adj.toarray() > 0
-    members = set(chosen.tolist())
-    for v in members - set(seed_idx.tolist()):
-        assert any(dense[v, u] for u in members if u != v)
-    # The subgraph walk returns a distribution over exactly those vertices.
-    res = cache.personalized_pagerank(seeds, 0.5, budget)
-    assert res.nodes.tolist() == chosen.tolist()
+    seeds[seed_idx] = rng.uniform(0.1, 2.0, n_seeds)
+    res = cache.personalized_pagerank(seeds, damping, budget)
+    assert 1 <= len(res.nodes) <= budget
+    assert res.nodes.tolist() == sorted(set(res.nodes.tolist()))
     assert (res.scores >= 0).all() and res.scores.sum() == pytest.approx(1.0, abs=1e-9)
+    # The heaviest seeds that fit SEED_SHARE of the budget are all walked from.
+    kept = max(1, int(budget * SEED_SHARE))
+    heaviest = seed_idx[np.argsort(-seeds[seed_idx], kind="stable")][:kept]
+    assert set(heaviest.tolist()) <= set(res.nodes.tolist())
+    # Every touched vertex that is not a kept seed was reached along an edge from another.
+    dense = cache.adj.toarray() > 0
+    members = set(res.nodes.tolist())
+    for v in members - set(heaviest.tolist()):
+        assert any(dense[v, u] for u in members if u != v)
 
 
-def test_select_seed_wins_a_tie_with_a_neighbour() -> None:
-    cache = _path(8)  # seed 0 is a leaf, so its neighbour 1 inherits its full mass
-    seeds = np.zeros(8)
-    seeds[[0, 5]] = 1.0
-    assert cache.select(seeds, 2).tolist() == [0, 5]
+@pytest.mark.parametrize("budget", [3, 4, 9])
+def test_local_walk_on_a_path_is_a_window_around_the_seed(budget: int) -> None:
+    cache = _path(40)
+    seeds = np.zeros(40)
+    seeds[20] = 1.0
+    res = cache.personalized_pagerank(seeds, 0.5, budget)
+    assert len(res.nodes) == budget and 20 in res.nodes
+    assert res.nodes.tolist() == list(range(res.nodes[0], res.nodes[0] + budget))
+    assert np.abs(res.nodes - 20).max() <= budget // 2
+    assert res.scores[res.nodes == 20][0] == res.scores.max()
 
 
-def test_select_priority_is_best_single_path_mass() -> None:
-    """Documented priority: a strong seed's close neighbour can outrank a weak seed."""
-    # 0 (seed 1.0) - 1 (weight 9) and 0 - 2 (weight 1); 3 is a weak seed (0.5) on 2's side.
+def test_local_walk_prefers_the_seed_neighbourhood_over_a_far_chain() -> None:
+    # Seed 0 with a cluster of 5 neighbours; a long chain hangs off vertex 5.
+    pairs = [(0, i) for i in range(1, 6)] + [(i, i + 1) for i in range(5, 30)]
+    cache = _cache(31, pairs, np.ones(len(pairs)))
+    seeds = np.zeros(31)
+    seeds[0] = 1.0
+    assert cache.personalized_pagerank(seeds, 0.5, 8).nodes.tolist() == list(range(8))
+
+
+def test_local_walk_admits_the_vertices_receiving_the_most_mass() -> None:
+    """Seed 0 joined to 1 (weight 9) and 2 (weight 1): with room for one more vertex, the
+    push touches 1, which receives nine times the mass."""
     cache = _cache(5, [(0, 1), (0, 2), (2, 3), (3, 4)], np.array([9.0, 1.0, 1.0, 1.0]))
-    seeds = np.array([1.0, 0.0, 0.0, 0.5, 0.0])
-    assert cache.select(seeds, 2).tolist() == [0, 1]  # flow 0.9 to vertex 1 beats 0.5
-    assert cache.select(seeds, 3).tolist() == [0, 1, 3]
+    seeds = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
+    res = cache.personalized_pagerank(seeds, 0.5, 2)
+    assert res.nodes.tolist() == [0, 1]
+    # Mass toward 2 left the touched set: the scores are e + r over {0, 1}, normalised.
+    assert res.scores.sum() == pytest.approx(1.0) and res.scores[0] > res.scores[1] > 0
+
+
+def test_local_walk_keeps_the_heaviest_seeds_when_they_overflow_the_budget() -> None:
+    cache = _path(30)
+    seeds = np.linspace(0.1, 3.0, 30)  # vertex 29 heaviest
+    res = cache.personalized_pagerank(seeds, 0.5, 10)
+    kept = int(10 * SEED_SHARE)
+    assert set(range(30 - kept, 30)) <= set(res.nodes.tolist()) and len(res.nodes) <= 10
+
+
+@pytest.mark.parametrize("budget", [0, 1])
+def test_local_walk_with_room_for_one_node_keeps_the_heaviest_seed(budget: int) -> None:
+    cache = _path(5)
+    res = cache.personalized_pagerank(np.array([0.0, 0.2, 0.0, 0.9, 0.0]), 0.5, budget)
+    assert res.nodes.tolist() == [3] and res.scores.tolist() == [1.0]
+
+
+def test_local_walk_fills_the_budget_from_a_hub_and_no_more() -> None:
+    """A path of 10 from the seed to a phrase hub with 20,000 leaves: a budget of 50 walks the
+    path and 40 leaves (equal inflow: the lowest indices), however many the hub passes to."""
+    n = 20_010
+    pairs = [(i, i + 1) for i in range(9)] + [(9, 10 + j) for j in range(20_000)]
+    cache = _cache(n, pairs, np.ones(len(pairs)))
+    assert cache.hub_self[9] > 0
+    seeds = np.zeros(n)
+    seeds[0] = 1.0
+    res = cache.personalized_pagerank(seeds, 0.5, 50)
+    assert res.nodes.tolist() == list(range(50))
+    assert res.scores.sum() == pytest.approx(1.0)
+
+
+# ----- global PageRank ----------------------------------------------------------------------
+def test_global_pagerank_is_the_whole_graph_walk_from_a_uniform_teleport() -> None:
+    rng = np.random.default_rng(5)
+    n, pairs, w, kinds = _random_hub_graph(rng, 2, 30, 2)
+    cache = _cache(n, pairs, w, kinds)
+    pr = cache.global_pagerank(0.5)
+    ref = _dense_reference(n, pairs, w, cache.hub_self, np.ones(n), 0.5)
+    np.testing.assert_allclose(pr, ref, atol=1e-8, rtol=0)
+    assert cache.global_pagerank(0.5) is pr  # computed once per graph version
+    assert (pr > 0).all() and pr.sum() == pytest.approx(1.0)
+
+
+def test_invalidate_drops_what_was_derived_from_the_adjacency() -> None:
+    rng = np.random.default_rng(9)
+    n, pairs, w, kinds = _random_hub_graph(rng, 1, 24, 0)
+    cache = _cache(n, pairs, w, kinds)
+    before = cache.global_pagerank(0.5)
+    cache.transitions(), cache.push_terms()
+    # Another engineer's in-place update: edge (1, 2) weighs 50 more, then invalidate().
+    bump = sp.csr_matrix(([50.0, 50.0], ([1, 2], [2, 1])), shape=(n, n))
+    cache.adj = sp.csr_matrix(cache.adj + bump)
+    cache.invalidate()
+    after = cache.global_pagerank(0.5)
+    assert after is not before and np.abs(after - before).sum() > 1e-3
+    fresh = _cache(n, pairs, w, kinds)
+    fresh.adj = cache.adj
+    seeds = np.zeros(n)
+    seeds[1] = 1.0
+    np.testing.assert_allclose(cache.personalized_pagerank(seeds, 0.5, 10).scores,
+                               fresh.personalized_pagerank(seeds, 0.5, 10).scores)
+    np.testing.assert_allclose(after, fresh.global_pagerank(0.5))
 
 
 # ----- offline analyses (igraph) ----------------------------------------------------------

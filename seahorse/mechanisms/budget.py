@@ -1,10 +1,15 @@
-"""How many graph nodes one query may walk, from the memory this machine has right now.
+"""How many graph nodes one query may walk, from the machine and the memory free right now.
 
-Profiles (the seed system's names): low / mid / high / max cap the walk at 2k / 5k / 10k /
-1M nodes. ``auto`` picks the profile from total RAM, then sizes the budget from what is
-free *now*: available RAM plus half of the unused zram (compressed swap in RAM), times
-``HIPPO_MEMORY_ALPHA``, divided by what one walked node costs. So a busy Pi walks a smaller
-subgraph, and enabling zram lets it walk a larger one.
+Two bounds, the smaller wins. *Time*: the profile (the seed system's names) low / mid / high /
+max caps the walk at 2k / 5k / 10k / 1M touched nodes; ``auto`` picks it from total RAM
+(:func:`profile_for`). The
+walk's cost grows with the nodes it touches, not with the graph (``graph.LocalWalk``), so the
+cap is a latency bound. *Memory*: ``HIPPO_MEMORY_ALPHA`` x (available RAM + half the unused
+zram, compressed swap in RAM) / ``BYTES_PER_NODE``, re-read at most once a second by the
+search service. A walk needs about 1 KiB per touched node (measured below), so this bound
+binds only when memory is nearly gone: under 10k nodes below ~40 MB usable at alpha 0.25. On
+a loaded 4 GB Pi 5 (``PI5_LOADED``: 1.2 GB available, 1.9 GiB zram free) the memory bound is
+about 540k nodes and the 10k time cap is what binds.
 """
 
 from __future__ import annotations
@@ -13,11 +18,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 PROFILE_CAPS = {"low": 2_000, "mid": 5_000, "high": 10_000, "max": 1_000_000}
-# Per walked node: subgraph CSR slice, transition copy, selection heap and dict entries,
-# score vectors. Measured at ~6-12 KiB on the MuSiQue graph; 16 KiB keeps headroom.
-BYTES_PER_NODE = 16 * 1024
+# Bytes per touched node of one budgeted walk (graph.LocalWalk): tracemalloc's peak during
+# GraphCache.personalized_pagerank over the dev questions, less the walk's 4 bytes per graph
+# vertex (its slot map), divided by the nodes touched, worst question (`bench_walk.py`). On
+# MuSiQue (32,269 nodes) and HotpotQA (21,532) at budgets 2k-10k: 360-880 bytes, the most at
+# small budgets, where the first rounds' edge gathers from every seed weigh most (the old
+# heap selection + subgraph: 430-3,140). 1 KiB covers the worst.
+BYTES_PER_NODE = 1024
 MIN_BUDGET = 500
 GiB = 1024**3
+FITTED = 0.875  # MemTotal is at least 7/8 of the RAM fitted (firmware and kernel keep the rest)
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,12 @@ class MemoryReading:
     @property
     def zram_free(self) -> int:
         return max(0, self.zram_total - self.zram_used)
+
+
+# A loaded 4 GB Raspberry Pi 5: ~1.2 GB available, a 2 GiB zram device with 128 MiB in use.
+# The reference the tests and `bench_multihop.py --memory pi5-4g` size the budget from.
+PI5_LOADED = MemoryReading(total=4 * GiB, available=1_200_000_000, zram_total=2 * GiB,
+                           zram_used=128 * 1024**2)
 
 
 @dataclass(frozen=True)
@@ -90,11 +106,14 @@ def process_rss() -> int:
 
 
 def profile_for(total: int) -> str:
-    if total < 2 * GiB:
+    """The profile of a machine by the RAM it was fitted with: ``total`` (MemTotal) is what the
+    firmware and kernel leave of it, always a little under, so a board sold as 4 GB is "high"
+    from 7/8 of 4 GiB (3.5 GiB) up, not from 4 GiB, which it never reports."""
+    if total < FITTED * 2 * GiB:
         return "low"
-    if total < 4 * GiB:
+    if total < FITTED * 4 * GiB:
         return "mid"
-    if total < 8 * GiB:
+    if total < FITTED * 8 * GiB:
         return "high"
     return "max"
 

@@ -76,10 +76,12 @@ class SearchResult:
 
 
 def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, cand: np.ndarray,
-                 settings: Settings, node_budget: int, query: str) -> np.ndarray:
+                 settings: Settings, query: str) -> np.ndarray:
     """Code ranking: the query's own evidence (seeds) plus the walk's lift over structure
-    (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates."""
-    lift = scores[cand] / np.sqrt(index.global_pagerank(settings.damping, node_budget)[cand])
+    (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates. The global
+    PageRank is the whole graph's, whatever the node budget (computed once per graph version)."""
+    structure = index.graph.global_pagerank(settings.damping)[cand]
+    lift = scores[cand] / np.sqrt(np.maximum(structure, 1e-12))
     out = minmax(seeds[cand], FLAT) + minmax(lift, FLAT)
     # Tests and examples rank behind the code they exercise, even when the question is about
     # testing: "in a test without a server" asks for the test client, not for a test.
@@ -192,7 +194,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     rank_scores = scores * index.prior
     if code:
         rank_scores = np.zeros(g.n)
-        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, node_budget, query)
+        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query)
     order = np.argsort(-rank_scores[cand], kind="stable")[:top_k]
     chosen = cand[order]
     texts = store.node_texts([int(g.node_ids[v]) for v in chosen])

@@ -91,17 +91,6 @@ class RetrievalIndex:
             code[v] = self._codes.setdefault(kinds[v], len(self._codes)) if kinds[v] else 0
         self.kind_code = code
 
-    def global_pagerank(self, damping: float, node_budget: int) -> np.ndarray:
-        """PageRank with a uniform teleport: what each node scores from structure alone."""
-        if self._global_pr is None:
-            g = self.graph
-            ppr = g.personalized_pagerank((g.kinds != "").astype(np.float64), damping,
-                                          max(node_budget, 1))
-            pr = np.zeros(g.n)
-            pr[ppr.nodes] = ppr.scores
-            self._global_pr = np.maximum(pr, 1e-12)
-        return self._global_pr
-
     def vertices(self, node_ids) -> np.ndarray:
         """Graph vertex of each store node id (-1 for one not in the graph)."""
         get = self.graph.index.get
@@ -183,7 +172,6 @@ class RetrievalIndex:
         """What follows from the graph: recomputed after every change (whole-array work)."""
         g = self.graph
         self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
-        self._global_pr: np.ndarray | None = None
         # Passages (and memories, symbols) next to each phrase = its context-edge count.
         adj = g.adj
         rows = np.repeat(np.arange(g.n), np.diff(adj.indptr))
