@@ -177,7 +177,7 @@ def test_hub_and_dangling_walk_matches_dense_reference(seed: int, leaves: int, i
     assert (res.scores >= 0).all()
     assert res.scores.sum() == pytest.approx(1.0, abs=1e-9)
     ref = _dense_reference(n, pairs, w, share, seeds, damping)
-    np.testing.assert_allclose(res.scores, ref, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(res.scores, ref, atol=3e-6, rtol=0)  # L1 stop 1e-6: err <= tol d/(1-d)
     # The hub's residual teleport changes the answer: plain PPR would differ.
     plain = _dense_reference(n, pairs, w, np.zeros(n), seeds, damping)
     assert np.abs(plain - ref).max() > 1e-6
@@ -321,7 +321,7 @@ def test_residual_falls_back_to_all_seeds_when_every_seed_is_a_hub() -> None:
     seeds[[0, 1]] = [1.0, 0.5]
     res = cache.personalized_pagerank(seeds, 0.6, budget=n)
     ref = _dense_reference(n, pairs, w, cache.hub_self, seeds, 0.6)
-    np.testing.assert_allclose(res.scores, ref, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(res.scores, ref, atol=3e-6, rtol=0)  # L1 stop 1e-6: err <= tol d/(1-d)
     assert res.scores.sum() == pytest.approx(1.0, abs=1e-9)
 
 
@@ -336,7 +336,7 @@ def test_seed_hub_residual_goes_to_the_other_seeds() -> None:
     seeds[[0, 5]] = [1.0, 1.0]
     x = cache.personalized_pagerank(seeds, 0.6, budget=n).scores
     ref = _dense_reference(n, pairs, w, cache.hub_self, seeds, 0.6)
-    np.testing.assert_allclose(x, ref, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(x, ref, atol=3e-6, rtol=0)
     back_to_all = _dense_reference(n, pairs, w, cache.hub_self, seeds, 0.6, exclude_hubs=False)
     assert x[0] < back_to_all[0] and x[5] > back_to_all[5]
 
@@ -364,12 +364,13 @@ def test_local_walk_is_the_whole_graph_walk_when_the_seeds_reach_less_than_the_b
         seeds[n - 1] = 0.5  # a dangling seed
     if hub_seed:
         seeds[0] = 0.7
-    whole = cache.personalized_pagerank(seeds, damping, budget=cache.n)
+    t, dangling = cache.transitions()
+    whole, _it = power_iteration(t, dangling, seeds, damping, tol=1e-12, hub_self=cache.hub_self)
     local = cache.personalized_pagerank(seeds, damping, budget=n + far // 2)
     assert set(local.nodes.tolist()) <= set(range(n))
     x = np.zeros(cache.n)
     x[local.nodes] = local.scores
-    assert np.abs(x - whole.scores).sum() < 2 * WALK_TOL
+    assert np.abs(x - whole).sum() < 2 * WALK_TOL
 
 
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(12, 60), budget=st.integers(2, 11),
@@ -465,7 +466,7 @@ def test_global_pagerank_is_the_whole_graph_walk_from_a_uniform_teleport() -> No
     cache = _cache(n, pairs, w, kinds)
     pr = cache.global_pagerank(0.5)
     ref = _dense_reference(n, pairs, w, cache.hub_self, np.ones(n), 0.5)
-    np.testing.assert_allclose(pr, ref, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(pr, ref, atol=3e-6, rtol=0)
     assert cache.global_pagerank(0.5) is pr  # computed once per graph version
     assert (pr > 0).all() and pr.sum() == pytest.approx(1.0)
 
