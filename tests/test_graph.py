@@ -262,7 +262,7 @@ def test_non_seed_vertices_hold_only_their_edge_inflow(seed: int, n_hubs: int, l
     passes = np.where(out > 0, (1.0 - cache.hub_self) / np.where(out > 0, out, 1.0), 0.0)
     inflow = damping * (a.T @ (x * passes))
     non_seed = seeds == 0
-    np.testing.assert_allclose(x[non_seed], inflow[non_seed], atol=1e-7, rtol=0)
+    np.testing.assert_allclose(x[non_seed], inflow[non_seed], atol=3e-6, rtol=0)  # the walk stops at L1 1e-6
 
 
 @given(**_hub_graphs, hub_mass=st.floats(0.1, 5.0))
