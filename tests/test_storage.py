@@ -233,7 +233,10 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     got_ids, mat = store.load_vectors("dense", 8)
     assert got_ids.tolist() == sorted(pids)
     assert mat.dtype == np.float32
-    np.testing.assert_array_equal(mat, np.stack([vecs[0], vecs[1] * 2, vecs[2]]))
+    want = np.stack([vecs[0], vecs[1] * 2, vecs[2]])
+    # int8 with a scale per vector: each component within half a step of the largest / 127
+    step = np.abs(want).max(axis=1, keepdims=True) / 127
+    assert (np.abs(mat - want) <= step / 2 + 1e-7).all()
     ph_ids, ph = store.load_vectors("phrase", 4)
     assert ph_ids.tolist() == [ids["alpha"]] and ph.shape == (1, 4)
     empty_ids, empty = store.load_vectors("nothing", 8)
@@ -241,7 +244,15 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     fp, phrases, fv = store.load_facts(8)
     assert fp.tolist() == [pids[0], pids[2]]
     assert phrases == [[ids["alpha"]], [ids["alpha"], ids["beta"]]]
-    np.testing.assert_array_equal(fv, fact_vecs)
+    np.testing.assert_allclose(fv, fact_vecs, atol=float(np.abs(fact_vecs).max()) / 254 + 1e-7)
+    got = store.passage_embeddings([pids[0], pids[1], 999], 8)
+    assert sorted(got) == [pids[0], pids[1]]  # 999: no such node
+    np.testing.assert_array_equal(got[pids[0]][0], mat[0])
+    assert [t for t, _v in got[pids[0]][1]] == ["One."] and got[pids[1]][1] == []
+    np.testing.assert_array_equal(got[pids[0]][1][0][1], fv[0])
+    chunks = list(store.iter_vectors("dense", 8, rows=2))
+    assert [c[0].tolist() for c in chunks] == [sorted(pids)[:2], sorted(pids)[2:]]
+    np.testing.assert_array_equal(np.vstack([c[1] for c in chunks]), mat)
 
 
 def test_embed_cache_round_trip(store: SQLiteStore) -> None:
@@ -252,6 +263,20 @@ def test_embed_cache_round_trip(store: SQLiteStore) -> None:
     assert store.cached_embedding("h1", "hash-64") == b"\x04"
     assert store.cached_embedding("h1", "other") == b"\x03"
     assert store.cached_embedding("h2", "hash-64") is None
+
+
+def test_float32_vectors_of_earlier_versions_stay_readable(store: SQLiteStore) -> None:
+    """Files written before int8 vectors hold float32 blobs; one file may hold both."""
+    _doc, pids = _doc_with_passages(store, "a", ["One.", "Two."])
+    old = np.arange(8, dtype=np.float32) / 10
+    new = -np.arange(8, dtype=np.float32) / 7
+    with store.atomic():
+        store.set_vectors("dense", [(pids[1], new)])
+        store.db.execute("INSERT INTO vectors VALUES (?, 'dense', ?)", (pids[0], old.tobytes()))
+    _ids, mat = store.load_vectors("dense", 8)
+    np.testing.assert_array_equal(mat[0], old)  # the float32 row, exact
+    np.testing.assert_allclose(mat[1], new, atol=float(np.abs(new).max()) / 254 + 1e-7)
+    assert len(store.db.execute("SELECT vec FROM vectors WHERE node_id=?", (pids[1],)).fetchone()[0]) == 12
 
 
 def test_meta_and_graph_version(store: SQLiteStore) -> None:

@@ -10,7 +10,7 @@ one consistent view; vectors are float32 numpy rows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ContextManager, Iterable, Protocol, Sequence, runtime_checkable
+from typing import ContextManager, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -134,6 +134,10 @@ class Store(Protocol):
     def cache_embedding(self, content_hash: str, embedder: str, data: bytes) -> None:
         ...
 
+    def passage_embeddings(self, node_ids: Sequence[int], dim: int
+                           ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
+        ...
+
     def load_nodes(self) -> list[tuple[int, str, int | None]]:
         ...
 
@@ -141,6 +145,10 @@ class Store(Protocol):
         ...
 
     def load_vectors(self, space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        ...
+
+    def iter_vectors(self, space: str, dim: int, rows: int = 8192
+                     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         ...
 
     def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:

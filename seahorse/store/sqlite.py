@@ -31,13 +31,34 @@ log = logging.getLogger(__name__)
 
 
 def _to_blob(vec: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+    """A vector as stored: a float32 scale, then one int8 per dimension (``dim + 4`` bytes, a
+    quarter of float32). The scale is the largest magnitude / 127, so no component moves by
+    more than 1/254 of the largest; a cosine between unit vectors moves by ~0.0005 typically
+    (TECH_SPEC, "What the database holds", has what it does to recall and synonyms)."""
+    v = np.asarray(vec, dtype=np.float32).ravel()
+    peak = float(np.abs(v).max()) if v.size else 0.0
+    scale = np.float32(peak / 127.0 if peak > 0 and np.isfinite(peak) else 1.0)
+    q = np.clip(np.rint(np.nan_to_num(v / scale)), -127, 127).astype(np.int8)
+    return scale.tobytes() + q.tobytes()
 
 
 def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
+    """Stored vectors back as float32 rows: the int8 form (``dim + 4`` bytes) or the float32
+    one earlier versions wrote (``4 * dim`` bytes); one file may hold both."""
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1).copy()
+    sizes = {len(b) for b in blobs}
+    if len(sizes) == 1:
+        return _decode(b"".join(blobs), len(blobs), sizes.pop(), dim)
+    return np.vstack([_decode(b, 1, len(b), dim) for b in blobs])
+
+
+def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
+    if size == dim + 4 and size != 4 * dim:
+        packed = np.frombuffer(raw, dtype=np.uint8).reshape(rows, size)
+        scales = packed[:, :4].copy().view(np.float32)  # [rows, 1]
+        return packed[:, 4:].view(np.int8).astype(np.float32) * scales
+    return np.frombuffer(raw, dtype=np.float32).reshape(rows, -1).copy()
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -645,6 +666,30 @@ class SQLiteStore(CodeTables):
                 (session_id, json.dumps({str(k): v for k, v in context.items()}), turns, now,
                  now + ttl))
 
+    # ----- vectors to reuse --------------------------------------------------------------
+    def passage_embeddings(self, node_ids: Sequence[int], dim: int
+                           ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
+        """Per node: its ``dense`` vector and its facts' (sentence, vector) in order, so a
+        re-indexed passage whose text did not change is not embedded again."""
+        out: dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]] = {}
+        for start in range(0, len(node_ids), 500):
+            part = list(node_ids[start:start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT node_id, vec FROM vectors WHERE space='dense' AND node_id IN ({marks})",
+                part).fetchall()
+            vecs = _from_blobs([r[1] for r in rows], dim)
+            facts: dict[int, list[tuple[str, bytes]]] = {}
+            for pid, text, vec in self.db.execute(
+                    f"SELECT passage_id, text, vec FROM facts WHERE passage_id IN ({marks})"
+                    " ORDER BY passage_id, ordinal", part):
+                facts.setdefault(pid, []).append((text, vec))
+            for (node_id, _b), vec in zip(rows, vecs):
+                own = facts.get(node_id, [])
+                fvecs = _from_blobs([b for _t, b in own], dim)
+                out[node_id] = (vec, [(t, fv) for (t, _b), fv in zip(own, fvecs)])
+        return out
+
     # ----- embedding cache --------------------------------------------------------------
     def cached_embedding(self, content_hash: str, embedder: str) -> bytes | None:
         row = self.db.execute(
@@ -669,6 +714,21 @@ class SQLiteStore(CodeTables):
         ).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         return ids, _from_blobs([r[1] for r in rows], dim)
+
+    def iter_vectors(self, space: str, dim: int, rows: int = 8192
+                     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The vectors of ``space`` by node id, ``rows`` at a time (ids, float32 rows): a
+        caller that keeps them compactly never holds all of them as float32."""
+        last = -1
+        while True:
+            part = self.db.execute(
+                "SELECT node_id, vec FROM vectors WHERE space=? AND node_id > ? ORDER BY node_id"
+                " LIMIT ?", (space, last, rows)).fetchall()
+            if not part:
+                return
+            last = part[-1][0]
+            yield (np.array([r[0] for r in part], dtype=np.int64),
+                   _from_blobs([r[1] for r in part], dim))
 
     def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         rows = self.db.execute(
