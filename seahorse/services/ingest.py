@@ -19,10 +19,10 @@ from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
 from ..text import chunk, clean, content_hash, decode_text, split_sentences
 from .runtime import Runtime, check_text
+from .synonyms import Synonyms
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
-SYNONYM_BLOCK = 256  # rows per similarity block: 256 x 30k phrases = 30 MB transient
 Progress = Callable[[int, int, str], None]
 
 
@@ -61,6 +61,7 @@ class Ingest:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.store = rt.store
+        self.synonyms = Synonyms(rt)
 
     # ----- entry points -------------------------------------------------------------------
     def add_file(self, path: str | Path, title: str | None = None) -> IndexResult:
@@ -138,7 +139,7 @@ class Ingest:
                     prep, old = next(it)
                     results[k] = self.write(prep, old)
         if not self.rt.indexing_many:
-            self.rt.phrase_cache = None  # 30 MB at 30k phrases: only worth keeping while indexing
+            self.rt.phrase_cache = None  # only worth keeping while indexing
         return results  # type: ignore[return-value]
 
     # ----- pipeline ---------------------------------------------------------------------
@@ -255,7 +256,7 @@ class Ingest:
                 store.add_facts(
                     (pid, n, text, [ids[key] for key in keys], prep.fact_vectors[k][n])
                     for n, (_i, text, keys) in enumerate(prep.facts[k]))
-            self._link_synonyms(new_phrases)
+            self.synonyms.link(new_phrases)
             if after is not None:
                 after(doc_id)
             store.bump_version()
@@ -299,45 +300,6 @@ class Ingest:
         return {"doc_id": doc[0], "source": doc[1], "deleted": True, **removed}
 
     # ----- synonyms ---------------------------------------------------------------------
-    def _phrase_vectors(self) -> "PhraseMatrix":
-        version = self.store.graph_version()
-        cache = self.rt.phrase_cache
-        if cache is None or cache.version != version:
-            ids, mat = self.store.load_vectors("phrase", self.rt.phrase_embedder.dim)
-            cache = self.rt.phrase_cache = PhraseMatrix(version, ids, mat)
-        return cache
-
-    def _link_synonyms(self, new_ids: list[int]) -> int:
-        """Synonym edges from new phrases to their nearest neighbours (cosine >= threshold)."""
-        if not new_ids:
-            return 0
-        cache = self._phrase_vectors()
-        texts = {i: row[1] for i, row in self.store.node_texts(new_ids).items()}
-        new_ids = [i for i in new_ids if i in texts]
-        vecs = self.rt.phrase_embedder.embed([texts[i] for i in new_ids])
-        self.store.set_vectors("phrase", zip(new_ids, vecs))
-        cache.append(np.array(new_ids, dtype=np.int64), vecs)
-        made = self._nearest_edges(vecs, np.array(new_ids), cache.ids, cache.mat,
-                                   self.rt.settings.synonym_threshold)
-        cache.version = self.store.graph_version() + 1  # the caller bumps once after
-        return made
-
-    def _nearest_edges(self, queries: np.ndarray, query_ids: np.ndarray, ids: np.ndarray,
-                       mat: np.ndarray, threshold: float) -> int:
-        k = self.rt.settings.synonym_neighbours
-        edges = []
-        for start in range(0, len(queries), SYNONYM_BLOCK):
-            sims = queries[start:start + SYNONYM_BLOCK] @ mat.T
-            for r, row in enumerate(sims):
-                me = query_ids[start + r]
-                cand = np.argpartition(-row, min(k, len(row) - 1))[:k + 1]
-                for c in cand:
-                    if ids[c] != me and row[c] >= threshold:
-                        edges.append((int(me), int(ids[c]), float(row[c])))
-        # Synonym weight stays the cosine: put, never accumulate on repeats.
-        self.store.put_edges("synonym", edges)
-        return len({(min(a, b), max(a, b)) for a, b, _w in edges})
-
     def optimize_graph(self, threshold: float | None = None) -> dict:
         """Rebuild every synonym edge at ``threshold`` (default: the setting, which also links
         every new phrase; the threshold used is recorded in meta for ``stats``) and drop
@@ -351,11 +313,11 @@ class Ingest:
         with store.atomic():
             removed = store.delete_edges("synonym")
             orphans = store.delete_orphan_phrases()
-            ids, mat = store.load_vectors("phrase", self.rt.phrase_embedder.dim)
-            made = self._nearest_edges(mat, ids, ids, mat, threshold) if len(ids) else 0
+            made = self.synonyms.rebuild(threshold)
             store.set_meta(synonym_threshold=str(threshold))
             store.bump_version()
         self.rt.after_write()
+        self.rt.phrase_cache = None
         store.optimize()
         out = {"threshold": threshold, "synonym_edges_removed": removed,
                 "synonym_edges_added": made, "orphan_phrases_removed": orphans,
@@ -402,37 +364,6 @@ def fact_spans(passage: str, shift: int, sentence_ids: list[int]) -> list[list[t
             ranges.append((0, shift - 1))
         groups.append(ranges)
     return groups
-
-
-class PhraseMatrix:
-    """Phrase ids and vectors with amortised appends (indexing adds a few rows per document)."""
-
-    def __init__(self, version: int, ids: np.ndarray, mat: np.ndarray) -> None:
-        self.version = version
-        self._n = len(ids)
-        self._ids = ids.copy()
-        self._mat = mat.copy()
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._ids[:self._n]
-
-    @property
-    def mat(self) -> np.ndarray:
-        return self._mat[:self._n]
-
-    def append(self, ids: np.ndarray, vecs: np.ndarray) -> None:
-        need = self._n + len(ids)
-        if need > len(self._ids):
-            cap = max(need, 2 * len(self._ids), 1024)
-            grown_ids = np.zeros(cap, dtype=np.int64)
-            grown_ids[:self._n] = self.ids
-            grown = np.zeros((cap, vecs.shape[1]), dtype=np.float32)
-            grown[:self._n] = self.mat
-            self._ids, self._mat = grown_ids, grown
-        self._ids[self._n:need] = ids
-        self._mat[self._n:need] = vecs
-        self._n = need
 
 
 def _wants_vector(p: Phrase) -> bool:
