@@ -1,6 +1,6 @@
 """Issue 11, indexing: a long document is analysed and embedded in batches and written from a
-spool in one transaction (same rows as in one piece), reports its progress, and re-embeds only
-the passages that changed."""
+spool in one transaction (same rows as in one piece), reports its progress, re-embeds only
+the passages that changed, and a store of schema 6 is migrated to the compact one."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import pytest
 from seahorse import Engine, Settings
 from seahorse.mechanisms.embed import HashEmbedder, HashPhrases
 from seahorse.services import ingest
+from seahorse.store import SCHEMA_VERSION
+from seahorse.store.sqlite import _from_blobs
 
 TOPICS = ["zram swap", "Raspberry Pi cooling", "SQLite WAL mode", "Kyoto temples", "sourdough",
           "river deltas", "jazz harmony", "tidal power"]
@@ -126,6 +128,60 @@ def test_reindexing_embeds_only_the_passages_that_changed(tmp_path: Path) -> Non
         eng.add_document(edited, source="notes", title="Other title")  # the title is embedded too
         assert len(counting.texts) == first.passages
         assert eng.search("Mira Okafor sourdough").hits
+
+
+def _as_schema_6(db: Path) -> None:
+    """Rewrite a current store the way Seahorse before migration 0008 kept it: a text index
+    with its own copy of the text, float32 vectors, an embed_cache table."""
+    con = sqlite3.connect(db)
+    con.execute("BEGIN")
+    texts = con.execute("SELECT id, text FROM fts_texts").fetchall()
+    con.execute("DROP TABLE passages_fts")
+    con.execute("DROP VIEW fts_texts")
+    con.execute("CREATE VIRTUAL TABLE passages_fts USING fts5(text, tokenize='porter unicode61')")
+    con.executemany("INSERT INTO passages_fts(rowid, text) VALUES (?, ?)", texts)
+    con.execute("CREATE TABLE embed_cache(hash TEXT NOT NULL, embedder TEXT NOT NULL, data BLOB "
+                "NOT NULL, PRIMARY KEY(hash, embedder)) WITHOUT ROWID")
+    con.execute("INSERT INTO embed_cache VALUES ('h', 'hash-64', x'00')")
+    for table, key in (("vectors", "node_id"), ("facts", "id")):
+        found = con.execute(f"SELECT {key}, vec FROM {table}").fetchall()
+        floats = _from_blobs([b for _k, b in found], 64)
+        con.executemany(f"UPDATE {table} SET vec=? WHERE {key}=?",
+                        [(v.tobytes(), k) for (k, _b), v in zip(found, floats)])
+    con.execute("DELETE FROM migrations WHERE name='0008_compact'")
+    con.execute("UPDATE meta SET value='6' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+
+
+def test_a_schema_6_store_migrates_to_the_compact_one(tmp_path: Path) -> None:
+    db = tmp_path / "kg.db"
+    settings = Settings(db_path=db, embedder="hash")
+    with Engine(settings) as eng:
+        eng.add_document(long_text(10), source="a", title="A")
+        eng.add_document("Quokkas live on Rottnest Island near Perth.", source="b")
+        want = [(h.id, round(h.score, 6)) for h in eng.search("Rottnest quokkas", top_k=5).hits]
+    _as_schema_6(db)
+    with Engine(settings) as eng:  # a writer's open migrates
+        store = eng.store
+        assert store.meta()["schema_version"] == str(SCHEMA_VERSION)
+        tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master")}
+        assert "embed_cache" not in tables and "passages_fts_content" not in tables
+        assert len(store.db.execute("SELECT vec FROM vectors LIMIT 1").fetchone()[0]) == 64 * 4
+        assert [(h.id, round(h.score, 6)) for h in eng.search("Rottnest quokkas", top_k=5).hits] == want
+        units = store.db.execute("SELECT count(*) FROM nodes WHERE kind <> 'phrase'").fetchone()[0]
+        assert store.text_units() == units
+        assert store.text_matches('"rottnest"') == 1
+        eng.delete_document("b")  # the text index forgets it, reading the text it indexed
+        assert store.text_matches('"rottnest"') == 0
+        # FTS5's own check against its content (raises when the index and the text disagree)
+        store.db.execute("INSERT INTO passages_fts(passages_fts, rank) VALUES ('integrity-check', 1)")
+        eng.add_document("Quokkas again, on Rottnest.", source="c")
+        assert store.text_matches('"rottnest"') == 1
+        # New vectors are int8; the float32 ones written before still read.
+        sizes = {len(r[0]) for r in store.db.execute("SELECT vec FROM vectors WHERE space='dense'")}
+        assert sizes == {64 * 4, 64 + 4}
+        assert eng.search("Rottnest quokkas").hits[0].source == "c"
 
 
 @pytest.mark.parametrize("size", [0, 1, 7])

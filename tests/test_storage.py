@@ -39,8 +39,9 @@ def test_migrates_an_empty_file(tmp_path: Path, existing: bool) -> None:
         assert names == [name for name, _fn in MIGRATIONS]
         assert s.meta()["schema_version"] == str(SCHEMA_VERSION)
         tables = {r[0] for r in s.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        assert {"documents", "nodes", "edges", "vectors", "facts", "embed_cache",
+        assert {"documents", "nodes", "edges", "vectors", "facts",
                 "passages_fts", "meta", "migrations"} <= tables
+        assert "embed_cache" not in tables  # schema 8: vectors are reused from the nodes
         assert s.read_only is False
     finally:
         s.close()
@@ -253,16 +254,6 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     chunks = list(store.iter_vectors("dense", 8, rows=2))
     assert [c[0].tolist() for c in chunks] == [sorted(pids)[:2], sorted(pids)[2:]]
     np.testing.assert_array_equal(np.vstack([c[1] for c in chunks]), mat)
-
-
-def test_embed_cache_round_trip(store: SQLiteStore) -> None:
-    with store.atomic():
-        store.cache_embedding("h1", "hash-64", b"\x01\x02")
-        store.cache_embedding("h1", "other", b"\x03")
-        store.cache_embedding("h1", "hash-64", b"\x04")  # replaces
-    assert store.cached_embedding("h1", "hash-64") == b"\x04"
-    assert store.cached_embedding("h1", "other") == b"\x03"
-    assert store.cached_embedding("h2", "hash-64") is None
 
 
 def test_float32_vectors_of_earlier_versions_stay_readable(store: SQLiteStore) -> None:

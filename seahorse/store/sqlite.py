@@ -690,17 +690,6 @@ class SQLiteStore(CodeTables):
                 out[node_id] = (vec, [(t, fv) for (t, _b), fv in zip(own, fvecs)])
         return out
 
-    # ----- embedding cache --------------------------------------------------------------
-    def cached_embedding(self, content_hash: str, embedder: str) -> bytes | None:
-        row = self.db.execute(
-            "SELECT data FROM embed_cache WHERE hash=? AND embedder=?", (content_hash, embedder)
-        ).fetchone()
-        return row[0] if row else None
-
-    def cache_embedding(self, content_hash: str, embedder: str, data: bytes) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO embed_cache VALUES (?, ?, ?)", (content_hash, embedder, data))
-
     # ----- bulk reads for the caches ----------------------------------------------------
     def load_nodes(self) -> list[tuple[int, str, int | None]]:
         return self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id").fetchall()
