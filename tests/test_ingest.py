@@ -148,10 +148,21 @@ def _as_schema_6(db: Path) -> None:
         floats = _from_blobs([b for _k, b in found], 64)
         con.executemany(f"UPDATE {table} SET vec=? WHERE {key}=?",
                         [(v.tobytes(), k) for (k, _b), v in zip(found, floats)])
+    phrases = con.execute("SELECT node_id, features FROM phrase_features").fetchall()
+    vecs = HashPhrases().from_features([np.frombuffer(f, "<u4") for _n, f in phrases])
+    con.executemany("INSERT INTO vectors VALUES (?, 'phrase', ?)",
+                    [(n, v.tobytes()) for (n, _f), v in zip(phrases, vecs)])
+    con.execute("DROP TABLE phrase_features")
+    con.execute("CREATE INDEX vectors_space ON vectors(space)")
     con.execute("DELETE FROM migrations WHERE name='0008_compact'")
     con.execute("UPDATE meta SET value='6' WHERE key='schema_version'")
     con.commit()
     con.close()
+
+
+def _synonyms(eng: Engine) -> dict[tuple[int, int], float]:
+    return {(a, b): round(w, 4) for a, b, w in eng.store.db.execute(
+        "SELECT src, dst, weight FROM edges WHERE kind='synonym'")}
 
 
 def test_a_schema_6_store_migrates_to_the_compact_one(tmp_path: Path) -> None:
@@ -160,7 +171,9 @@ def test_a_schema_6_store_migrates_to_the_compact_one(tmp_path: Path) -> None:
     with Engine(settings) as eng:
         eng.add_document(long_text(10), source="a", title="A")
         eng.add_document("Quokkas live on Rottnest Island near Perth.", source="b")
+        eng.optimize_graph()
         want = [(h.id, round(h.score, 6)) for h in eng.search("Rottnest quokkas", top_k=5).hits]
+        synonyms = _synonyms(eng)
     _as_schema_6(db)
     with Engine(settings) as eng:  # a writer's open migrates
         store = eng.store
@@ -168,6 +181,13 @@ def test_a_schema_6_store_migrates_to_the_compact_one(tmp_path: Path) -> None:
         tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master")}
         assert "embed_cache" not in tables and "passages_fts_content" not in tables
         assert len(store.db.execute("SELECT vec FROM vectors LIMIT 1").fetchone()[0]) == 64 * 4
+        # Phrase vectors became features to compute, on the next write
+        assert store.db.execute("SELECT count(*) FROM vectors WHERE space='phrase'").fetchone()[0] == 0
+        waiting = store.db.execute("SELECT count(*) FROM phrase_features WHERE features IS NULL"
+                                   ).fetchone()[0]
+        assert waiting > 10
+        eng.optimize_graph()  # a write: the features are computed from the phrases' texts
+        assert _synonyms(eng) == synonyms and synonyms
         assert [(h.id, round(h.score, 6)) for h in eng.search("Rottnest quokkas", top_k=5).hits] == want
         units = store.db.execute("SELECT count(*) FROM nodes WHERE kind <> 'phrase'").fetchone()[0]
         assert store.text_units() == units
@@ -178,6 +198,8 @@ def test_a_schema_6_store_migrates_to_the_compact_one(tmp_path: Path) -> None:
         store.db.execute("INSERT INTO passages_fts(passages_fts, rank) VALUES ('integrity-check', 1)")
         eng.add_document("Quokkas again, on Rottnest.", source="c")
         assert store.text_matches('"rottnest"') == 1
+        assert store.db.execute("SELECT count(*) FROM phrase_features WHERE features IS NULL"
+                                ).fetchone()[0] == 0
         # New vectors are int8; the float32 ones written before still read.
         sizes = {len(r[0]) for r in store.db.execute("SELECT vec FROM vectors WHERE space='dense'")}
         assert sizes == {64 * 4, 64 + 4}

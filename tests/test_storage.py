@@ -251,9 +251,24 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     np.testing.assert_array_equal(got[pids[0]][0], mat[0])
     assert [t for t, _v in got[pids[0]][1]] == ["One."] and got[pids[1]][1] == []
     np.testing.assert_array_equal(got[pids[0]][1][0][1], fv[0])
-    chunks = list(store.iter_vectors("dense", 8, rows=2))
-    assert [c[0].tolist() for c in chunks] == [sorted(pids)[:2], sorted(pids)[2:]]
-    np.testing.assert_array_equal(np.vstack([c[1] for c in chunks]), mat)
+
+
+
+def test_phrase_features_round_trip_in_chunks(store: SQLiteStore) -> None:
+    with store.atomic():
+        ids, _ = store.upsert_phrases({f"p{i}": f"P{i}" for i in range(5)})
+        keys = sorted(ids.values())
+        store.set_phrase_features([(keys[0], np.array([7, 70000, 3])), (keys[2], np.array([], int)),
+                                   (keys[3], np.array([1]))])
+        store.db.execute("INSERT INTO phrase_features VALUES (?, NULL)", (keys[4],))  # migrated
+    chunks = list(store.iter_phrase_features(rows=2))
+    assert [c[0].tolist() for c in chunks] == [[keys[0], keys[2]], [keys[3], keys[4]]]
+    features = [f for c in chunks for f in c[1]]
+    assert [None if f is None else f.tolist() for f in features] == [[7, 70000, 3], [], [1], None]
+    assert [t for c in chunks for t in c[2]] == ["P0", "P2", "P3", "P4"]
+    with store.atomic():
+        store.db.execute("DELETE FROM nodes WHERE id=?", (keys[0],))  # the cascade takes its row
+    assert next(store.iter_phrase_features())[0].tolist() == [keys[2], keys[3], keys[4]]
 
 
 def test_float32_vectors_of_earlier_versions_stay_readable(store: SQLiteStore) -> None:

@@ -46,7 +46,7 @@ def test_blocked_search_equals_the_plain_rule(monkeypatch, rows: int, cols: int)
     assert all(w >= 0.7 for _a, _b, w in got) and got
 
 
-def test_the_matrix_keeps_what_the_store_keeps() -> None:
+def test_the_matrix_keeps_int8_rows_like_stored_vectors() -> None:
     mat = clustered(40, 32, seed=5)
     matrix = PhraseMatrix(0, 32)
     for start in range(0, 40, 3):  # many small appends: amortised growth

@@ -3,11 +3,13 @@ cosine of their WordLlama vectors (at least ``synonym_threshold``, at most
 ``synonym_neighbours``), incrementally when a document is written, or all over again by
 ``optimize-graph``.
 
-The work is exact brute force, bounded in memory by blocks rather than by the corpus: the
-phrase vectors are held as int8 rows with a scale each (what the store keeps: a quarter of
-float32), new phrases are embedded ``EMBED_BLOCK`` at a time, and similarities are computed
-``SIM_ROWS`` x ``SIM_COLS`` at a time (16 MB of float32), keeping only the pairs over the
-threshold. The cost is still new phrases x all phrases (TECH_SPEC, "Indexing").
+The store keeps each phrase's features (its token ids) rather than its vector; the vectors
+are rebuilt from them when the matrix loads. The work is exact brute force, bounded in memory
+by blocks rather than by the corpus: the phrase vectors are held as int8 rows with a scale
+each (a quarter of float32), new phrases are embedded ``EMBED_BLOCK`` at a time, and
+similarities are computed ``SIM_ROWS`` x ``SIM_COLS`` at a time (16 MB of float32), keeping
+only the pairs over the threshold. The cost is still new phrases x all phrases (TECH_SPEC,
+"Indexing").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .runtime import Runtime
 SIM_ROWS = 512  # query phrases per similarity block
 SIM_COLS = 8192  # phrases per block of the matrix: 512 x 8192 x 4 bytes = 16 MB of cosines
 EMBED_BLOCK = 4096  # new phrases embedded, stored and linked at a time
-LOAD_ROWS = 8192  # phrase vectors read from the store at a time
+LOAD_ROWS = 8192  # phrases read from the store at a time
 
 
 def quantise(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,10 +45,18 @@ class PhraseMatrix:
         self._scale = np.zeros(0, dtype=np.float32)
 
     @classmethod
-    def load(cls, store, dim: int) -> "PhraseMatrix":
-        m = cls(store.graph_version(), dim)
-        for ids, mat in store.iter_vectors("phrase", dim, LOAD_ROWS):
-            m.append(ids, mat)
+    def load(cls, store, embedder) -> "PhraseMatrix":
+        """From the phrases' stored features; those never computed (a migrated file) are
+        computed from the phrases' texts and stored (call inside a write)."""
+        m = cls(store.graph_version(), embedder.dim)
+        for ids, features, texts in store.iter_phrase_features(LOAD_ROWS):
+            missing = [k for k, f in enumerate(features) if f is None]
+            if missing:
+                made = embedder.features([texts[k] for k in missing])
+                for k, f in zip(missing, made):
+                    features[k] = f
+                store.set_phrase_features((int(ids[k]), features[k]) for k in missing)
+            m.append(ids, embedder.from_features(features))
         return m
 
     def __len__(self) -> int:
@@ -123,7 +133,7 @@ class Synonyms:
         version = self.store.graph_version()
         cache = self.rt.phrase_cache
         if cache is None or cache.version != version:
-            cache = self.rt.phrase_cache = PhraseMatrix.load(self.store, self.rt.phrase_embedder.dim)
+            cache = self.rt.phrase_cache = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
         return cache
 
     def link(self, new_ids: list[int]) -> int:
@@ -139,8 +149,9 @@ class Synonyms:
             part = new_ids[start:start + EMBED_BLOCK]
             texts = {i: row[1] for i, row in self.store.node_texts(part).items()}
             part = [i for i in part if i in texts]
-            vecs = self.rt.phrase_embedder.embed([texts[i] for i in part])
-            self.store.set_vectors("phrase", zip(part, vecs))
+            features = self.rt.phrase_embedder.features([texts[i] for i in part])
+            vecs = self.rt.phrase_embedder.from_features(features)
+            self.store.set_phrase_features(zip(part, features))
             ids = np.array(part, dtype=np.int64)
             cache.append(ids, vecs)
             self._put(nearest_pairs(vecs, ids, cache, settings.synonym_neighbours,
@@ -150,7 +161,7 @@ class Synonyms:
 
     def rebuild(self, threshold: float) -> int:
         """Every phrase against every other (after the caller dropped the synonym edges)."""
-        matrix = PhraseMatrix.load(self.store, self.rt.phrase_embedder.dim)
+        matrix = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
         made: set[tuple[int, int]] = set()
         k = self.rt.settings.synonym_neighbours
         for start in range(0, len(matrix), SIM_COLS):

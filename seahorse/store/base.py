@@ -141,8 +141,11 @@ class Store(Protocol):
     def load_vectors(self, space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         ...
 
-    def iter_vectors(self, space: str, dim: int, rows: int = 8192
-                     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        ...
+
+    def iter_phrase_features(self, rows: int = 8192
+                             ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
         ...
 
     def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:

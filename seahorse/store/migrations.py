@@ -242,14 +242,24 @@ def _m0006_ref_receiver(db: sqlite3.Connection) -> None:
 def _m0008_compact(db: sqlite3.Connection) -> None:
     """A smaller file (TECH_SPEC, "What the database holds"). ``embed_cache`` goes: it held a
     second copy of every passage and fact vector; an unchanged passage now takes its vectors
-    from the node it replaces. The text index keeps no copy of the text: its content is read
-    from ``nodes`` through ``fts_texts`` (every node but phrases: passages, memories, symbols,
-    files, commits, exactly the rows it indexed), and it is rebuilt from there. Vectors
-    written from now on are int8 with a scale; float32 ones already stored stay readable."""
+    from the node it replaces. Phrase vectors go: ``phrase_features`` keeps what each is
+    computed from (its token ids), NULL here until the next write computes them from the
+    phrase's text; ``vectors`` keeps passage vectors only, so its index on the space goes. The
+    text index keeps no copy of the text: its content is read from ``nodes`` through
+    ``fts_texts`` (every node but phrases: passages, memories, symbols, files, commits,
+    exactly the rows it indexed), and it is rebuilt from there. Vectors written from now on
+    are int8 with a scale; float32 ones already stored stay readable."""
     _run_script(
         db,
         """
         DROP TABLE IF EXISTS embed_cache;
+        CREATE TABLE phrase_features(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            features BLOB
+        );
+        INSERT INTO phrase_features(node_id) SELECT node_id FROM vectors WHERE space = 'phrase';
+        DELETE FROM vectors WHERE space = 'phrase';
+        DROP INDEX vectors_space;
         DROP TABLE passages_fts;
         CREATE VIEW fts_texts AS SELECT id, text FROM nodes WHERE kind <> 'phrase';
         CREATE VIRTUAL TABLE passages_fts USING fts5(text, content='fts_texts', content_rowid='id',

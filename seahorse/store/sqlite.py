@@ -704,20 +704,30 @@ class SQLiteStore(CodeTables):
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         return ids, _from_blobs([r[1] for r in rows], dim)
 
-    def iter_vectors(self, space: str, dim: int, rows: int = 8192
-                     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """The vectors of ``space`` by node id, ``rows`` at a time (ids, float32 rows): a
-        caller that keeps them compactly never holds all of them as float32."""
+    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        """What a phrase's vector is computed from (the phrase embedder's token ids), as
+        little-endian uint32: a few bytes where the vector took 260."""
+        self.db.executemany(
+            "INSERT OR REPLACE INTO phrase_features VALUES (?, ?)",
+            [(node_id, np.asarray(f, dtype="<u4").tobytes()) for node_id, f in items])
+
+    def iter_phrase_features(self, rows: int = 8192
+                             ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
+        """The phrases that take part in synonym edges, by node id, ``rows`` at a time: (ids,
+        features or None where they were never computed (a file migrated from stored
+        vectors), the phrases' texts)."""
         last = -1
         while True:
             part = self.db.execute(
-                "SELECT node_id, vec FROM vectors WHERE space=? AND node_id > ? ORDER BY node_id"
-                " LIMIT ?", (space, last, rows)).fetchall()
+                "SELECT f.node_id, f.features, n.text FROM phrase_features f JOIN nodes n "
+                "ON n.id = f.node_id WHERE f.node_id > ? ORDER BY f.node_id LIMIT ?",
+                (last, rows)).fetchall()
             if not part:
                 return
             last = part[-1][0]
             yield (np.array([r[0] for r in part], dtype=np.int64),
-                   _from_blobs([r[1] for r in part], dim))
+                   [None if r[1] is None else np.frombuffer(r[1], dtype="<u4") for r in part],
+                   [r[2] for r in part])
 
     def load_facts(self, dim: int) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         rows = self.db.execute(
