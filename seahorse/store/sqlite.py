@@ -35,11 +35,20 @@ def _to_blob(vec: np.ndarray) -> bytes:
     quarter of float32). The scale is the largest magnitude / 127, so no component moves by
     more than 1/254 of the largest; a cosine between unit vectors moves by ~0.0005 typically
     (TECH_SPEC, "What the database holds", has what it does to recall and synonyms)."""
-    v = np.asarray(vec, dtype=np.float32).ravel()
-    peak = float(np.abs(v).max()) if v.size else 0.0
-    scale = np.float32(peak / 127.0 if peak > 0 and np.isfinite(peak) else 1.0)
-    q = np.clip(np.rint(np.nan_to_num(v / scale)), -127, 127).astype(np.int8)
-    return scale.tobytes() + q.tobytes()
+    return _to_blobs(np.asarray(vec, dtype=np.float32).reshape(1, -1))[0]
+
+
+def _to_blobs(rows: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
+    """:func:`_to_blob` of each row, in one pass."""
+    mat = np.asarray(rows, dtype=np.float32)
+    if mat.ndim != 2 or not len(mat):
+        return [_to_blob(r) for r in rows]
+    peak = np.abs(mat).max(axis=1) if mat.shape[1] else np.zeros(len(mat), np.float32)
+    ok = (peak > 0) & np.isfinite(peak)
+    scale = np.where(ok, peak / 127.0, 1.0).astype(np.float32)
+    q = np.clip(np.rint(np.nan_to_num(mat / scale[:, None])), -127, 127).astype(np.int8)
+    packed = np.concatenate([scale[:, None].view(np.uint8), q.view(np.uint8)], axis=1)
+    return [row.tobytes() for row in packed]
 
 
 def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
@@ -587,15 +596,17 @@ class SQLiteStore(CodeTables):
         ).rowcount
 
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-            [(node_id, space, _to_blob(v)) for node_id, v in items],
-        )
+        items = list(items)
+        blobs = _to_blobs([v for _n, v in items]) if items else []
+        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                            [(node_id, space, b) for (node_id, _v), b in zip(items, blobs)])
 
     def add_facts(self, rows: Iterable[tuple[int, int, str, list[int], np.ndarray]]) -> None:
+        rows = list(rows)
+        blobs = _to_blobs([r[4] for r in rows]) if rows else []
         self.db.executemany(
             "INSERT INTO facts(passage_id, ordinal, text, phrase_ids, vec) VALUES (?,?,?,?,?)",
-            [(p, o, t, json.dumps(ph), _to_blob(v)) for p, o, t, ph, v in rows],
+            [(p, o, t, json.dumps(ph), b) for (p, o, t, ph, _v), b in zip(rows, blobs)],
         )
 
     # ----- memories and sessions --------------------------------------------------------
@@ -753,7 +764,10 @@ class SQLiteStore(CodeTables):
             "SELECT id, passage_id, text FROM facts ORDER BY passage_id, ordinal").fetchall()
 
     def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        self.db.executemany("UPDATE facts SET vec=? WHERE id=?", [(_to_blob(v), i) for i, v in items])
+        items = list(items)
+        blobs = _to_blobs([v for _i, v in items]) if items else []
+        self.db.executemany("UPDATE facts SET vec=? WHERE id=?",
+                            [(b, i) for (i, _v), b in zip(items, blobs)])
 
     def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
         out: dict[int, tuple[str, str, int | None, int | None]] = {}
