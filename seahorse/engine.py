@@ -102,17 +102,21 @@ class Engine:
 
     # ----- documents --------------------------------------------------------------------
     def add_document(self, text: str, source: str | None = None, title: str | None = None,
-                     metadata: dict | None = None) -> IndexResult:
-        """Index a text as one document (re-adding the same source replaces it in place)."""
-        return self.ingest.add_many([(text, source, title, metadata)])[0]
+                     metadata: dict | None = None, progress: Progress | None = None) -> IndexResult:
+        """Index a text as one document (re-adding the same source replaces it in place);
+        ``progress(done, total, source)`` as its passages are embedded."""
+        return self.ingest.add_many([(text, source, title, metadata)], progress=progress)[0]
 
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                    batch_size: int = 64) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction."""
         return self.ingest.add_many(items, batch_size)
 
-    def index_file(self, path: str | Path, title: str | None = None) -> IndexResult:
-        return self.ingest.add_file(check_path("path", path), title)
+    def index_file(self, path: str | Path, title: str | None = None,
+                   progress: Progress | None = None) -> IndexResult:
+        """Index one text file as a document; ``progress(done, total, source)`` as its
+        passages are embedded."""
+        return self.ingest.add_file(check_path("path", path), title, progress)
 
     def index_dir(self, path: str | Path, progress: Progress | None = None,
                   exclude: Sequence[str] = ()) -> tuple[list[IndexResult], list[dict]]:

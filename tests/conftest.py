@@ -65,8 +65,7 @@ def fingerprint(db_path: Path) -> str:
         h = hashlib.sha256()
         for table, order in (("meta", "key"), ("migrations", "name"), ("documents", "id"),
                              ("nodes", "id"), ("edges", "src, dst, kind"),
-                             ("vectors", "node_id"), ("facts", "id"),
-                             ("embed_cache", "hash, embedder")):
+                             ("vectors", "node_id"), ("facts", "id")):
             for row in db.execute(f"SELECT * FROM {table} ORDER BY {order}"):
                 h.update(repr(row).encode())
         for row in db.execute("SELECT rowid, text FROM passages_fts ORDER BY rowid"):

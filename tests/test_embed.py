@@ -115,3 +115,18 @@ def test_default_tier_is_the_packaged_minilm() -> None:
     assert (emb.name, emb.dim) == ("all-MiniLM-L6-v2-int8", 384)
     v = emb.embed(["How does zram work?", "zram is a compressed swap device in RAM", "bananas"])
     assert float(v[0] @ v[1]) > float(v[0] @ v[2])
+
+
+@pytest.mark.parametrize("tier", ["hash", "wordllama"])
+def test_phrase_vectors_rebuild_from_their_features(tier: str) -> None:
+    """The store keeps a phrase's features (token ids), not its vector: rebuilding must give
+    the vector embed() gives."""
+    if tier == "wordllama":
+        pytest.importorskip("wordllama")
+    phrases = make_embedders(tier)[1]
+    texts = ["Raspberry Pi 5", "zram", "the Kansai survey of 1950", "x", "Ünïcode naïve café"]
+    features = phrases.features(texts)
+    assert all(f.dtype == np.uint32 and len(f) for f in features)
+    np.testing.assert_allclose(phrases.from_features(features), phrases.embed(texts), atol=1e-6)
+    assert phrases.from_features([np.array([], np.uint32)]).tolist() == [[0.0] * phrases.dim]
+    assert phrases.from_features([]).shape == (0, phrases.dim)

@@ -520,3 +520,40 @@ def test_a_damaged_database_is_a_tool_error(tmp_path: Path) -> None:
                 assert "is damaged" in text and ".recover" in text, text
 
     asyncio.run(main())
+
+
+def test_long_writes_send_progress_notifications_when_asked(tmp_path: Path) -> None:
+    """add_document and index_repo report progress (passages, files) to a client that gave a
+    progressToken; without one the SDK sends nothing and the call answers the same."""
+    from test_ingest import long_text
+
+    text = long_text(150)  # ~150 passages: three batches of 64
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(3):
+        (repo / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n", encoding="utf-8")
+
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            seen: list[tuple[float, float | None, str | None]] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                seen.append((progress, total, message))
+
+            res = await srv.session.call_tool("add_document", {"text": text, "source": "long"},
+                                              progress_callback=on_progress)
+            assert not res.is_error and res.structured_content["passages"] == 150
+            assert [p for p, _t, _m in seen] == [64, 128, 150]
+            assert {t for _p, t, _m in seen} == {150} and seen[-1][2] == "150/150 passages"
+            files: list[tuple[float, float | None, str | None]] = []
+
+            async def on_files(progress: float, total: float | None, message: str | None) -> None:
+                files.append((progress, total, message))
+
+            res = await srv.session.call_tool("index_repo", {"path": str(repo), "history": False},
+                                              progress_callback=on_files)
+            assert not res.is_error and files and files[-1][:2] == (3, 3)
+            quiet = await srv.ok("add_document", {"text": text + "\n\nOne more.", "source": "long"})
+            assert quiet["status"] == "updated" and len(seen) == 3  # no token: no notification
+
+    asyncio.run(main())

@@ -39,8 +39,9 @@ def test_migrates_an_empty_file(tmp_path: Path, existing: bool) -> None:
         assert names == [name for name, _fn in MIGRATIONS]
         assert s.meta()["schema_version"] == str(SCHEMA_VERSION)
         tables = {r[0] for r in s.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        assert {"documents", "nodes", "edges", "vectors", "facts", "embed_cache",
+        assert {"documents", "nodes", "edges", "vectors", "facts",
                 "passages_fts", "meta", "migrations"} <= tables
+        assert "embed_cache" not in tables  # schema 8: vectors are reused from the nodes
         assert s.read_only is False
     finally:
         s.close()
@@ -233,7 +234,10 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     got_ids, mat = store.load_vectors("dense", 8)
     assert got_ids.tolist() == sorted(pids)
     assert mat.dtype == np.float32
-    np.testing.assert_array_equal(mat, np.stack([vecs[0], vecs[1] * 2, vecs[2]]))
+    want = np.stack([vecs[0], vecs[1] * 2, vecs[2]])
+    # int8 with a scale per vector: each component within half a step of the largest / 127
+    step = np.abs(want).max(axis=1, keepdims=True) / 127
+    assert (np.abs(mat - want) <= step / 2 + 1e-7).all()
     ph_ids, ph = store.load_vectors("phrase", 4)
     assert ph_ids.tolist() == [ids["alpha"]] and ph.shape == (1, 4)
     empty_ids, empty = store.load_vectors("nothing", 8)
@@ -241,17 +245,44 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     fp, phrases, fv = store.facts_of(pids, 8)
     assert fp.tolist() == [pids[0], pids[2]]
     assert phrases == [[ids["alpha"]], [ids["alpha"], ids["beta"]]]
-    np.testing.assert_array_equal(fv, fact_vecs)
+    np.testing.assert_allclose(fv, fact_vecs, atol=float(np.abs(fact_vecs).max()) / 254 + 1e-7)
+    got = store.passage_embeddings([pids[0], pids[1], 999], 8)
+    assert sorted(got) == [pids[0], pids[1]]  # 999: no such node
+    np.testing.assert_array_equal(got[pids[0]][0], mat[0])
+    assert [t for t, _v in got[pids[0]][1]] == ["One."] and got[pids[1]][1] == []
+    np.testing.assert_array_equal(got[pids[0]][1][0][1], fv[0])
 
 
-def test_embed_cache_round_trip(store: SQLiteStore) -> None:
+
+def test_phrase_features_round_trip_in_chunks(store: SQLiteStore) -> None:
     with store.atomic():
-        store.cache_embedding("h1", "hash-64", b"\x01\x02")
-        store.cache_embedding("h1", "other", b"\x03")
-        store.cache_embedding("h1", "hash-64", b"\x04")  # replaces
-    assert store.cached_embedding("h1", "hash-64") == b"\x04"
-    assert store.cached_embedding("h1", "other") == b"\x03"
-    assert store.cached_embedding("h2", "hash-64") is None
+        ids, _ = store.upsert_phrases({f"p{i}": f"P{i}" for i in range(5)})
+        keys = sorted(ids.values())
+        store.set_phrase_features([(keys[0], np.array([7, 70000, 3])), (keys[2], np.array([], int)),
+                                   (keys[3], np.array([1]))])
+        store.db.execute("INSERT INTO phrase_features VALUES (?, NULL)", (keys[4],))  # migrated
+    chunks = list(store.iter_phrase_features(rows=2))
+    assert [c[0].tolist() for c in chunks] == [[keys[0], keys[2]], [keys[3], keys[4]]]
+    features = [f for c in chunks for f in c[1]]
+    assert [None if f is None else f.tolist() for f in features] == [[7, 70000, 3], [], [1], None]
+    assert [t for c in chunks for t in c[2]] == ["P0", "P2", "P3", "P4"]
+    with store.atomic():
+        store.db.execute("DELETE FROM nodes WHERE id=?", (keys[0],))  # the cascade takes its row
+    assert next(store.iter_phrase_features())[0].tolist() == [keys[2], keys[3], keys[4]]
+
+
+def test_float32_vectors_of_earlier_versions_stay_readable(store: SQLiteStore) -> None:
+    """Files written before int8 vectors hold float32 blobs; one file may hold both."""
+    _doc, pids = _doc_with_passages(store, "a", ["One.", "Two."])
+    old = np.arange(8, dtype=np.float32) / 10
+    new = -np.arange(8, dtype=np.float32) / 7
+    with store.atomic():
+        store.set_vectors("dense", [(pids[1], new)])
+        store.db.execute("INSERT INTO vectors VALUES (?, 'dense', ?)", (pids[0], old.tobytes()))
+    _ids, mat = store.load_vectors("dense", 8)
+    np.testing.assert_array_equal(mat[0], old)  # the float32 row, exact
+    np.testing.assert_allclose(mat[1], new, atol=float(np.abs(new).max()) / 254 + 1e-7)
+    assert len(store.db.execute("SELECT vec FROM vectors WHERE node_id=?", (pids[1],)).fetchone()[0]) == 12
 
 
 def test_meta_and_graph_version(store: SQLiteStore) -> None:

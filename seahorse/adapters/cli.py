@@ -223,7 +223,8 @@ def cmd_index(args: argparse.Namespace) -> Any:
         return _index_repo(args, args.repo)
     with _engine(args, create=True) as eng:
         if args.file is not None:
-            return eng.index_file(args.file, title=args.title).as_dict()
+            return eng.index_file(args.file, title=args.title,
+                                  progress=None if args.json else _bar("passages", brief=True)).as_dict()
         results, skipped = eng.index_dir(args.dir, progress=None if args.json else _progress,
                                          exclude=args.exclude)
         counts: dict[str, int] = {}
@@ -234,7 +235,8 @@ def cmd_index(args: argparse.Namespace) -> Any:
 
 def cmd_add_document(args: argparse.Namespace) -> Any:
     with _engine(args, create=True) as eng:
-        return eng.add_document(args.text, source=args.source, title=args.title).as_dict()
+        return eng.add_document(args.text, source=args.source, title=args.title,
+                                progress=None if args.json else _bar("passages", brief=True)).as_dict()
 
 
 def cmd_index_repo(args: argparse.Namespace) -> Any:
@@ -565,15 +567,24 @@ def cmd_reembed(args: argparse.Namespace) -> Any:
         return eng.reembed(progress=None if args.json else _bar("passages"))
 
 
-def _bar(unit: str):
+def _bar(unit: str, brief: bool = False):
+    """A progress callback drawing on stderr: a bar on a terminal, else a line every 500
+    ``unit`` and at the end. ``brief``: say nothing when the work was done in one step (a
+    short note needs no progress)."""
+    last = 0
+
     def show(n: int, total: int, _what: str) -> None:
+        nonlocal last
+        if brief and last == 0 and n == total:
+            return
         if sys.stderr.isatty():
             width = 30
             full = width * n // max(total, 1)
             print(f"\r[{'#' * full}{'.' * (width - full)}] {n}/{total} {unit}", end="" if n < total else "\n",
                   file=sys.stderr, flush=True)
-        elif n == total or n % 500 < 32:
+        elif n == total or n // 500 > last // 500:
             print(f"[{n}/{total}] {unit}", file=sys.stderr, flush=True)
+        last = n
     return show
 
 

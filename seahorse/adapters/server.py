@@ -13,7 +13,8 @@ import threading
 from typing import Any, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+import anyio.from_thread
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -102,16 +103,29 @@ def unexpected_message(exc: BaseException) -> str:
         f"internal error ({type(exc).__name__})")
 
 
+def progress_to(ctx: Context, unit: str):
+    """A Progress callback for the Engine (which runs in a worker thread) that sends MCP
+    progress notifications to the client, when it gave a progressToken (the SDK sends
+    nothing otherwise)."""
+    def report(done: int, total: int, what: str) -> None:
+        try:
+            anyio.from_thread.run(ctx.report_progress, done, total, f"{done}/{total} {unit}")
+        except Exception as exc:  # a client gone mid-call must not fail the write
+            log.debug("progress notification not sent: %s", exc)
+    return report
+
+
 def build_server(db: str | None = None) -> MCPServer:
     rt = _Runtime(db)
     server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")
 
     @server.tool(annotations=WRITES)
-    def add_document(text: str, source: str | None = None,
+    def add_document(ctx: Context, text: str, source: str | None = None,
                      metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
-        return rt.call("add_document", text, source=source, metadata=metadata).as_dict()
+        return rt.call("add_document", text, source=source, metadata=metadata,
+                       progress=progress_to(ctx, "passages")).as_dict()
 
     @server.tool(annotations=SEARCH)
     def search(query: str, session_id: str | None = None, top_k: int = 5) -> dict[str, Any]:
@@ -151,10 +165,11 @@ def build_server(db: str | None = None) -> MCPServer:
 
     # ----- code ------------------------------------------------------------------------
     @server.tool(annotations=WRITES)
-    def index_repo(path: str, worktree: bool = False, history: bool = True,
+    def index_repo(ctx: Context, path: str, worktree: bool = False, history: bool = True,
                    max_commits: int = 1000) -> dict[str, Any]:
         """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty."""
-        return rt.call("index_repo", path, worktree=worktree, history=history, max_commits=max_commits)
+        return rt.call("index_repo", path, worktree=worktree, history=history, max_commits=max_commits,
+                       progress=progress_to(ctx, "files"))
 
     @server.tool(annotations=READ_ONLY)
     def search_code(query: str, repo: str | None = None, token_budget: int = 2000,

@@ -289,7 +289,12 @@ class WordLlamaEmbedder:
 
 class WordLlamaPhrases:
     """Static phrase vectors (wordllama, 256-d, ships in its wheel) for synonym edges; at
-    most MAX_TOKENS tokens of a text are read, BATCH texts at a time."""
+    most MAX_TOKENS tokens of a text are read, BATCH texts at a time.
+
+    A phrase's vector is the normalised mean of its tokens' rows of wordllama's table, so the
+    store keeps a phrase's token ids (its *features*, a few bytes) rather than its vector
+    (256 dimensions): :meth:`from_features` rebuilds the vectors with one gather, faster than
+    reading them back, and :meth:`embed` equals ``from_features(features(texts))``."""
 
     name = "wordllama-l2-256"
     dim = 256
@@ -297,9 +302,7 @@ class WordLlamaPhrases:
     def __init__(self) -> None:
         self._model = None
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+    def _load(self):
         if self._model is None:
             try:
                 import wordllama
@@ -312,24 +315,66 @@ class WordLlamaPhrases:
             # asked for 2.86 GiB. Cap the tokens (and the characters the tokenizer sees).
             model.tokenizer.enable_truncation(MAX_TOKENS)
             self._model = model
-        return _normalise(np.asarray(self._model.embed(cap_chars(texts), batch_size=BATCH),
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(np.asarray(self._load().embed(cap_chars(texts), batch_size=BATCH),
                                      dtype=np.float32))
+
+    def features(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Each text's token ids (what :meth:`from_features` averages)."""
+        model = self._load()
+        vocab = model.embedding.shape[0]
+        out: list[np.ndarray] = []
+        for start in range(0, len(texts), BATCH):
+            for enc in model.tokenize(cap_chars(texts[start:start + BATCH])):
+                ids = np.asarray(enc.ids, dtype=np.int64)[np.asarray(enc.attention_mask, dtype=bool)]
+                out.append(np.clip(ids, 0, vocab - 1).astype(np.uint32))
+        return out
+
+    def from_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
+        return _mean_rows(self._load().embedding, features, self.dim)
+
+
+def _mean_rows(table: np.ndarray, features: Sequence[np.ndarray], dim: int) -> np.ndarray:
+    """Per feature list, the normalised mean of those rows of ``table`` (zeros for an empty
+    list). Lists of one length are gathered together: a phrase has a handful of tokens, so
+    that is a few numpy calls for any number of phrases."""
+    out = np.zeros((len(features), dim), dtype=np.float32)
+    sizes = np.array([len(f) for f in features], dtype=np.int64)
+    for size in np.unique(sizes[sizes > 0]):
+        rows = np.flatnonzero(sizes == size)
+        for start in range(0, len(rows), 4096):  # bounds the gathered block
+            part = rows[start:start + 4096]
+            ids = np.stack([features[i] for i in part]).astype(np.int64)
+            out[part] = table[ids].sum(axis=1) / size
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
 
 
 class HashPhrases(HashEmbedder):
-    """Fake phrase embedder for tests: character trigrams hashed, so near-spellings match."""
+    """Fake phrase embedder for tests: character trigrams hashed, so near-spellings match.
+    Its features are the trigrams' buckets (a vector counts them)."""
 
     def __init__(self, dim: int = 64) -> None:
         super().__init__(dim)
         self.name = f"hash-trigram-{dim}"
 
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
+    def _buckets(self, text: str) -> np.ndarray:
         t = f"  {text.casefold()} "
-        for k in range(len(t) - 2):
-            h = int.from_bytes(hashlib.blake2b(t[k:k + 3].encode(), digest_size=8).digest(), "little")
-            v[h % self.dim] += 1.0
-        return v
+        return np.array([int.from_bytes(hashlib.blake2b(t[k:k + 3].encode(), digest_size=8).digest(),
+                                        "little") % self.dim for k in range(len(t) - 2)], dtype=np.uint32)
+
+    def _vec(self, text: str) -> np.ndarray:
+        return np.bincount(self._buckets(text), minlength=self.dim).astype(np.float32)
+
+    def features(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return [self._buckets(t) for t in cap_chars(texts)]
+
+    def from_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
+        return _mean_rows(np.eye(self.dim, dtype=np.float32), features, self.dim)
 
 
 # Settings key -> factory(path, threads) of (passage embedder, phrase embedder): *path* is

@@ -1,34 +1,107 @@
-"""The document pipeline: validate, chunk, extract phrases and facts, embed (reusing cached
-vectors by content hash), and write one document per transaction with its passages, phrase
-nodes, context edges, facts, vectors and incremental synonym edges. Also delete and the
-offline synonym rebuild (``optimize-graph``)."""
+"""The document pipeline: validate, chunk, extract phrases and facts, embed (an unchanged
+passage keeps the vectors it had), and write one document per transaction with its passages,
+phrase nodes, context edges, facts, vectors and incremental synonym edges. Also delete and the
+offline synonym rebuild (``optimize-graph``).
+
+Memory is bounded by batches, not by the size of a document: passages are analysed and
+embedded ``PASSAGE_BATCH`` at a time (across the documents of a call), and each document's
+finished passages wait in a :class:`Spool` that keeps ``SPOOL_PARTS`` of them in memory and
+the rest in an anonymous file beside the database, until the document's one write
+transaction reads them back in order. The model runs outside that transaction, so a long
+document holds the write lock only while its rows are written."""
 
 from __future__ import annotations
 
 import os
+import pickle
 import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import IO, Callable, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import InvalidInput, NotFound
+from ..mechanisms.budget import release_free_memory
 from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
 from ..text import chunk, clean, content_hash, decode_text, split_sentences
 from .runtime import Runtime, check_text
+from .synonyms import Synonyms
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
-SYNONYM_BLOCK = 256  # rows per similarity block: 256 x 30k phrases = 30 MB transient
+PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
+SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go to a file
 Progress = Callable[[int, int, str], None]
+Fact = tuple[int, str, list[str]]  # (sentence index, sentence, phrase keys)
+
+
+@dataclass
+class Part:
+    """One passage analysed and embedded, ready to be written."""
+
+    text: str
+    phrases: list[Phrase]
+    facts: list[Fact]
+    vector: np.ndarray
+    fact_vectors: np.ndarray
+
+
+class Spool:
+    """A document's finished passages, in order: the first ``SPOOL_PARTS`` in memory, the rest
+    pickled to an anonymous temporary file in ``folder`` (beside the database, not /tmp,
+    which may be RAM)."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self.count = 0
+        self._head: list[Part] = []
+        self._tail: list[Part] = []
+        self._file: IO[bytes] | None = None
+
+    def append(self, part: Part) -> None:
+        self.count += 1
+        if len(self._head) < SPOOL_PARTS:
+            self._head.append(part)
+            return
+        self._tail.append(part)
+        if len(self._tail) >= SPOOL_PARTS:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._file is None:
+            folder = self.folder if self.folder is not None and self.folder.is_dir() else None
+            self._file = tempfile.TemporaryFile(prefix="seahorse-spool-", dir=folder)
+        pickle.dump(self._tail, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._tail = []
+
+    def __iter__(self) -> Iterator[Part]:
+        yield from self._head
+        if self._file is not None:
+            self._file.flush()
+            self._file.seek(0)
+            while True:
+                try:
+                    batch = pickle.load(self._file)
+                except EOFError:
+                    break
+                yield from batch
+        yield from self._tail
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._head, self._tail = [], []
 
 
 @dataclass
 class Prepared:
-    """A document chunked, extracted and embedded, ready to be written in one transaction."""
+    """A document validated and chunked; after :meth:`Ingest.embed` its passages wait in
+    ``parts``, ready to be written in one transaction."""
 
     source: str
     title: str | None
@@ -36,13 +109,15 @@ class Prepared:
     digest: str
     metadata: dict | None
     passages: list[str] = field(default_factory=list)
-    phrases: list[list[Phrase]] = field(default_factory=list)  # per passage
-    # per passage: (sentence index, sentence text, phrase keys)
-    facts: list[list[tuple[int, str, list[str]]]] = field(default_factory=list)
-    vectors: np.ndarray | None = None
-    fact_vectors: list[np.ndarray] = field(default_factory=list)
+    # Per passage analysed and not yet embedded (code fills these itself); emptied once the
+    # passage is in ``parts``.
+    phrases: list[list[Phrase]] = field(default_factory=list)
+    facts: list[list[Fact]] = field(default_factory=list)
+    parts: Spool | None = None
     node_kind: str = "passage"  # or "memory", "symbol"
     extractor: str | None = None  # the extractor that produced the phrases (None: none ran)
+    _title_phrases: list[Phrase] = field(default_factory=list, repr=False)
+    _failures: int = 0
 
 
 @dataclass
@@ -61,15 +136,17 @@ class Ingest:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.store = rt.store
+        self.synonyms = Synonyms(rt)
 
     # ----- entry points -------------------------------------------------------------------
-    def add_file(self, path: str | Path, title: str | None = None) -> IndexResult:
+    def add_file(self, path: str | Path, title: str | None = None,
+                 progress: Progress | None = None) -> IndexResult:
         p = Path(path)
         text = read_text_file(p, self.rt.settings.max_file_mb)
         if not clean(text).strip():
             raise InvalidInput(f"{p} is empty: nothing to index", field="path")
         return self.add_many([(text, str(p.resolve()), title, None)],
-                             limit_mb=self.rt.settings.max_file_mb)[0]
+                             limit_mb=self.rt.settings.max_file_mb, progress=progress)[0]
 
     def add_dir(self, path: str | Path, progress: Progress | None = None,
                 exclude: Sequence[str] = ()) -> tuple[list[IndexResult], list[dict]]:
@@ -107,8 +184,11 @@ class Ingest:
         return _Many(self.rt)
 
     def add_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
-                 batch_size: int = 64, limit_mb: float | None = None) -> list[IndexResult]:
-        """Index (text, source, title, metadata) items; each document is one transaction."""
+                 batch_size: int = 64, limit_mb: float | None = None,
+                 progress: Progress | None = None) -> list[IndexResult]:
+        """Index (text, source, title, metadata) items; each document is one transaction.
+        ``progress(done, total, source)`` is called as passages are embedded (totals per
+        batch of ``batch_size`` documents)."""
         sources = [check_text("source", src) for _t, src, _ti, _m in items if src is not None]
         if any(src.startswith("memory:") for src in sources):
             raise InvalidInput("sources starting with 'memory:' belong to memories; "
@@ -128,17 +208,18 @@ class Ingest:
                     results.append(IndexResult(old[0], prep.source, "unchanged",
                                                self.store.passage_count(old[0])))
                 else:
-                    self.analyse(prep)
                     todo.append((prep, old))
                     results.append(None)
-            self.embed([p for p, _ in todo])
+            for prep, _old in todo:
+                self.analyse(prep, 0)  # chunk only: passages are analysed batch by batch
+            self.embed([p for p, _ in todo], progress)
             it = iter(todo)
             for k in range(first, len(results)):
                 if results[k] is None:
                     prep, old = next(it)
                     results[k] = self.write(prep, old)
         if not self.rt.indexing_many:
-            self.rt.phrase_cache = None  # 30 MB at 30k phrases: only worth keeping while indexing
+            self.rt.phrase_cache = None  # only worth keeping while indexing
         return results  # type: ignore[return-value]
 
     # ----- pipeline ---------------------------------------------------------------------
@@ -164,18 +245,27 @@ class Ingest:
         source = source or f"text:{digest[:16]}"
         return Prepared(source, title, body, digest, metadata)
 
-    def analyse(self, prep: Prepared) -> Prepared:
-        """Chunk into passages and extract each sentence's phrases (the facts)."""
+    def analyse(self, prep: Prepared, stop: int | None = None) -> Prepared:
+        """Chunk into passages (once) and extract each sentence's phrases (the facts) of the
+        passages before ``stop`` (all by default) not analysed yet; the document's extractor
+        is known once its last passage is."""
+        if not prep.passages:
+            prep.passages = chunk(prep.text, self.rt.settings.chunk_chars)
+        n = len(prep.passages)
+        stop = n if stop is None else min(stop, n)
+        start = len(prep.phrases)
+        if start >= stop:
+            return prep
         extractor = self.rt.extractor
-        failures = getattr(extractor, "failures", 0)
-        body, title = prep.text, prep.title
-        title_phrases = extractor.extract(title) if title else []
+        if start == 0:
+            prep._failures = getattr(extractor, "failures", 0)
+            prep._title_phrases = extractor.extract(prep.title) if prep.title else []
         batch = getattr(extractor, "extract_batch", None)  # a model runs once per passage
-        for passage in chunk(body, self.rt.settings.chunk_chars):
+        for passage in prep.passages[start:stop]:
             sentences = split_sentences(passage)
             texts = [passage[a:b] for a, b in sentences]
             per_sentence = batch(texts) if batch else [extractor.extract(t) for t in texts]
-            phrases = {p.key: p for p in title_phrases}
+            phrases = {p.key: p for p in prep._title_phrases}
             for group in per_sentence:
                 for p in group:
                     phrases.setdefault(p.key, p)
@@ -184,50 +274,95 @@ class Ingest:
                 keys = sorted({p.key for p in per_sentence[i]})
                 if keys:
                     facts.append((i, passage[a:b], keys))
-            prep.passages.append(passage)
             prep.phrases.append(list(phrases.values()))
             prep.facts.append(facts)
-        # A model that failed at run time for this document left it to its fallback: say so.
-        failed = getattr(extractor, "failures", 0) != failures
-        prep.extractor = getattr(extractor, "fallback_name", extractor.name) if failed else extractor.name
+        if stop == n:
+            # A model that failed at run time for this document left it to its fallback: say so.
+            failed = getattr(extractor, "failures", 0) != prep._failures
+            prep.extractor = getattr(extractor, "fallback_name", extractor.name) if failed else extractor.name
         return prep
 
-    def embed(self, preps: list[Prepared]) -> None:
-        """Embed passages and pool their fact windows, reusing cached vectors by content hash."""
-        embedder, store = self.rt.embedder, self.store
-        texts, spans, owners = [], [], []
+    def embed(self, preps: list[Prepared], progress: Progress | None = None) -> None:
+        """Analyse (what is not yet), embed and spool every passage of ``preps``,
+        ``PASSAGE_BATCH`` passages at a time across documents. A passage whose text and
+        document title are those of a passage the document already has keeps that passage's
+        vectors (re-indexing a changed file embeds only what changed)."""
+        total = sum(len(prep.passages) for prep in preps)
+        done = 0
+        batch: list[tuple[Prepared, int, dict[str, int]]] = []
+
+        def flush() -> None:
+            nonlocal batch, done
+            self._embed_batch(batch)
+            done += len(batch)
+            if progress:
+                progress(done, total, batch[-1][0].source)
+            batch = []
+
         for prep in preps:
-            prep.vectors = np.zeros((len(prep.passages), embedder.dim), np.float32)
-            prep.fact_vectors = [np.zeros((0, embedder.dim), np.float32)] * len(prep.passages)
-            for k, passage in enumerate(prep.passages):
-                text, shift = embed_input(prep.title, passage)
-                cached = store.cached_embedding(content_hash(text), embedder.name)
-                n_facts = len(prep.facts[k])
-                if cached is not None:
-                    mat = np.frombuffer(cached, np.float32).reshape(-1, embedder.dim)
-                    if len(mat) == 1 + n_facts:
-                        prep.vectors[k] = mat[0]
-                        prep.fact_vectors[k] = mat[1:]
-                        continue
-                texts.append(text)
-                spans.append(fact_spans(passage, shift, [i for i, _t, _k in prep.facts[k]]))
-                owners.append((prep, k))
-        if not texts:
-            return
-        vecs, pooled = embedder.embed_spans(texts, spans)
-        with store.atomic():
-            for (prep, k), text, v, f in zip(owners, texts, vecs, pooled):
-                prep.vectors[k] = v
-                prep.fact_vectors[k] = f
-                data = np.vstack([v[None, :], f]).astype(np.float32).tobytes()
-                store.cache_embedding(content_hash(text), embedder.name, data)
+            if prep.parts is not None:
+                prep.parts.close()
+            prep.parts = Spool(self.rt.settings.db_path.parent)
+            reuse = self._reusable(prep)
+            for k in range(len(prep.passages)):
+                batch.append((prep, k, reuse))
+                if len(batch) == PASSAGE_BATCH:
+                    flush()
+        if batch:
+            flush()
+
+    def _reusable(self, prep: Prepared) -> dict[str, int]:
+        """Content hash of each passage the document has now -> its node id (empty when the
+        title changed: the title is part of what a passage is embedded as)."""
+        old = self.store.document_by_source(prep.source)
+        if old is None or (old[2] or None) != prep.title:
+            return {}
+        return {content_hash(text): node for node, text in self.store.document_nodes(old[0])}
+
+    def _embed_batch(self, batch: list[tuple[Prepared, int, dict[str, int]]]) -> None:
+        embedder = self.rt.embedder
+        for prep, k, _r in batch:
+            self.analyse(prep, k + 1)
+        keys = [reuse.get(content_hash(prep.passages[k])) for prep, k, reuse in batch]
+        known = self.store.passage_embeddings([n for n in keys if n is not None], embedder.dim)
+        parts: list[Part | None] = []
+        texts, spans, owners = [], [], []
+        for (prep, k, _r), node in zip(batch, keys):
+            passage, facts = prep.passages[k], prep.facts[k]
+            reused = _reuse(known.get(node) if node is not None else None, facts)
+            if reused is not None:
+                parts.append(Part(passage, prep.phrases[k], facts, *reused))
+                continue
+            text, shift = embed_input(prep.title, passage)
+            texts.append(text)
+            spans.append(fact_spans(passage, shift, [i for i, _t, _k in facts]))
+            owners.append(len(parts))
+            parts.append(None)
+        if texts:
+            vecs, pooled = embedder.embed_spans(texts, spans)
+            for at, v, f in zip(owners, vecs, pooled):
+                prep, k, _r = batch[at]
+                parts[at] = Part(prep.passages[k], prep.phrases[k], prep.facts[k], v,
+                                 np.asarray(f, dtype=np.float32).reshape(-1, embedder.dim))
+        for (prep, k, _r), part in zip(batch, parts):
+            assert part is not None and prep.parts is not None
+            prep.parts.append(part)
+            prep.phrases[k], prep.facts[k] = [], []  # the spool holds them now
+        release_free_memory()  # the model's freed buffers, before the next batch fragments them
 
     def write(self, prep: Prepared, old: tuple | None, after=None) -> IndexResult:
         """One transaction: the document, its passages, phrases, edges, facts and vectors, the
         synonym edges of new phrases, and ``after(doc_id)`` (rows of the same logical change,
         e.g. a memory's fields or a code file's symbols)."""
-        assert prep.vectors is not None
+        assert prep.parts is not None, "embed() the document first"
+        try:
+            return self._write(prep, after)
+        finally:
+            prep.parts.close()
+
+    def _write(self, prep: Prepared, after) -> IndexResult:
         store = self.store
+        assert prep.parts is not None
         with store.atomic():
             self.rt.check_embedder()  # never write vectors of one space into a file of another
             # Read again under the write lock: another writer may have committed this source
@@ -244,24 +379,24 @@ class Ingest:
                 doc_id = store.insert_document(prep.source, prep.title, prep.digest, prep.metadata,
                                                prep.extractor)
             new_phrases: list[int] = []
-            for k, passage in enumerate(prep.passages):
-                pid = store.add_passage(doc_id, k, passage, prep.node_kind)
-                surfaces = {p.key: p.text for p in prep.phrases[k]}
+            for k, part in enumerate(prep.parts):
+                pid = store.add_passage(doc_id, k, part.text, prep.node_kind)
+                surfaces = {p.key: p.text for p in part.phrases}
                 ids, created = store.upsert_phrases(surfaces)
-                new_phrases += [ids[p.key] for p in prep.phrases[k]
+                new_phrases += [ids[p.key] for p in part.phrases
                                 if ids[p.key] in created and _wants_vector(p)]
                 store.add_edges((pid, ids[key], "context", 1.0) for key in surfaces)
-                store.set_vectors("dense", [(pid, prep.vectors[k])])
+                store.set_vectors("dense", [(pid, part.vector)])
                 store.add_facts(
-                    (pid, n, text, [ids[key] for key in keys], prep.fact_vectors[k][n])
-                    for n, (_i, text, keys) in enumerate(prep.facts[k]))
-            self._link_synonyms(new_phrases)
+                    (pid, n, text, [ids[key] for key in keys], part.fact_vectors[n])
+                    for n, (_i, text, keys) in enumerate(part.facts))
+            self.synonyms.link(new_phrases)
             if after is not None:
                 after(doc_id)
             store.bump_version()
         self.rt.after_write()
         status = "updated" if old is not None else "added"
-        return IndexResult(doc_id, prep.source, status, len(prep.passages))
+        return IndexResult(doc_id, prep.source, status, prep.parts.count)
 
     # ----- delete -----------------------------------------------------------------------
     def find_document(self, ref: str | int) -> tuple:
@@ -299,45 +434,6 @@ class Ingest:
         return {"doc_id": doc[0], "source": doc[1], "deleted": True, **removed}
 
     # ----- synonyms ---------------------------------------------------------------------
-    def _phrase_vectors(self) -> "PhraseMatrix":
-        version = self.store.graph_version()
-        cache = self.rt.phrase_cache
-        if cache is None or cache.version != version:
-            ids, mat = self.store.load_vectors("phrase", self.rt.phrase_embedder.dim)
-            cache = self.rt.phrase_cache = PhraseMatrix(version, ids, mat)
-        return cache
-
-    def _link_synonyms(self, new_ids: list[int]) -> int:
-        """Synonym edges from new phrases to their nearest neighbours (cosine >= threshold)."""
-        if not new_ids:
-            return 0
-        cache = self._phrase_vectors()
-        texts = {i: row[1] for i, row in self.store.node_texts(new_ids).items()}
-        new_ids = [i for i in new_ids if i in texts]
-        vecs = self.rt.phrase_embedder.embed([texts[i] for i in new_ids])
-        self.store.set_vectors("phrase", zip(new_ids, vecs))
-        cache.append(np.array(new_ids, dtype=np.int64), vecs)
-        made = self._nearest_edges(vecs, np.array(new_ids), cache.ids, cache.mat,
-                                   self.rt.settings.synonym_threshold)
-        cache.version = self.store.graph_version() + 1  # the caller bumps once after
-        return made
-
-    def _nearest_edges(self, queries: np.ndarray, query_ids: np.ndarray, ids: np.ndarray,
-                       mat: np.ndarray, threshold: float) -> int:
-        k = self.rt.settings.synonym_neighbours
-        edges = []
-        for start in range(0, len(queries), SYNONYM_BLOCK):
-            sims = queries[start:start + SYNONYM_BLOCK] @ mat.T
-            for r, row in enumerate(sims):
-                me = query_ids[start + r]
-                cand = np.argpartition(-row, min(k, len(row) - 1))[:k + 1]
-                for c in cand:
-                    if ids[c] != me and row[c] >= threshold:
-                        edges.append((int(me), int(ids[c]), float(row[c])))
-        # Synonym weight stays the cosine: put, never accumulate on repeats.
-        self.store.put_edges("synonym", edges)
-        return len({(min(a, b), max(a, b)) for a, b, _w in edges})
-
     def optimize_graph(self, threshold: float | None = None) -> dict:
         """Rebuild every synonym edge at ``threshold`` (default: the setting, which also links
         every new phrase; the threshold used is recorded in meta for ``stats``) and drop
@@ -351,11 +447,11 @@ class Ingest:
         with store.atomic():
             removed = store.delete_edges("synonym")
             orphans = store.delete_orphan_phrases()
-            ids, mat = store.load_vectors("phrase", self.rt.phrase_embedder.dim)
-            made = self._nearest_edges(mat, ids, ids, mat, threshold) if len(ids) else 0
+            made = self.synonyms.rebuild(threshold)
             store.set_meta(synonym_threshold=str(threshold))
             store.bump_version()
         self.rt.after_write()
+        self.rt.phrase_cache = None
         store.optimize()
         out = {"threshold": threshold, "synonym_edges_removed": removed,
                 "synonym_edges_added": made, "orphan_phrases_removed": orphans,
@@ -404,35 +500,22 @@ def fact_spans(passage: str, shift: int, sentence_ids: list[int]) -> list[list[t
     return groups
 
 
-class PhraseMatrix:
-    """Phrase ids and vectors with amortised appends (indexing adds a few rows per document)."""
-
-    def __init__(self, version: int, ids: np.ndarray, mat: np.ndarray) -> None:
-        self.version = version
-        self._n = len(ids)
-        self._ids = ids.copy()
-        self._mat = mat.copy()
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._ids[:self._n]
-
-    @property
-    def mat(self) -> np.ndarray:
-        return self._mat[:self._n]
-
-    def append(self, ids: np.ndarray, vecs: np.ndarray) -> None:
-        need = self._n + len(ids)
-        if need > len(self._ids):
-            cap = max(need, 2 * len(self._ids), 1024)
-            grown_ids = np.zeros(cap, dtype=np.int64)
-            grown_ids[:self._n] = self.ids
-            grown = np.zeros((cap, vecs.shape[1]), dtype=np.float32)
-            grown[:self._n] = self.mat
-            self._ids, self._mat = grown_ids, grown
-        self._ids[self._n:need] = ids
-        self._mat[self._n:need] = vecs
-        self._n = need
+def _reuse(known: tuple[np.ndarray, list[tuple[str, np.ndarray]]] | None, facts: list[Fact]
+           ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The stored vectors of an unchanged passage for these facts (each found by its sentence),
+    or None when any is missing and the passage must be embedded."""
+    if known is None:
+        return None
+    vector, stored = known
+    left = list(stored)
+    out = []
+    for _i, text, _keys in facts:
+        at = next((j for j, (t, _v) in enumerate(left) if t == text), None)
+        if at is None:
+            return None
+        out.append(left.pop(at)[1])
+    dim = vector.shape[-1]
+    return vector, (np.stack(out) if out else np.zeros((0, dim), np.float32))
 
 
 def _wants_vector(p: Phrase) -> bool:

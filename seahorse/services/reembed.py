@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
-from ..text import content_hash, split_sentences
+from ..text import split_sentences
 from ..version import __version__
 from .ingest import embed_input, fact_spans
 from .runtime import Runtime
@@ -59,7 +59,6 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
         facts[pid].append((fid, text))
     vectors: list[tuple[int, np.ndarray]] = []
     fact_vecs: list[tuple[int, np.ndarray]] = []
-    cache: list[tuple[str, bytes]] = []
     for start in range(0, len(rows), BATCH):
         batch = rows[start:start + BATCH]
         texts, spans = [], []
@@ -68,10 +67,9 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
             texts.append(text)
             spans.append(fact_spans(passage, shift, _sentence_ids(passage, [t for _f, t in facts[node]])))
         vecs, pooled = engine.embedder.embed_spans(texts, spans)
-        for (node, _p, _t), text, v, f in zip(batch, texts, vecs, pooled):
+        for (node, _p, _t), v, f in zip(batch, vecs, pooled):
             vectors.append((node, v))
             fact_vecs += [(fid, f[n]) for n, (fid, _t) in enumerate(facts[node])]
-            cache.append((content_hash(text), np.vstack([v[None, :], f]).astype(np.float32).tobytes()))
         if progress:
             progress(min(start + BATCH, len(rows)), len(rows), "passages")
     with store.atomic():
@@ -80,8 +78,6 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
                                "written: run `seahorse reembed` again")
         store.set_vectors("dense", vectors)
         store.set_fact_vectors(fact_vecs)
-        for digest, data in cache:
-            store.cache_embedding(digest, new, data)
         store.set_meta(embedder=new, dim=str(engine.embedder.dim), writer_version=__version__)
         store.log_full_change()  # every vector moved: readers reload, they do not catch up
         store.bump_version()

@@ -10,7 +10,7 @@ one consistent view; vectors are float32 numpy rows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ContextManager, Iterable, Protocol, Sequence, runtime_checkable
+from typing import ContextManager, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -137,10 +137,8 @@ class Store(Protocol):
                      ttl: float) -> None:
         ...
 
-    def cached_embedding(self, content_hash: str, embedder: str) -> bytes | None:
-        ...
-
-    def cache_embedding(self, content_hash: str, embedder: str, data: bytes) -> None:
+    def passage_embeddings(self, node_ids: Sequence[int], dim: int
+                           ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
         ...
 
     def load_nodes(self) -> list[tuple[int, str, int | None]]:
@@ -170,6 +168,13 @@ class Store(Protocol):
         ...
 
     def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        ...
+
+    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        ...
+
+    def iter_phrase_features(self, rows: int = 8192
+                             ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
         ...
 
     def phrase_nodes(self) -> list[tuple[int, str, str]]:

@@ -1,11 +1,14 @@
 """The store's reads for the in-memory search state: the graph whole or since a node id, the
-change log the state catches up from, and the per-query lookups of phrases and node texts.
+change log the state catches up from, and the per-query lookups of phrases and node texts;
+and the phrases' features the synonym search rebuilds their vectors from.
 Mixed into :class:`~seahorse.store.sqlite.SQLiteStore` (``self.db`` is its connection)."""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
 
 # Change-log entries kept: a few large writes' worth (an indexed passage logs ~20). A reader
 # further behind than this reloads its search state, which such a change would cost anyway.
@@ -106,3 +109,27 @@ class GraphReads:
                 out[row[0]] = (row[1], row[2], row[3], row[4])
         return out
 
+    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        """What a phrase's vector is computed from (the phrase embedder's token ids), as
+        little-endian uint32: a few bytes where the vector took 260."""
+        self.db.executemany(
+            "INSERT OR REPLACE INTO phrase_features VALUES (?, ?)",
+            [(node_id, np.asarray(f, dtype="<u4").tobytes()) for node_id, f in items])
+
+    def iter_phrase_features(self, rows: int = 8192
+                             ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
+        """The phrases that take part in synonym edges, by node id, ``rows`` at a time: (ids,
+        features or None where they were never computed (a file migrated from stored
+        vectors), the phrases' texts)."""
+        last = -1
+        while True:
+            part = self.db.execute(
+                "SELECT f.node_id, f.features, n.text FROM phrase_features f JOIN nodes n "
+                "ON n.id = f.node_id WHERE f.node_id > ? ORDER BY f.node_id LIMIT ?",
+                (last, rows)).fetchall()
+            if not part:
+                return
+            last = part[-1][0]
+            yield (np.array([r[0] for r in part], dtype=np.int64),
+                   [None if r[1] is None else np.frombuffer(r[1], dtype="<u4") for r in part],
+                   [r[2] for r in part])

@@ -281,6 +281,36 @@ def _m0007_change_log(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0008_compact(db: sqlite3.Connection) -> None:
+    """A smaller file (TECH_SPEC, "What the database holds"). ``embed_cache`` goes: it held a
+    second copy of every passage and fact vector; an unchanged passage now takes its vectors
+    from the node it replaces. Phrase vectors go: ``phrase_features`` keeps what each is
+    computed from (its token ids), NULL here until the next write computes them from the
+    phrase's text; ``vectors`` keeps passage vectors only, so its index on the space goes. The
+    text index keeps no copy of the text: its content is read from ``nodes`` through
+    ``fts_texts`` (every node but phrases: passages, memories, symbols, files, commits,
+    exactly the rows it indexed), and it is rebuilt from there. Vectors written from now on
+    are int8 with a scale; float32 ones already stored stay readable."""
+    _run_script(
+        db,
+        """
+        DROP TABLE IF EXISTS embed_cache;
+        CREATE TABLE phrase_features(
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            features BLOB
+        );
+        INSERT INTO phrase_features(node_id) SELECT node_id FROM vectors WHERE space = 'phrase';
+        DELETE FROM vectors WHERE space = 'phrase';
+        DROP INDEX vectors_space;
+        DROP TABLE passages_fts;
+        CREATE VIEW fts_texts AS SELECT id, text FROM nodes WHERE kind <> 'phrase';
+        CREATE VIRTUAL TABLE passages_fts USING fts5(text, content='fts_texts', content_rowid='id',
+            tokenize='porter unicode61');
+        INSERT INTO passages_fts(passages_fts) VALUES ('rebuild');
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -289,8 +319,9 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0005_document_extractor", _m0005_document_extractor),
     ("0006_ref_receiver", _m0006_ref_receiver),
     ("0007_change_log", _m0007_change_log),
+    ("0008_compact", _m0008_compact),
 ]
 
 
 # The schema version a database is at = the number of migrations applied to it.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = len(MIGRATIONS)

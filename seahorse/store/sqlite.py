@@ -32,13 +32,43 @@ log = logging.getLogger(__name__)
 
 
 def _to_blob(vec: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+    """A vector as stored: a float32 scale, then one int8 per dimension (``dim + 4`` bytes, a
+    quarter of float32). The scale is the largest magnitude / 127, so no component moves by
+    more than 1/254 of the largest; a cosine between unit vectors moves by ~0.0005 typically
+    (TECH_SPEC, "What the database holds", has what it does to recall and synonyms)."""
+    return _to_blobs(np.asarray(vec, dtype=np.float32).reshape(1, -1))[0]
+
+
+def _to_blobs(rows: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
+    """:func:`_to_blob` of each row, in one pass."""
+    mat = np.asarray(rows, dtype=np.float32)
+    if mat.ndim != 2 or not len(mat):
+        return [_to_blob(r) for r in rows]
+    peak = np.abs(mat).max(axis=1) if mat.shape[1] else np.zeros(len(mat), np.float32)
+    ok = (peak > 0) & np.isfinite(peak)
+    scale = np.where(ok, peak / 127.0, 1.0).astype(np.float32)
+    q = np.clip(np.rint(np.nan_to_num(mat / scale[:, None])), -127, 127).astype(np.int8)
+    packed = np.concatenate([scale[:, None].view(np.uint8), q.view(np.uint8)], axis=1)
+    return [row.tobytes() for row in packed]
 
 
 def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
+    """Stored vectors back as float32 rows: the int8 form (``dim + 4`` bytes) or the float32
+    one earlier versions wrote (``4 * dim`` bytes); one file may hold both."""
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1).copy()
+    sizes = {len(b) for b in blobs}
+    if len(sizes) == 1:
+        return _decode(b"".join(blobs), len(blobs), sizes.pop(), dim)
+    return np.vstack([_decode(b, 1, len(b), dim) for b in blobs])
+
+
+def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
+    if size == dim + 4 and size != 4 * dim:
+        packed = np.frombuffer(raw, dtype=np.uint8).reshape(rows, size)
+        scales = packed[:, :4].copy().view(np.float32)  # [rows, 1]
+        return packed[:, 4:].view(np.int8).astype(np.float32) * scales
+    return np.frombuffer(raw, dtype=np.float32).reshape(rows, -1).copy()
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -566,15 +596,17 @@ class SQLiteStore(CodeTables, GraphReads):
         ).rowcount
 
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-            [(node_id, space, _to_blob(v)) for node_id, v in items],
-        )
+        items = list(items)
+        blobs = _to_blobs([v for _n, v in items]) if items else []
+        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                            [(node_id, space, b) for (node_id, _v), b in zip(items, blobs)])
 
     def add_facts(self, rows: Iterable[tuple[int, int, str, list[int], np.ndarray]]) -> None:
+        rows = list(rows)
+        blobs = _to_blobs([r[4] for r in rows]) if rows else []
         self.db.executemany(
             "INSERT INTO facts(passage_id, ordinal, text, phrase_ids, vec) VALUES (?,?,?,?,?)",
-            [(p, o, t, json.dumps(ph), _to_blob(v)) for p, o, t, ph, v in rows],
+            [(p, o, t, json.dumps(ph), b) for (p, o, t, ph, _v), b in zip(rows, blobs)],
         )
 
     # ----- memories and sessions --------------------------------------------------------
@@ -645,16 +677,29 @@ class SQLiteStore(CodeTables, GraphReads):
                 (session_id, json.dumps({str(k): v for k, v in context.items()}), turns, now,
                  now + ttl))
 
-    # ----- embedding cache --------------------------------------------------------------
-    def cached_embedding(self, content_hash: str, embedder: str) -> bytes | None:
-        row = self.db.execute(
-            "SELECT data FROM embed_cache WHERE hash=? AND embedder=?", (content_hash, embedder)
-        ).fetchone()
-        return row[0] if row else None
-
-    def cache_embedding(self, content_hash: str, embedder: str, data: bytes) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO embed_cache VALUES (?, ?, ?)", (content_hash, embedder, data))
+    # ----- vectors to reuse --------------------------------------------------------------
+    def passage_embeddings(self, node_ids: Sequence[int], dim: int
+                           ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
+        """Per node: its ``dense`` vector and its facts' (sentence, vector) in order, so a
+        re-indexed passage whose text did not change is not embedded again."""
+        out: dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]] = {}
+        for start in range(0, len(node_ids), 500):
+            part = list(node_ids[start:start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT node_id, vec FROM vectors WHERE space='dense' AND node_id IN ({marks})",
+                part).fetchall()
+            vecs = _from_blobs([r[1] for r in rows], dim)
+            facts: dict[int, list[tuple[str, bytes]]] = {}
+            for pid, text, vec in self.db.execute(
+                    f"SELECT passage_id, text, vec FROM facts WHERE passage_id IN ({marks})"
+                    " ORDER BY passage_id, ordinal", part):
+                facts.setdefault(pid, []).append((text, vec))
+            for (node_id, _b), vec in zip(rows, vecs):
+                own = facts.get(node_id, [])
+                fvecs = _from_blobs([b for _t, b in own], dim)
+                out[node_id] = (vec, [(t, fv) for (t, _b), fv in zip(own, fvecs)])
+        return out
 
     # ----- bulk reads for the caches ----------------------------------------------------
     def load_vectors(self, space: str, dim: int, since: int = 0,
@@ -697,7 +742,10 @@ class SQLiteStore(CodeTables, GraphReads):
             "SELECT id, passage_id, text FROM facts ORDER BY passage_id, ordinal").fetchall()
 
     def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        self.db.executemany("UPDATE facts SET vec=? WHERE id=?", [(_to_blob(v), i) for i, v in items])
+        items = list(items)
+        blobs = _to_blobs([v for _i, v in items]) if items else []
+        self.db.executemany("UPDATE facts SET vec=? WHERE id=?",
+                            [(b, i) for (i, _v), b in zip(items, blobs)])
 
     def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over passages; higher is better (FTS5's bm25() is negated here)."""
