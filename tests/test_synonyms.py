@@ -7,7 +7,6 @@ import pytest
 
 from seahorse.services import synonyms
 from seahorse.services.synonyms import PhraseMatrix, nearest_pairs, quantise
-from seahorse.store.sqlite import _from_blobs, _to_blob
 
 
 def reference(queries, query_ids, ids, mat, k, threshold):
@@ -46,13 +45,14 @@ def test_blocked_search_equals_the_plain_rule(monkeypatch, rows: int, cols: int)
     assert all(w >= 0.7 for _a, _b, w in got) and got
 
 
-def test_the_matrix_keeps_int8_rows_like_stored_vectors() -> None:
+def test_the_matrix_keeps_int8_rows_with_a_scale() -> None:
     mat = clustered(40, 32, seed=5)
     matrix = PhraseMatrix(0, 32)
     for start in range(0, 40, 3):  # many small appends: amortised growth
         matrix.append(np.arange(start, min(start + 3, 40)), mat[start:start + 3])
     assert matrix.ids.tolist() == list(range(40))
-    from_store = _from_blobs([_to_blob(v) for v in mat], 32)
-    np.testing.assert_allclose(matrix.rows(0, 40), from_store, rtol=0, atol=1e-6)
     q, scale = quantise(mat)
     assert q.dtype == np.int8 and np.abs(q).max() == 127 and scale.dtype == np.float32
+    np.testing.assert_allclose(matrix.rows(0, 40), q * scale[:, None], rtol=0, atol=1e-7)
+    # each component within half a step (the row's largest / 254) of the vector
+    assert (np.abs(matrix.rows(0, 40) - mat) <= np.abs(mat).max(axis=1, keepdims=True) / 254 + 1e-7).all()

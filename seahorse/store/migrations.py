@@ -290,7 +290,7 @@ def _m0008_compact(db: sqlite3.Connection) -> None:
     text index keeps no copy of the text: its content is read from ``nodes`` through
     ``fts_texts`` (every node but phrases: passages, memories, symbols, files, commits,
     exactly the rows it indexed), and it is rebuilt from there. Vectors written from now on
-    are int8 with a scale; float32 ones already stored stay readable."""
+    are float16; float32 ones already stored stay readable."""
     _run_script(
         db,
         """
