@@ -36,6 +36,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -169,8 +170,14 @@ def step_mcp(path: Path, db: Path) -> dict:
                                    env=env)
     notes: list[float] = []
 
+    errlog = db.with_suffix(".server.log")
+
     async def run() -> tuple[float, dict]:
-        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+        with errlog.open("w") as err:
+            return await session(err)
+
+    async def session(err) -> tuple[float, dict]:
+        async with stdio_client(params, errlog=err) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
             await s.call_tool("add_document", {"text": "Warm the models up.", "source": "warm"})
 
@@ -182,7 +189,11 @@ def step_mcp(path: Path, db: Path) -> dict:
                                     progress_callback=on_progress)
             return time.perf_counter() - t, res.structured_content or {}
 
-    seconds, out = asyncio.run(run())
+    try:
+        seconds, out = asyncio.run(run())
+    except Exception:  # the server's own words last: the caller shows the end of stderr
+        traceback.print_exc()
+        raise SystemExit(f"server stderr:\n{errlog.read_text()[-2500:]}") from None
     return {"seconds": seconds, "passages": out.get("passages"), "notifications": len(notes)}
 
 
