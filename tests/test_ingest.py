@@ -106,6 +106,11 @@ def test_the_spool_keeps_order_across_memory_and_file(tmp_path: Path, monkeypatc
     assert [p.text for p in spool] == [p.text for p in parts]  # it can be read twice
     spool.close()
     assert list(spool) == []
+    elsewhere = ingest.Spool(tmp_path / "no such folder")  # falls back to the system's temp folder
+    for p in parts:
+        elsewhere.append(p)
+    assert [p.text for p in elsewhere] == [p.text for p in parts]
+    elsewhere.close()
 
 
 def test_reindexing_embeds_only_the_passages_that_changed(tmp_path: Path) -> None:

@@ -84,20 +84,6 @@ def read_memory() -> MemoryReading:
     return MemoryReading(total=vm.total, available=vm.available, zram_total=zt, zram_used=zu)
 
 
-def trim_heap() -> None:
-    """Hand the C heap's free pages back to the OS (glibc keeps them otherwise: loading the
-    MiniLM session frees ~60 MB of optimiser scratch that would stay resident). A no-op where
-    ``malloc_trim`` does not exist."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def process_rss() -> int:
     """Resident set size of this process, in bytes."""
     import psutil

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import InvalidInput, MissingExtra
-from .budget import trim_heap
+from .budget import release_free_memory
 
 log = logging.getLogger("seahorse")
 
@@ -101,7 +101,7 @@ def make_session(model_path: str | os.PathLike[str], threads: int | None = None)
     try:
         session = ort.InferenceSession(str(p), sess_options=_session_options(ort, threads),
                                        providers=["CPUExecutionProvider"])
-        trim_heap()
+        release_free_memory()
         return session
     except Exception as exc:  # onnxruntime's own Fail / InvalidProtobuf / InvalidGraph
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -73,8 +73,10 @@ class Spool:
 
     def _spill(self) -> None:
         if self._file is None:
-            folder = self.folder if self.folder is not None and self.folder.is_dir() else None
-            self._file = tempfile.TemporaryFile(prefix="seahorse-spool-", dir=folder)
+            try:
+                self._file = tempfile.TemporaryFile(prefix="seahorse-spool-", dir=self.folder)
+            except OSError:  # no such folder, or not ours to write: the system's temporary one
+                self._file = tempfile.TemporaryFile(prefix="seahorse-spool-")
         pickle.dump(self._tail, self._file, protocol=pickle.HIGHEST_PROTOCOL)
         self._tail = []
 

@@ -23,43 +23,13 @@ import numpy as np
 
 from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
 from .code import CodeTables
+from .codec import _from_blobs, _to_blob, _to_blobs  # noqa: F401  (_to_blob: imported from here)
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
 log = logging.getLogger(__name__)
-
-
-def _to_blob(vec: np.ndarray) -> bytes:
-    """A vector as stored: float16, ``2 * dim`` bytes, half of float32. Its error (~1e-7 on a
-    cosine) is far below the gaps ranking decides on; int8 with a scale (a quarter) moved a
-    fact across the seeding cut-off and changed HotpotQA dev R@2 (TECH_SPEC, "What the
-    database holds")."""
-    return _to_blobs(np.asarray(vec, dtype=np.float32).reshape(1, -1))[0]
-
-
-def _to_blobs(rows: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
-    """:func:`_to_blob` of each row, in one pass."""
-    half = np.asarray(rows, dtype=np.float32).astype("<f2")
-    return [row.tobytes() for row in half]
-
-
-def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
-    """Stored vectors back as float32 rows: float16 (``2 * dim`` bytes) or the float32 that
-    files written before migration 0008 hold (``4 * dim`` bytes); one file may hold both."""
-    if not blobs:
-        return np.zeros((0, dim), dtype=np.float32)
-    sizes = {len(b) for b in blobs}
-    if len(sizes) == 1:
-        return _decode(b"".join(blobs), len(blobs), sizes.pop(), dim)
-    return np.vstack([_decode(b, 1, len(b), dim) for b in blobs])
-
-
-def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
-    if size == 2 * dim:
-        return np.frombuffer(raw, dtype="<f2").reshape(rows, dim).astype(np.float32)
-    return np.frombuffer(raw, dtype=np.float32).reshape(rows, -1).copy()
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
