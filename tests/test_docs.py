@@ -86,3 +86,12 @@ def test_every_variable_named_in_the_code_is_a_setting():
     for path in (ROOT / "seahorse").glob("*.py"):
         named |= set(re.findall(r"\b(?:SEAHORSE|HIPPO|RERANK|GLINER)_[A-Z_]*[A-Z]\b", path.read_text()))
     assert named <= set(ENV_VARS), sorted(named - set(ENV_VARS))
+
+
+def test_no_merge_conflict_left_in_the_docs_or_the_code():
+    paths = [ROOT / "README.md", ROOT / "TECH_SPEC.md", ROOT / "CHANGELOG.md",
+             *sorted((ROOT / "seahorse").rglob("*.py")), *sorted((ROOT / "tests").rglob("*.py"))]
+    marker = re.compile(r"^(<{7}|>{7}|={7})( |$)", re.M)
+    left = [str(p.relative_to(ROOT)) for p in paths
+            if p.exists() and marker.search(p.read_text(encoding="utf-8"))]
+    assert left == []
