@@ -5,6 +5,7 @@ always equal to a fresh load of the same file."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 
 import numpy as np
 import pytest
@@ -145,3 +146,24 @@ def test_dead_vertices_over_a_quarter_reload(hash_settings: Settings) -> None:
         assert engine.retrieval_index() is not state and engine.retrieval_index().dead == 0
     finally:
         engine.close()
+
+
+def test_an_older_store_opened_read_only_has_no_log_and_still_loads(hash_settings: Settings) -> None:
+    from seahorse.store import SQLiteStore
+
+    engine = Engine(hash_settings)
+    engine.add_document(TEXTS[0], source="doc:0")
+    dim = engine.embedder.dim
+    engine.close()
+    con = sqlite3.connect(hash_settings.db_path)  # the file as a schema-6 writer left it
+    con.execute("DROP TABLE changes")
+    con.execute("DELETE FROM migrations WHERE name='0007_change_log'")
+    con.commit()
+    con.close()
+    store = SQLiteStore(hash_settings.db_path, read_only=True)
+    try:
+        assert store.change_seq() == -1
+        state = RetrievalIndex(store, dim)
+        assert state.catch_up(store) is state and len(state.passage_idx) == 1
+    finally:
+        store.close()

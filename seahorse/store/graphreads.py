@@ -20,8 +20,14 @@ class GraphReads:
 
     # ----- the change log (filled by triggers, see migration 0007) ----------------------
     def change_seq(self) -> int:
-        """The last change logged (0 for a store never written)."""
-        row = self.db.execute("SELECT max(seq) FROM changes").fetchone()
+        """The last change logged (0 for a store never written; -1 for an older store opened
+        read-only, which has no log: nothing can write to it while it is read)."""
+        try:
+            row = self.db.execute("SELECT max(seq) FROM changes").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            return -1
         return int(row[0] or 0)
 
     def changes_since(self, seq: int, limit: int) -> list[tuple[int, str, int | None, int | None]] | None:
