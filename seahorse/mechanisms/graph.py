@@ -308,8 +308,8 @@ class GraphCache:
     """The arrays the query path needs, for one graph_version.
 
     Only the fields are state. What is derived from ``adj`` and ``hub_self`` (transitions,
-    push terms, global PageRank) is computed on first use and cached; whoever changes the
-    fields in place calls :meth:`invalidate`."""
+    push terms, global PageRank) is computed on first use and cached; a change makes a new
+    cache (:func:`~seahorse.mechanisms.graphdelta.apply`), never edits the fields in place."""
 
     version: int
     node_ids: np.ndarray  # SQLite node id per vertex index
@@ -336,12 +336,6 @@ class GraphCache:
     def n(self) -> int:
         return len(self.node_ids)
 
-    def invalidate(self) -> None:
-        """Drop everything derived from ``adj`` / ``hub_self``: call after changing them."""
-        self._t = None
-        self._push = None
-        self._pagerank = {}
-
     def transitions(self) -> tuple[sp.csr_matrix, np.ndarray]:
         if self._t is None:
             self._t = transition_matrix(self.adj, self.hub_self)
@@ -364,7 +358,7 @@ class GraphCache:
 
     def global_pagerank(self, damping: float) -> np.ndarray:
         """The walk from a uniform teleport on the whole graph, whatever the budget: what each
-        vertex scores from structure alone. Computed once per damping until invalidated."""
+        vertex scores from structure alone. Computed once per damping."""
         pr = self._pagerank.get(damping)
         if pr is None:
             t, dangling = self.transitions()

@@ -1,6 +1,6 @@
-"""What every service shares: the settings, the store, the models, and the caches a write
-invalidates. Built once by the :class:`~seahorse.engine.Engine` facade; services never import
-the facade, they are handed this."""
+"""What every service shares: the settings, the store, the models, and the search state
+(caught up from the store's change log). Built once by the :class:`~seahorse.engine.Engine`
+facade; services never import the facade, they are handed this."""
 
 from __future__ import annotations
 

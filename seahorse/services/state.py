@@ -87,8 +87,10 @@ class RetrievalIndex:
         code = np.zeros(n, dtype=np.uint8)
         code[:len(self.kind_code)] = self.kind_code[:n]
         todo = np.arange(start, n) if also is None else np.union1d(np.arange(start, n), also)
-        for v in todo.tolist():
-            code[v] = self._codes.setdefault(kinds[v], len(self._codes)) if kinds[v] else 0
+        names, inverse = np.unique(kinds[todo].astype(str), return_inverse=True)
+        codes = np.array([self._codes.setdefault(k, len(self._codes)) if k else 0 for k in names],
+                         dtype=np.uint8)
+        code[todo] = codes[inverse] if len(todo) else code[todo]
         self.kind_code = code
 
     def vertices(self, node_ids) -> np.ndarray:

@@ -177,9 +177,6 @@ class Store(Protocol):
                              ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
         ...
 
-    def phrase_nodes(self) -> list[tuple[int, str, str]]:
-        ...
-
     def embedded_passages(self, space: str) -> list[tuple[int, str, str | None]]:
         ...
 

@@ -9,20 +9,9 @@ import sqlite3
 import time
 from typing import Iterable, Sequence
 
+from .inlists import CHUNK, _chunks, _marks
+
 DECL_EXCLUDED = "('doc','window','file')"
-
-
-CHUNK = 500  # values bound per IN (...): far below SQLite's limit on variables, whatever the list
-
-
-def _marks(values: Sequence) -> str:
-    return ",".join("?" * len(values))
-
-
-def _chunks(values: Sequence) -> list[list]:
-    """An unbounded list in pieces of at most CHUNK, for IN (...) lists."""
-    items = list(values)
-    return [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
 
 
 def _like(s: str) -> str:

@@ -10,6 +10,8 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from .inlists import select_in
+
 # Change-log entries kept: a few large writes' worth (an indexed passage logs ~20). A reader
 # further behind than this reloads its search state, which such a change would cost anyway.
 CHANGE_LOG_KEEP = 50_000
@@ -82,38 +84,18 @@ class GraphReads:
 
     def phrase_ids(self, keys: Sequence[str]) -> dict[str, int]:
         """Node id of each normalised phrase key that exists."""
-        out: dict[str, int] = {}
-        for chunk in range(0, len(keys), 500):
-            part = list(keys[chunk:chunk + 500])
-            out.update(self.db.execute(
-                f"SELECT key, id FROM nodes WHERE kind='phrase' AND key IN "
-                f"({','.join('?' * len(part))})", part).fetchall())
-        return out
+        return dict(select_in(self.db, "SELECT key, id FROM nodes WHERE kind='phrase' AND key IN ({in})",
+                              keys))
 
     def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
         """Surface text of each phrase among ``ids``."""
-        out: dict[int, str] = {}
-        for chunk in range(0, len(ids), 500):
-            part = [int(i) for i in ids[chunk:chunk + 500]]
-            out.update(self.db.execute(
-                f"SELECT id, text FROM nodes WHERE kind='phrase' AND id IN "
-                f"({','.join('?' * len(part))})", part).fetchall())
-        return out
-
-    def phrase_nodes(self) -> list[tuple[int, str, str]]:
-        """(id, normalised key, surface text) of every phrase."""
-        return self.db.execute("SELECT id, key, text FROM nodes WHERE kind='phrase'").fetchall()
+        return dict(select_in(self.db, "SELECT id, text FROM nodes WHERE kind='phrase' AND id IN ({in})",
+                              [int(i) for i in ids]))
 
     def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
-        out: dict[int, tuple[str, str, int | None, int | None]] = {}
-        for chunk in range(0, len(ids), 500):
-            part = list(ids[chunk:chunk + 500])
-            marks = ",".join("?" * len(part))
-            for row in self.db.execute(
-                f"SELECT id, kind, text, doc_id, ordinal FROM nodes WHERE id IN ({marks})", part
-            ):
-                out[row[0]] = (row[1], row[2], row[3], row[4])
-        return out
+        rows = select_in(self.db, "SELECT id, kind, text, doc_id, ordinal FROM nodes WHERE id IN ({in})",
+                         list(ids))
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
     def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
         """What a phrase's vector is computed from (the phrase embedder's token ids), as

@@ -25,6 +25,7 @@ from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, S
 from .code import CodeTables
 from .codec import _from_blobs, _to_blob, _to_blobs  # noqa: F401  (_to_blob: imported from here)
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
+from .inlists import select_in
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
@@ -643,23 +644,17 @@ class SQLiteStore(CodeTables, GraphReads):
                            ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
         """Per node: its ``dense`` vector and its facts' (sentence, vector) in order, so a
         re-indexed passage whose text did not change is not embedded again."""
+        ids, vecs = self.load_vectors("dense", dim, ids=list(node_ids))
+        facts: dict[int, list[tuple[str, bytes]]] = {}
+        for pid, text, blob in select_in(
+                self.db, "SELECT passage_id, text, vec FROM facts WHERE passage_id IN ({in})"
+                " ORDER BY passage_id, ordinal", list(ids.tolist())):
+            facts.setdefault(pid, []).append((text, blob))
         out: dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]] = {}
-        for start in range(0, len(node_ids), 500):
-            part = list(node_ids[start:start + 500])
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT node_id, vec FROM vectors WHERE space='dense' AND node_id IN ({marks})",
-                part).fetchall()
-            vecs = _from_blobs([r[1] for r in rows], dim)
-            facts: dict[int, list[tuple[str, bytes]]] = {}
-            for pid, text, vec in self.db.execute(
-                    f"SELECT passage_id, text, vec FROM facts WHERE passage_id IN ({marks})"
-                    " ORDER BY passage_id, ordinal", part):
-                facts.setdefault(pid, []).append((text, vec))
-            for (node_id, _b), vec in zip(rows, vecs):
-                own = facts.get(node_id, [])
-                fvecs = _from_blobs([b for _t, b in own], dim)
-                out[node_id] = (vec, [(t, fv) for (t, _b), fv in zip(own, fvecs)])
+        for node_id, vec in zip(ids.tolist(), vecs):
+            own = facts.get(node_id, [])
+            fvecs = _from_blobs([b for _t, b in own], dim)
+            out[node_id] = (vec, [(t, fv) for (t, _b), fv in zip(own, fvecs)])
         return out
 
     # ----- bulk reads for the caches ----------------------------------------------------
@@ -670,23 +665,15 @@ class SQLiteStore(CodeTables, GraphReads):
             rows = self.db.execute("SELECT node_id, vec FROM vectors WHERE space=? AND node_id > ?"
                                    " ORDER BY node_id", (space, since)).fetchall()
         else:
-            rows = []
-            for chunk in range(0, len(ids), 500):
-                part = list(ids[chunk:chunk + 500])
-                rows += self.db.execute(
-                    f"SELECT node_id, vec FROM vectors WHERE space=? AND node_id IN "
-                    f"({','.join('?' * len(part))}) ORDER BY node_id", (space, *part)).fetchall()
+            rows = select_in(self.db, "SELECT node_id, vec FROM vectors WHERE space=? AND node_id IN ({in})"
+                             " ORDER BY node_id", list(ids), (space,))
         return np.array([r[0] for r in rows], dtype=np.int64), _from_blobs([r[1] for r in rows], dim)
 
     def facts_of(self, passage_ids: Sequence[int], dim: int
                  ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         """(passage id, phrase ids, vector) of the facts of these passages."""
-        rows = []
-        for chunk in range(0, len(passage_ids), 500):
-            part = [int(i) for i in passage_ids[chunk:chunk + 500]]
-            rows += self.db.execute(
-                f"SELECT passage_id, phrase_ids, vec FROM facts WHERE passage_id IN "
-                f"({','.join('?' * len(part))})", part).fetchall()
+        rows = select_in(self.db, "SELECT passage_id, phrase_ids, vec FROM facts WHERE passage_id IN ({in})",
+                         [int(i) for i in passage_ids])
         return (np.array([r[0] for r in rows], dtype=np.int64), [json.loads(r[1]) for r in rows],
                 _from_blobs([r[2] for r in rows], dim))
 
