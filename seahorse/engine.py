@@ -7,7 +7,7 @@ the services in :mod:`seahorse.services`, which never import this module.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .config import Settings, load_settings
 from .errors import InvalidInput
@@ -24,13 +24,16 @@ from .services.codequery import (
     check_snippet_chars,
     check_token_budget,
 )
+from .services.conversation import add_conversation, read_jsonl
 from .services.ingest import IndexResult, Ingest
 from .services.lookup import Lookup
 from .services.memory import Memories
+from .services.records import Records
 from .services.reembed import reembed
 from .services.retrieval import RetrievalIndex, SearchResult
 from .services.runtime import Runtime, check_int, check_path, check_text
 from .services.search import Search
+from .services.timeline import Window
 from .store import Store, open_store
 
 Progress = Callable[[int, int, str], None]
@@ -68,6 +71,7 @@ class Engine:
         self.code_index = CodeIndex(rt, self.ingest)
         self.searcher = Search(rt, self.code_queries)
         self.lookup = Lookup(store, self.code_queries)
+        self.records = Records(rt, self.ingest, self.memories)
 
     # ----- the shared state, read-only --------------------------------------------------
     @property
@@ -105,7 +109,7 @@ class Engine:
                      metadata: dict | None = None, progress: Progress | None = None) -> IndexResult:
         """Index a text as one document (re-adding the same source replaces it in place);
         ``progress(done, total, source)`` as its passages are embedded."""
-        return self.ingest.add_many([(text, source, title, metadata)], progress=progress)[0]
+        return self.ingest.add_many([(text, source, title, metadata)], progress=progress, dedup=True)[0]
 
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                    batch_size: int = 64) -> list[IndexResult]:
@@ -141,7 +145,9 @@ class Engine:
     # ----- search -----------------------------------------------------------------------
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
                kinds: Sequence[str] | None = None, refuse: bool | None = None,
-               snippet_chars: int | None = None, token_budget: int | None = None) -> SearchResult:
+               snippet_chars: int | None = None, token_budget: int | None = None,
+               since: str | float | None = None, until: str | float | None = None,
+               as_of: str | float | None = None) -> SearchResult:
         """Rank passages, memories and code symbols for ``query``.
 
         With ``session_id``, the phrases where earlier turns' walks settled seed this one too
@@ -149,9 +155,13 @@ class Engine:
         ``kinds`` picks node kinds (``commit`` for history). ``refuse`` returns no hits and
         ``info["refusal"]`` when the query's distinctive words are absent from the store.
         ``as_dict()`` compacts the hits: each text cut at ``snippet_chars`` (with
-        ``truncated``), or compact hits under ``token_budget`` tokens."""
+        ``truncated``), or compact hits under ``token_budget`` tokens. ``since`` / ``until``
+        keep hits whose time (event time, else when stored) is in that range; ``as_of``
+        searches what was true then (replaced memory values included); dates are ISO 8601
+        or seconds."""
         view = _view(snippet_chars, token_budget)
-        res = self.searcher.search(query, top_k, session_id, kinds=kinds, refuse=refuse)
+        window = Window.of(since, until, as_of)
+        res = self.searcher.search(query, top_k, session_id, kinds=kinds, refuse=refuse, window=window)
         res.view = view
         return res
 
@@ -183,13 +193,69 @@ class Engine:
     # ----- memories ---------------------------------------------------------------------
     def upsert_memory(self, key: str, value: str, scope: str = "global", kind: str = "fact",
                       trust: float = 1.0, strength: float = 1.0,
-                      provenance: str = "user_direct") -> dict:
+                      provenance: str = "user_direct", *, event_time: str | float | None = None,
+                      tags: Sequence[str] | None = None, supersedes: str | None = None) -> dict:
         """Store ``value`` under (scope, key) as a memory node linked into the graph; a second
-        upsert of the key replaces the value and keeps the old one in history."""
-        return self.memories.upsert(key, value, scope, kind, trust, strength, provenance)
+        upsert of the key replaces the value (the old one stays in history, valid until now,
+        found by ``search(as_of=...)``). ``supersedes`` closes another key's memory."""
+        return self.memories.upsert(key, value, scope, kind, trust, strength, provenance,
+                                    event_time=event_time, tags=tags, supersedes=supersedes)
 
     def delete_memory(self, key: str, scope: str = "global") -> dict:
         return self.memories.delete(key, scope)
+
+    def forget(self, key: str | None = None, scope: str | None = None, tag: str | None = None,
+               before: str | float | None = None) -> dict:
+        """Delete every memory (all its versions) matching all the conditions given."""
+        return self.memories.forget(key, scope, tag, before)
+
+    def show_memory(self, key: str, scope: str = "global") -> dict:
+        """A memory's value, fields, tags, time and history."""
+        return self.memories.show(key, scope)
+
+    def memory_history(self, key: str, scope: str = "global") -> dict:
+        return self.memories.history(key, scope)
+
+    # ----- conversations, listings, export ------------------------------------------------
+    def add_conversation(self, turns: Sequence[dict], conversation: str = "conversation") -> dict:
+        """Index a conversation's turns ({text, speaker, time, id, session}), each a document
+        (source ``conversation:<name>#<turn id>``) dated by its time or session date;
+        ``expand`` of a hit gives the turns around it."""
+        return add_conversation(self.ingest, self.store, conversation, list(turns) if isinstance(
+            turns, (list, tuple)) else turns)
+
+    def index_conversation(self, path: str | Path, conversation: str | None = None) -> dict:
+        """:meth:`add_conversation` from a JSONL file of turns (named after the file)."""
+        p = Path(check_path("path", path))
+        return add_conversation(self.ingest, self.store, conversation or p.stem, read_jsonl(p))
+
+    def list_memories(self, cursor: str | None = None, limit: int = 20, scope: str | None = None,
+                      kind: str | None = None, tag: str | None = None, since: str | float | None = None,
+                      until: str | float | None = None, current: bool = True) -> dict:
+        """``{"items": [...], "next_cursor": ...}``: memories (key, scope, value, fields, time)."""
+        return self.records.list_memories(cursor, limit, scope, kind, tag, since, until, current)
+
+    def list_documents(self, cursor: str | None = None, limit: int = 20, source_prefix: str | None = None,
+                       tag: str | None = None, since: str | float | None = None,
+                       until: str | float | None = None) -> dict:
+        """``{"items": [...], "next_cursor": ...}``: documents (id, source, title, time, passages)."""
+        return self.records.list_documents(cursor, limit, source_prefix, tag, since, until)
+
+    def get_document(self, id: str | int) -> dict:
+        """A document whole, by id or source."""
+        return self.records.get_document(id)
+
+    def export(self) -> Iterator[dict]:
+        """Every document (not code files) and memory with its history, as records."""
+        return self.records.export()
+
+    def import_records(self, lines: Iterable[str]) -> dict:
+        """Records from :meth:`export` (JSONL lines): an exact round trip."""
+        return self.records.import_lines(lines)
+
+    def vacuum(self) -> dict:
+        """Shrink the file after deletes."""
+        return self.records.vacuum()
 
     # ----- code ---------------------------------------------------------------------------
     def index_repo(self, path: str | Path, *, worktree: bool = False, history: bool = True,

@@ -22,6 +22,8 @@ from seahorse import Engine, Settings
 from seahorse.errors import SeahorseError
 
 CODE_QUERY = "signed cookie session dictionary"
+TURNS = [{"text": "I adopted a puppy named Biscuit.", "speaker": "Ann", "id": "D1:1", "time": "2023-05-08"},
+         {"text": "What breed is it?", "speaker": "Bo", "id": "D1:2", "time": "2023-05-08"}]
 
 
 def shape(value: Any) -> Any:
@@ -55,6 +57,8 @@ def _repo(root: Path) -> Path:
 # verb -> (library call, CLI argv, MCP arguments); "{id}" is the top search hit's id on that face.
 def _calls(repo: Path) -> list[tuple[str, Any, list[str], dict]]:
     memory = {"key": "editor", "value": EDITOR_V1, "kind": "preference", "trust": 0.9}
+    talk = repo.parent / "talk.jsonl"
+    talk.write_text("\n".join(json.dumps(t) for t in TURNS) + "\n")
     return [
         ("add_document", lambda e, i: e.add_document(BABBAGE, source="doc:babbage"),
          ["add-document", BABBAGE, "--source", "doc:babbage"],
@@ -67,8 +71,15 @@ def _calls(repo: Path) -> list[tuple[str, Any, list[str], dict]]:
         ("expand", lambda e, i: e.expand(i), ["expand", "{id}"], {"id": "{id}"}),
         ("upsert_memory", lambda e, i: e.upsert_memory(**memory),
          ["memory", "add", "editor", EDITOR_V1, "--kind", "preference", "--trust", "0.9"], memory),
+        ("list_memories", lambda e, i: e.list_memories(limit=5),
+         ["list-memories", "--limit", "5"], {"limit": 5}),
         ("delete_memory", lambda e, i: e.delete_memory("editor"),
          ["memory", "delete", "editor"], {"key": "editor"}),
+        ("forget", lambda e, i: e.forget(key="editor"), ["forget", "--key", "editor"], {"key": "editor"}),
+        ("add_conversation", lambda e, i: e.add_conversation(TURNS, "talk"),
+         ["add-conversation", str(talk), "--name", "talk"], {"turns": TURNS, "conversation": "talk"}),
+        ("list_documents", lambda e, i: e.list_documents(limit=2),
+         ["list-documents", "--limit", "2"], {"limit": 2}),
         ("index_repo", lambda e, i: e.index_repo(repo, max_commits=50),
          ["index-repo", str(repo), "--max-commits", "50"], {"path": str(repo), "max_commits": 50}),
         ("search_code", lambda e, i: e.search_code(CODE_QUERY, top_k=5, token_budget=400),
@@ -144,6 +155,8 @@ def test_library_cli_and_mcp_give_the_same_shapes(tmp_path: Path, cli) -> None:
         assert out["find_symbol"][0]["path"] == "app/sessions.py"
         assert out["delete_memory"]["existed"] is True
         assert out["delete_document"]["deleted"] is True
+        assert out["add_conversation"]["added"] == 2 and out["list_memories"]["items"][0]["key"] == "editor"
+        assert out["list_documents"]["items"][0]["source"] == "doc:babbage"
 
 
 # Each adapter words the next step for an error's code in its own terms.
@@ -179,6 +192,7 @@ def test_errors_are_worded_by_each_adapter(tmp_path: Path, cli) -> None:
 
     async def main() -> None:
         async with serve(tmp_path / "mcp" / "kg.db") as srv:
+            await srv.ok("add_document", {"text": "A note to make the database."})  # reads need a store
             for (_call, _argv, (tool, args), _code, cli_words, mcp_words), message in zip(ERRORS, messages):
                 text = await srv.error(tool, args)
                 assert message in text and mcp_words in text and cli_words not in text, text

@@ -270,8 +270,13 @@ def test_an_unexpected_exception_is_a_tool_error_that_names_its_cause() -> None:
 # ----- the fuzz: one server, thousands of mixed frames ------------------------------------
 TOOL_PARAMS = {
     "add_document": ["text", "source", "metadata"],
-    "search": ["query", "session_id", "top_k"],
-    "upsert_memory": ["key", "value", "scope", "kind", "trust", "strength", "provenance"],
+    "search": ["query", "session_id", "top_k", "since", "until", "as_of"],
+    "upsert_memory": ["key", "value", "scope", "kind", "trust", "strength", "provenance",
+                      "event_time", "tags", "supersedes"],
+    "forget": ["key", "scope", "tag", "before"],
+    "add_conversation": ["turns", "conversation"],
+    "list_memories": ["cursor", "limit", "scope", "kind", "tag", "since", "until"],
+    "list_documents": ["cursor", "limit", "source_prefix", "tag", "since", "until"],
     "delete_memory": ["key", "scope"],
     "delete_document": ["id"],
     "get": ["id"],

@@ -22,9 +22,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 TOOLS = {"add_document", "search", "upsert_memory", "delete_memory", "delete_document", "get",
          "expand", "index_repo", "search_code", "find_symbol", "get_callers", "get_references",
-         "symbol_history", "get_recent_changes"}
+         "symbol_history", "get_recent_changes", "forget", "add_conversation", "list_memories",
+         "list_documents"}
 READ_ONLY_TOOLS = {"search", "get", "expand", "search_code", "find_symbol", "get_callers",
-                   "get_references", "symbol_history", "get_recent_changes"}
+                   "get_references", "symbol_history", "get_recent_changes", "list_memories",
+                   "list_documents"}
 
 BABBAGE = (
     "Charles Babbage designed the Analytical Engine, a mechanical general-purpose computer. "
@@ -135,7 +137,7 @@ def test_tools_resource_and_one_call_of_each(tmp_path: Path) -> None:
             doc = await srv.ok("add_document", {"text": BABBAGE, "source": "doc:babbage",
                                                 "metadata": {"topic": "history"}})
             assert doc == {"doc_id": doc["doc_id"], "source": "doc:babbage", "status": "added",
-                           "passages": 1}
+                           "passages": 1, "duplicate_of": None}
             assert isinstance(doc["doc_id"], int)
             bread = await srv.ok("add_document", {"text": BREAD})
             assert bread["status"] == "added" and bread["source"].startswith("text:")
@@ -313,8 +315,10 @@ def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path) -> None:
             assert got["text"] == EDITOR_V2
             assert [h["value"] for h in got["history"]] == [EDITOR_V1]
             assert got["history"][0]["kind"] == "preference"
-            if old_id != mem["id"]:
-                await srv.error("get", {"id": old_id})  # the replaced node is gone
+            # the replaced value stays as a closed version (search(as_of=...) finds it)
+            old = await srv.ok("get", {"id": old_id})
+            assert old["text"] == EDITOR_V1 and old["source"].startswith("memory:global:editor@")
+            assert old["memory"]["key"] == "editor" and old["memory"]["valid_to"] is not None
             return mem["id"]
 
     async def third(mem_id: int) -> None:

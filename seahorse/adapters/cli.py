@@ -19,6 +19,9 @@ pin_blas_threads()  # before anything imports numpy
 
 from ..errors import InvalidInput, SeahorseError  # noqa: E402
 from ..version import __version__  # noqa: E402
+from .cli_memory import add_parsers as add_memory_parsers  # noqa: E402
+from .cli_memory import commands as memory_commands  # noqa: E402
+from .cli_memory import human as memory_human  # noqa: E402
 
 log = logging.getLogger("seahorse")
 
@@ -51,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, "
                       ".text); skips .git, .venv, node_modules, build output and hidden folders")
     what.add_argument("--repo", help="a code checkout: symbols, docs and git history (incremental)")
+    what.add_argument("--conversation", help="a JSONL file of turns {text, speaker, time, id, session}")
     ix.add_argument("--source", help="name of the source for --text (default text:<hash>)")
     ix.add_argument("--title", help="title for --text or --file")
     _repo_flags(ix, "--repo: ", exclude_prefix="--repo/--dir: ")
@@ -76,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--refuse", action="store_true", help="refusal outside --repo too")
     se.add_argument("--token-budget", type=int,
                     help="compact hits (path, symbol, span, signature, snippet) under this many tokens")
+    se.add_argument("--since", help="only hits whose time (event time, else stored) is at or after this date")
+    se.add_argument("--until", help="only hits whose time is at or before this date")
+    se.add_argument("--as-of", help="what was true at this date (replaced memory values included)")
     se.add_argument("--snippet-chars", type=int,
                     help="cut each hit's text at this many characters (marked truncated), as MCP search does")
 
@@ -133,21 +140,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="delete a document by id or source")
     de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
 
-    me = sub.add_parser("memory", parents=[common], help="memories: add (or replace) one, delete one")
-    mesub = me.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
-    ma = mesub.add_parser("add", parents=[common],
-                          help="remember VALUE under KEY (again: replaces it, keeps the old in history)")
-    ma.add_argument("key")
-    ma.add_argument("value")
-    ma.add_argument("--scope", default="global", help="namespace of the key (default global)")
-    ma.add_argument("--kind", default="fact",
-                    help="fact, preference, event, instruction, note or decision (default fact)")
-    ma.add_argument("--trust", type=float, default=1.0, help="0..1, scales its rank (default 1)")
-    ma.add_argument("--strength", type=float, default=1.0, help="0..1, scales its rank (default 1)")
-    ma.add_argument("--provenance", default="user_direct", help="where it came from (default user_direct)")
-    md = mesub.add_parser("delete", parents=[common], help="forget the memory under KEY")
-    md.add_argument("key")
-    md.add_argument("--scope", default="global", help="namespace of the key (default global)")
+    add_memory_parsers(sub, common)
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
@@ -221,6 +214,9 @@ def cmd_index(args: argparse.Namespace) -> Any:
         return cmd_add_document(args)
     if args.repo is not None:
         return _index_repo(args, args.repo)
+    if args.conversation is not None:
+        args.command, args.path, args.name = "add-conversation", args.conversation, args.source
+        return COMMANDS["add-conversation"](args)
     with _engine(args, create=True) as eng:
         if args.file is not None:
             return eng.index_file(args.file, title=args.title,
@@ -259,7 +255,8 @@ def cmd_search(args: argparse.Namespace) -> Any:
     refuse = False if args.no_refuse else (True if args.refuse else None)
     with _engine(args) as eng:
         return eng.search(args.query, top_k=args.top_k, kinds=args.kind, refuse=refuse,
-                          snippet_chars=args.snippet_chars, token_budget=args.token_budget).as_dict()
+                          snippet_chars=args.snippet_chars, token_budget=args.token_budget,
+                          since=args.since, until=args.until, as_of=args.as_of).as_dict()
 
 
 def cmd_search_code(args: argparse.Namespace) -> Any:
@@ -291,15 +288,6 @@ def cmd_get_callers(args: argparse.Namespace) -> Any:
 def cmd_get_references(args: argparse.Namespace) -> Any:
     with _engine(args) as eng:
         return eng.get_references(args.name, repo=args.repo)
-
-
-def cmd_memory(args: argparse.Namespace) -> Any:
-    with _engine(args, create=args.memory_command == "add") as eng:
-        if args.memory_command == "add":
-            return eng.upsert_memory(args.key, args.value, scope=args.scope, kind=args.kind,
-                                     trust=args.trust, strength=args.strength,
-                                     provenance=args.provenance)
-        return eng.delete_memory(args.key, scope=args.scope)
 
 
 def cmd_symbol(args: argparse.Namespace) -> Any:
@@ -481,14 +469,6 @@ def _human(command: str, out: Any) -> str:
             lines.append("also named so (give the qualified name or path for those): " + ", ".join(
                 f"{x['path']}:{x['start_line']} {x['symbol']}" for x in out["also_named"][:10]))
         return "\n".join(lines)
-    if command == "memory" and "status" in out:
-        return (f"{out['status']} memory {out['scope']}/{out['key']} (node {out['id']}); "
-                f"{out['history']} earlier value(s) kept")
-    if command == "memory":
-        if not out["existed"]:
-            return f"no memory {out['scope']}/{out['key']}: nothing to forget"
-        return (f"forgot memory {out['scope']}/{out['key']}: {out['passages']} passage(s), "
-                f"{out['phrases']} phrase(s) only it held")
     if command == "delete-document":
         return (f"deleted document {out['doc_id']} ({out['source']}): {out['passages']} "
                 f"passage(s), {out['phrases']} phrase(s) only it held")
@@ -601,7 +581,8 @@ COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": c
             "models": cmd_models, "doctor": cmd_doctor, "add-document": cmd_add_document,
             "index-repo": cmd_index_repo, "search-code": cmd_search_code, "get": cmd_get,
             "expand": cmd_expand, "find-symbol": cmd_find_symbol, "get-callers": cmd_get_callers,
-            "get-references": cmd_get_references, "memory": cmd_memory}
+            "get-references": cmd_get_references}
+COMMANDS.update(memory_commands(lambda args, create=False: _engine(args, create=create)))
 # The older names of the same verbs: they keep working, with the same output.
 ALIASES = {"delete": "delete-document", "history": "symbol-history", "changes": "get-recent-changes"}
 
@@ -613,7 +594,8 @@ HINTS = {
     "repo_not_indexed": "run `seahorse index --repo PATH` first",
     "no_history": "index a git checkout with `seahorse index --repo PATH`",
     "no_symbol": "`seahorse search-code` finds declarations by description",
-    "no_document": "`seahorse search` shows document ids and sources",
+    "no_document": "`seahorse search` shows document ids and sources (`seahorse documents list`: all)",
+    "no_memory": "`seahorse memory list` shows the keys stored",
     "no_node": "ids come from `seahorse search --json` hits",
     "not_a_directory": "index one file with `seahorse index --file PATH`",
     "is_a_directory": "index a folder with `seahorse index --dir PATH` (or a checkout with --repo)",
@@ -643,7 +625,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps(out, ensure_ascii=False))
         else:
-            print(_human(args.command, out))
+            text = memory_human(args.command, args, out)
+            print(_human(args.command, out) if text is None else text)
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader left (`seahorse search ... | head -1`): exit quietly, as Unix tools do.

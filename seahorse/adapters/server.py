@@ -55,16 +55,25 @@ class _Runtime:
         self._engine = None
 
     def call(self, fn_name: str, *args, **kwargs) -> Any:
-        return self.call_with(lambda eng: getattr(eng, fn_name)(*args, **kwargs))
+        return self.call_with(lambda eng: getattr(eng, fn_name)(*args, **kwargs),
+                              writes=fn_name in FIRST_WRITES)
 
-    def call_with(self, fn) -> Any:  # fn(engine) under the lock; its errors worded for MCP
+    def call_with(self, fn, writes: bool = False) -> Any:  # fn(engine) under the lock; errors worded for MCP
         with self.lock:
             try:
                 if self._engine is None:
                     from ..config import load_settings
                     from ..engine import Engine
 
-                    self._engine = Engine(load_settings(db_path=self.db))
+                    settings = load_settings(db_path=self.db)
+                    if not settings.db_path.exists():
+                        # A mistyped SEAHORSE_DB must not answer from a new, empty store.
+                        if not writes:
+                            from ..errors import NotFound
+
+                            raise NotFound(f"database {settings.db_path} does not exist", code="no_store")
+                        log.warning("creating a new store at %s (first write)", settings.db_path)
+                    self._engine = Engine(settings)
                 return fn(self._engine)
             except SeahorseError as exc:
                 raise ToolError(tool_message(exc)) from None
@@ -75,6 +84,11 @@ class _Runtime:
                 raise ToolError(unexpected_message(exc)) from None
 
 
+# The tools that may create the store when its file does not exist yet.
+FIRST_WRITES = {"add_document", "upsert_memory", "add_conversation", "index_repo"}
+# The most hits one search reply carries over MCP (each cut at 400 characters).
+MCP_TOP_K_MAX = 50
+
 # The next step for an error, by its code, in tools' and parameters' words (the CLI has its own).
 HINTS = {
     "ambiguous_repo": "pass repo=NAME",
@@ -84,6 +98,8 @@ HINTS = {
     "no_history": "index a git checkout with index_repo(path=...)",
     "no_symbol": "use search_code to find it by description",
     "no_document": "ids and sources come with search hits (doc_id, source)",
+    "no_store": "add something first (add_document, upsert_memory) or check SEAHORSE_DB / --db",
+    "no_memory": "list_memories shows the keys stored",
     "no_node": "ids come from search or search_code hits (id)",
     "not_a_directory": "index_repo takes a checkout's folder",
     "is_a_directory": "call index_repo(path=...) for a checkout",
@@ -128,25 +144,58 @@ def build_server(db: str | None = None) -> MCPServer:
                        progress=progress_to(ctx, "passages")).as_dict()
 
     @server.tool(annotations=SEARCH)
-    def search(query: str, session_id: str | None = None, top_k: int = 5) -> dict[str, Any]:
-        """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context)."""
+    def search(query: str, session_id: str | None = None, top_k: int = 5, since: str | None = None,
+               until: str | None = None, as_of: str | None = None) -> dict[str, Any]:
+        """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included)."""
         from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
+        if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
+            raise ToolError(f"top_k is at most {MCP_TOP_K_MAX} here; narrow the question or use since/until")
         return rt.call("search", query, top_k=top_k, session_id=session_id,
-                       snippet_chars=SNIPPET_CHARS).as_dict()
+                       snippet_chars=SNIPPET_CHARS, since=since, until=until, as_of=as_of).as_dict()
 
     @server.tool(annotations=WRITES)
     def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind = "fact",
                       trust: float = 1.0, strength: float = 1.0,
-                      provenance: str = "user_direct") -> dict[str, Any]:
-        """Remember a value under a key (a second call with the same key replaces it and keeps history); returns the memory's node id and status."""
+                      provenance: str = "user_direct", event_time: str | None = None,
+                      tags: list[str] | None = None, supersedes: str | None = None) -> dict[str, Any]:
+        """Remember a value under a key (a second call with the same key replaces it: the old value stays in history, valid until now); supersedes=OTHER_KEY retires another memory; event_time (ISO date) says when it became true; returns the memory's node id and status."""
         return rt.call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
-                       strength=strength, provenance=provenance)
+                       strength=strength, provenance=provenance, event_time=event_time, tags=tags,
+                       supersedes=supersedes)
 
     @server.tool(annotations=DELETES)
     def delete_memory(key: str, scope: str = "global") -> dict[str, Any]:
         """Forget the memory stored under a key; returns whether it existed."""
         return rt.call("delete_memory", key, scope=scope)
+
+    @server.tool(annotations=DELETES)
+    def forget(key: str | None = None, scope: str | None = None, tag: str | None = None,
+               before: str | None = None) -> dict[str, Any]:
+        """Delete every memory (with its history) matching all the conditions given: key, scope, tag, or stored/happened before a date."""
+        return rt.call("forget", key=key, scope=scope, tag=tag, before=before)
+
+    @server.tool(annotations=WRITES)
+    def add_conversation(ctx: Context, turns: list[dict[str, Any]],
+                         conversation: str = "conversation") -> dict[str, Any]:
+        """Index a conversation's turns, each {text, speaker, time, id, session}; each turn becomes retrievable on its own (source conversation:NAME#ID), dated by its time or session date; expand(id) of a hit returns the turns around it."""
+        return rt.call("add_conversation", turns, conversation=conversation)
+
+    @server.tool(annotations=READ_ONLY)
+    def list_memories(cursor: str | None = None, limit: int = 20, scope: str | None = None,
+                      kind: str | None = None, tag: str | None = None, since: str | None = None,
+                      until: str | None = None) -> dict[str, Any]:
+        """List stored memories a page at a time ({items: [{key, scope, value, kind, time, ...}], next_cursor}); pass next_cursor back for the next page; values are cut at 400 characters (get or show the whole)."""
+        return rt.call("list_memories", cursor, limit, scope=scope, kind=kind, tag=tag, since=since,
+                       until=until)
+
+    @server.tool(annotations=READ_ONLY)
+    def list_documents(cursor: str | None = None, limit: int = 20, source_prefix: str | None = None,
+                       tag: str | None = None, since: str | None = None,
+                       until: str | None = None) -> dict[str, Any]:
+        """List stored documents a page at a time ({items: [{id, source, title, time, passages}], next_cursor}); pass next_cursor back for the next page."""
+        return rt.call("list_documents", cursor, limit, source_prefix=source_prefix, tag=tag,
+                       since=since, until=until)
 
     @server.tool(annotations=DELETE_ONCE)
     def delete_document(id: int | str) -> dict[str, Any]:

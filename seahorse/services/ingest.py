@@ -28,6 +28,7 @@ from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
 from ..text import chunk, clean, content_hash, decode_text, split_sentences
+from .lifecycle import event_time_of, near_duplicate, norm_hash, tags_of
 from .runtime import Runtime, check_text
 from .synonyms import Synonyms
 
@@ -117,6 +118,9 @@ class Prepared:
     facts: list[list[Fact]] = field(default_factory=list)
     parts: Spool | None = None
     node_kind: str = "passage"  # or "memory", "symbol"
+    event_time: float | None = None  # when what it says happened (services/lifecycle.py)
+    norm_hash: str | None = None  # digest of its normalised words: duplicates
+    tags: list[str] = field(default_factory=list)
     extractor: str | None = None  # the extractor that produced the phrases (None: none ran)
     _title_phrases: list[Phrase] = field(default_factory=list, repr=False)
     _failures: int = 0
@@ -126,12 +130,13 @@ class Prepared:
 class IndexResult:
     doc_id: int
     source: str
-    status: str  # added | updated | unchanged
+    status: str  # added | updated | unchanged | duplicate
     passages: int
+    duplicate_of: int | None = None  # status "duplicate": the stored document it repeats
 
     def as_dict(self) -> dict:
         return {"doc_id": self.doc_id, "source": self.source, "status": self.status,
-                "passages": self.passages}
+                "passages": self.passages, "duplicate_of": self.duplicate_of}
 
 
 class Ingest:
@@ -187,10 +192,13 @@ class Ingest:
 
     def add_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                  batch_size: int = 64, limit_mb: float | None = None,
-                 progress: Progress | None = None) -> list[IndexResult]:
+                 progress: Progress | None = None, dedup: bool = False,
+                 after: Callable[[int, int], None] | None = None) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction.
         ``progress(done, total, source)`` is called as passages are embedded (totals per
-        batch of ``batch_size`` documents)."""
+        batch of ``batch_size`` documents). ``dedup``: a text already stored under another
+        source (services/lifecycle.py) is not stored again; its result says ``duplicate_of``.
+        ``after(item index, doc_id)`` runs inside each document's write transaction."""
         sources = [check_text("source", src) for _t, src, _ti, _m in items if src is not None]
         if any(src.startswith("memory:") for src in sources):
             raise InvalidInput("sources starting with 'memory:' belong to memories; "
@@ -206,9 +214,13 @@ class Ingest:
             first = len(results)
             for prep in batch:
                 old = self.store.document_by_source(prep.source)
+                dup = self.store.duplicate_of(prep.norm_hash, prep.source) if dedup and old is None else None
                 if old is not None and old[3] == prep.digest:  # unchanged: no chunking either
                     results.append(IndexResult(old[0], prep.source, "unchanged",
                                                self.store.passage_count(old[0])))
+                elif dup is not None:
+                    results.append(IndexResult(dup[0], dup[1], "duplicate",
+                                               self.store.passage_count(dup[0]), duplicate_of=dup[0]))
                 else:
                     todo.append((prep, old))
                     results.append(None)
@@ -219,7 +231,14 @@ class Ingest:
             for k in range(first, len(results)):
                 if results[k] is None:
                     prep, old = next(it)
-                    results[k] = self.write(prep, old)
+                    near = self._near_duplicate(prep) if dedup and old is None else None
+                    if near is not None:
+                        prep.parts.close()
+                        results[k] = IndexResult(near, self.store.document(near)[1], "duplicate",
+                                                 1, duplicate_of=near)
+                        continue
+                    hook = None if after is None else (lambda doc_id, i=k: after(i, doc_id))
+                    results[k] = self.write(prep, old, after=hook)
         if not self.rt.indexing_many:
             self.rt.phrase_cache = None  # only worth keeping while indexing
         return results  # type: ignore[return-value]
@@ -245,7 +264,8 @@ class Ingest:
         title = clean(title).strip() or None if title else None
         digest = content_hash((title or "") + "\x00" + body)
         source = source or f"text:{digest[:16]}"
-        return Prepared(source, title, body, digest, metadata)
+        return Prepared(source, title, body, digest, metadata, event_time=event_time_of(metadata),
+                        norm_hash=norm_hash(body), tags=tags_of(metadata))
 
     def analyse(self, prep: Prepared, stop: int | None = None) -> Prepared:
         """Chunk into passages (once) and extract each sentence's phrases (the facts) of the
@@ -380,6 +400,9 @@ class Ingest:
             else:
                 doc_id = store.insert_document(prep.source, prep.title, prep.digest, prep.metadata,
                                                prep.extractor)
+            store.set_document_time(doc_id, prep.event_time, prep.norm_hash)
+            if prep.tags or old is not None:
+                store.set_tags(doc_id, prep.tags)
             new_phrases: list[int] = []
             for k, part in enumerate(prep.parts):
                 pid = store.add_passage(doc_id, k, part.text, prep.node_kind)
@@ -399,6 +422,14 @@ class Ingest:
         self.rt.after_write()
         status = "updated" if old is not None else "added"
         return IndexResult(doc_id, prep.source, status, prep.parts.count)
+
+    def _near_duplicate(self, prep: Prepared) -> int | None:
+        """A one-passage text whose vector and phrases match a stored passage's."""
+        if prep.parts is None or prep.parts.count != 1:
+            return None
+        part = next(iter(prep.parts))
+        return near_duplicate(self.store, part.text, part.vector, {p.key for p in part.phrases},
+                              prep.source)
 
     # ----- delete -----------------------------------------------------------------------
     def find_document(self, ref: str | int) -> tuple:

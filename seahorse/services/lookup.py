@@ -12,6 +12,7 @@ from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Repo
 from ..store import Store
 from .codequery import CodeQueries
+from .conversation import neighbours
 from .runtime import Runtime
 
 
@@ -42,6 +43,8 @@ class Lookup:
             if mem is not None:
                 out["memory"] = mem
                 out["history"] = store.memory_history(mem["scope"], mem["key"])
+            elif kind == "memory":  # a replaced value, kept with its validity
+                out["memory"] = store.memory_version(doc_id)
         return out
 
     def expand(self, node_id: int) -> dict:
@@ -54,6 +57,9 @@ class Lookup:
                 return out
             if out.get("doc_id") is not None:
                 out["document_text"] = "\n\n".join(t for _i, t in self.store.document_nodes(out["doc_id"]))
+                turns = neighbours(self.store, out["doc_id"])  # a conversation turn: the ones around it
+                if turns is not None:
+                    out["conversation"] = turns
             return out
 
     def recent_changes(self, since: str | None, repo: str | Path | None, limit: int) -> dict:

@@ -18,6 +18,7 @@ from ..mechanisms.rerank import CrossEncoder, rerank
 from .codequery import CodeQueries, fts_term, refusal_terms
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
+from .timeline import Window, combine, pool_depth, rank_by_time, window_filter
 
 SESSION_DECAY = 0.5  # an earlier turn's phrase weighs half as much each turn it is carried
 SESSION_PHRASES = 12
@@ -58,7 +59,7 @@ class Search:
 
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
                repo: str | Path | None = None, kinds: Sequence[str] | None = None,
-               refuse: bool | None = None) -> SearchResult:
+               refuse: bool | None = None, window: Window | None = None) -> SearchResult:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty: ask a question", field="query", code="empty")
         query = check_text("query", query)
@@ -85,12 +86,16 @@ class Search:
             if repo is not None:
                 repo_id = self.code.repo_row(repo)[0]
                 doc_filter = np.array(self.store.repo_docs(repo_id), dtype=np.int64)
+            # Time (services/timeline.py): what the window lets through, then recency.
+            window = window or Window()
+            doc_filter = combine(doc_filter, window_filter(self.store, window))
             encoder = self.cross_encoder()
             depth = max(top_k, self.rt.rerank.top_n) if encoder is not None else top_k
             rt = self.rt
-            result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(), depth,
-                            self.budget().node_budget, context, want, doc_filter, code=repo is not None,
-                            repo_id=repo_id)
+            result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(),
+                            pool_depth(depth), self.budget().node_budget, context, want, doc_filter,
+                            code=repo is not None, repo_id=repo_id)
+            result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None)[:depth]
             self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None,
                                    repo_id, index.version)
             self._rerank_hits(result, query.strip(), encoder, top_k)

@@ -118,7 +118,8 @@ class Store(Protocol):
         ...
 
     def add_memory_history(self, scope: str, key: str, value: str, kind: str, trust: float,
-                           strength: float, provenance: str) -> None:
+                           strength: float, provenance: str, *, doc_id: int | None = None,
+                           valid_from: float | None = None, replaced_at: float | None = None) -> None:
         ...
 
     def memory_history(self, scope: str, key: str) -> list[dict]:
@@ -336,4 +337,80 @@ class Store(Protocol):
         ...
 
     def history_shape(self, repo_id: int) -> tuple[int, int]:
+        ...
+
+    # ----- time and lifecycle (store/lifecycle.py) ---------------------------------------
+    def set_document_time(self, doc_id: int, event_time: float | None, norm_hash: str | None) -> None:
+        ...
+
+    def duplicate_of(self, norm_hash: str, source: str) -> tuple | None:
+        ...
+
+    def close_document(self, doc_id: int, valid_to: float, superseded_by: int | None,
+                       source: str | None = None) -> None:
+        ...
+
+    def link_superseded(self, old_doc: int, new_doc: int) -> None:
+        ...
+
+    def doc_times(self, doc_ids: Sequence[int]
+                  ) -> dict[int, tuple[float, float | None, int | None, float | None]]:
+        ...
+
+    def docs_in_time(self, since: float | None, until: float | None, as_of: float | None) -> list[int]:
+        ...
+
+    def has_closed_documents(self) -> bool:
+        ...
+
+    def set_tags(self, doc_id: int, tags: Sequence[str]) -> None:
+        ...
+
+    def tags_of(self, doc_ids: Sequence[int]) -> dict[int, list[str]]:
+        ...
+
+    def memory_versions(self, scope: str, key: str) -> list[int]:
+        ...
+
+    def memory_version(self, doc_id: int) -> dict | None:
+        ...
+
+    def memories_matching(self, key: str | None, scope: str | None, tag: str | None,
+                          before: float | None) -> list[tuple[str, str, int]]:
+        ...
+
+    def list_memories(self, after: int, limit: int, scope: str | None, kind: str | None,
+                      tag: str | None, since: float | None, until: float | None,
+                      current: bool) -> list[tuple]:
+        ...
+
+    def list_documents(self, after: int, limit: int, prefix: str | None, tag: str | None,
+                       since: float | None, until: float | None, memories: bool) -> list[tuple]:
+        ...
+
+    def restore_document(self, doc_id: int, created_at: float, updated_at: float,
+                         event_time: float | None, valid_to: float | None) -> None:
+        ...
+
+    def restore_memory(self, scope: str, key: str, created_at: float, updated_at: float,
+                       history: Sequence[tuple[float | None, float]]) -> None:
+        ...
+
+    def vacuum(self) -> None:
+        ...
+
+    def add_turn(self, doc_id: int, conversation: str, seq: int, speaker: str | None,
+                 turn_id: str | None, session: str | None) -> None:
+        ...
+
+    def turn(self, doc_id: int) -> tuple | None:
+        ...
+
+    def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
+        ...
+
+    def last_turn_seq(self, conversation: str) -> int:
+        ...
+
+    def node_phrase_keys(self, node_ids: Sequence[int]) -> dict[int, set[str]]:
         ...

@@ -311,6 +311,48 @@ def _m0008_compact(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0009_time_lifecycle(db: sqlite3.Connection) -> None:
+    """Time and lifecycle (issue 13). ``documents.event_time``: when what a document says
+    happened (from its metadata, a memory's ``event_time`` or a conversation's session date;
+    NULL: its ``created_at`` stands in). ``valid_to``: when it stopped being true (a memory
+    replaced by a newer value or superseded by another key), with ``superseded_by`` naming
+    the document that replaced it. ``norm_hash``: the digest of its normalised text, so an
+    add of the same words under another source answers ``duplicate_of``. ``doc_tags``: a
+    memory's (or a document's metadata) tags, for listing and ``forget``. A replaced memory
+    value stays a searchable document (``memory_history.doc_id``), so ``as_of`` finds it.
+    ``turns``: a conversation's turns in order (speaker, the caller's turn id, session), so a
+    hit can be expanded to its neighbours. None of these change the graph: the search state
+    reads them per query, and the change log needs no new trigger."""
+    _run_script(
+        db,
+        """
+        ALTER TABLE documents ADD COLUMN event_time REAL;
+        ALTER TABLE documents ADD COLUMN valid_to REAL;
+        ALTER TABLE documents ADD COLUMN superseded_by INTEGER;
+        ALTER TABLE documents ADD COLUMN norm_hash TEXT;
+        CREATE INDEX documents_norm ON documents(norm_hash);
+        CREATE INDEX documents_valid_to ON documents(valid_to);
+        CREATE TABLE doc_tags(
+            doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            tag TEXT NOT NULL,
+            PRIMARY KEY(doc_id, tag)
+        );
+        CREATE INDEX doc_tags_tag ON doc_tags(tag);
+        ALTER TABLE memory_history ADD COLUMN doc_id INTEGER;
+        ALTER TABLE memory_history ADD COLUMN valid_from REAL;
+        CREATE TABLE turns(
+            doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+            conversation TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            speaker TEXT,
+            turn_id TEXT,
+            session TEXT
+        );
+        CREATE UNIQUE INDEX turns_seq ON turns(conversation, seq);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -320,6 +362,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0006_ref_receiver", _m0006_ref_receiver),
     ("0007_change_log", _m0007_change_log),
     ("0008_compact", _m0008_compact),
+    ("0009_time_lifecycle", _m0009_time_lifecycle),
 ]
 
 

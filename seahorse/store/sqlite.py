@@ -26,6 +26,7 @@ from .code import CodeTables
 from .codec import _from_blobs, _to_blob, _to_blobs  # noqa: F401  (_to_blob: imported from here)
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
 from .inlists import select_in
+from .lifecycle import Lifecycle
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
@@ -131,7 +132,7 @@ def _fs_read_only(path: Path) -> bool:
         return False
 
 
-class SQLiteStore(CodeTables, GraphReads):
+class SQLiteStore(CodeTables, GraphReads, Lifecycle):
     """Every read and write of the knowledge graph goes through here.
 
     ``create`` (default True) lets the open make a new store in a missing or empty file;
@@ -599,17 +600,21 @@ class SQLiteStore(CodeTables, GraphReads):
             (scope, key, doc_id, kind, trust, strength, provenance, created_at or now, now))
 
     def add_memory_history(self, scope: str, key: str, value: str, kind: str, trust: float,
-                           strength: float, provenance: str) -> None:
+                           strength: float, provenance: str, *, doc_id: int | None = None,
+                           valid_from: float | None = None, replaced_at: float | None = None) -> None:
+        """A replaced value; ``doc_id`` is the document it stays searchable as (``as_of``)."""
         self.db.execute(
             "INSERT INTO memory_history(scope, key, value, kind, trust, strength, provenance,"
-            " replaced_at) VALUES (?,?,?,?,?,?,?,?)",
-            (scope, key, value, kind, trust, strength, provenance, time.time()))
+            " replaced_at, doc_id, valid_from) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (scope, key, value, kind, trust, strength, provenance,
+             time.time() if replaced_at is None else replaced_at, doc_id, valid_from))
 
     def memory_history(self, scope: str, key: str) -> list[dict]:
         rows = self.db.execute(
-            "SELECT value, kind, trust, strength, provenance, replaced_at FROM memory_history"
-            " WHERE scope=? AND key=? ORDER BY id DESC", (scope, key)).fetchall()
-        names = ("value", "kind", "trust", "strength", "provenance", "replaced_at")
+            "SELECT value, kind, trust, strength, provenance, replaced_at, valid_from, doc_id"
+            " FROM memory_history WHERE scope=? AND key=? ORDER BY id DESC", (scope, key)).fetchall()
+        names = ("value", "kind", "trust", "strength", "provenance", "replaced_at", "valid_from",
+                 "doc_id")
         return [dict(zip(names, r)) for r in rows]
 
     def memory_priors(self) -> list[tuple[int, float]]:
@@ -618,6 +623,9 @@ class SQLiteStore(CodeTables, GraphReads):
                                "JOIN memories m ON m.doc_id = n.doc_id").fetchall()
 
     def delete_memory_history(self, scope: str, key: str) -> int:
+        """The key's history, and the documents its replaced values stay searchable as."""
+        for doc_id in self.memory_versions(scope, key):
+            self.delete_document(doc_id)
         return self.db.execute("DELETE FROM memory_history WHERE scope=? AND key=?",
                                (scope, key)).rowcount
 

@@ -1,0 +1,230 @@
+"""The `seahorse` commands for memories and records: `memory add|list|show|delete|history`,
+`forget`, `documents list|show`, `list-memories`, `list-documents`, `add-conversation`,
+`export`, `import`, `vacuum`, `setup`. Registered by :mod:`seahorse.adapters.cli`, which hands
+over its engine opener (this module imports nothing from it)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import InvalidInput
+
+Opener = Callable[..., Any]  # cli._engine(args, create=...)
+
+
+def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    me = sub.add_parser("memory", parents=[common],
+                        help="memories: add (or replace), list, show, history, delete")
+    mesub = me.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
+    ma = mesub.add_parser("add", parents=[common],
+                          help="remember VALUE under KEY (again: replaces it, keeps the old in history)")
+    ma.add_argument("key")
+    ma.add_argument("value")
+    ma.add_argument("--scope", default="global", help="namespace of the key (default global)")
+    ma.add_argument("--kind", default="fact",
+                    help="fact, preference, event, instruction, note or decision (default fact)")
+    ma.add_argument("--trust", type=float, default=1.0, help="0..1, scales its rank (default 1)")
+    ma.add_argument("--strength", type=float, default=1.0, help="0..1, scales its rank (default 1)")
+    ma.add_argument("--provenance", default="user_direct", help="where it came from (default user_direct)")
+    ma.add_argument("--event-time", help="when it became true (ISO date; default now)")
+    ma.add_argument("--tag", action="append", default=None, help="a tag (repeatable)")
+    ma.add_argument("--supersedes", help="KEY of a memory this one retires (its validity ends now)")
+    ml = mesub.add_parser("list", parents=[common], help="memories, a page at a time")
+    _list_flags(ml)
+    ml.add_argument("--scope", help="only this scope")
+    ml.add_argument("--kind", help="only this kind")
+    ml.add_argument("--all", action="store_true", help="also memories another key superseded")
+    for name, text in (("show", "a memory's value, fields, tags, time and history"),
+                       ("history", "a memory's earlier values, newest first"),
+                       ("delete", "forget the memory under KEY")):
+        p = mesub.add_parser(name, parents=[common], help=text)
+        p.add_argument("key")
+        p.add_argument("--scope", default="global", help="namespace of the key (default global)")
+
+    lm = sub.add_parser("list-memories", parents=[common], help="= memory list")
+    _list_flags(lm)
+    lm.add_argument("--scope", help="only this scope")
+    lm.add_argument("--kind", help="only this kind")
+    lm.add_argument("--all", action="store_true", help="also memories another key superseded")
+
+    fo = sub.add_parser("forget", parents=[common],
+                        help="delete memories (with history) by key, scope, tag or date")
+    fo.add_argument("--key")
+    fo.add_argument("--scope")
+    fo.add_argument("--tag")
+    fo.add_argument("--before", help="stored (or happened) before this date")
+
+    do = sub.add_parser("documents", parents=[common], help="documents: list, show")
+    dosub = do.add_subparsers(dest="documents_command", metavar="SUBCOMMAND", required=True)
+    dl = dosub.add_parser("list", parents=[common], help="documents, a page at a time")
+    _list_flags(dl)
+    dl.add_argument("--source-prefix", help="only sources starting so")
+    ds = dosub.add_parser("show", parents=[common], help="a document whole, by id or source")
+    ds.add_argument("ref")
+    ld = sub.add_parser("list-documents", parents=[common], help="= documents list")
+    _list_flags(ld)
+    ld.add_argument("--source-prefix", help="only sources starting so")
+
+    ac = sub.add_parser("add-conversation", parents=[common],
+                        help="index a JSONL file of turns (= index --conversation)")
+    ac.add_argument("path", help="one {text, speaker, time, id, session} object per line")
+    ac.add_argument("--name", help="the conversation's name (default the file's name)")
+
+    ex = sub.add_parser("export", parents=[common],
+                        help="every document and memory (with history) as JSONL, on stdout")
+    ex.add_argument("--out", help="write to this file instead")
+    im = sub.add_parser("import", parents=[common], help="records from `seahorse export` (JSONL)")
+    im.add_argument("file", help="the export file (- for stdin)")
+    sub.add_parser("vacuum", parents=[common], help="shrink the file after deletes")
+
+    se = sub.add_parser("setup", parents=[common],
+                        help="write (or print) an MCP client's configuration for this store")
+    se.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "openclaw"])
+    se.add_argument("--print", dest="print_only", action="store_true",
+                    help="print the configuration instead of writing it")
+
+
+def _list_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cursor", help="next_cursor of the previous page")
+    p.add_argument("--limit", type=int, default=20, help="items per page (default 20, at most 500)")
+    p.add_argument("--tag", help="only items with this tag")
+    p.add_argument("--since", help="only items whose time is at or after this date")
+    p.add_argument("--until", help="only items whose time is at or before this date")
+
+
+def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], Any]]:
+    def memory(args):
+        sub = args.memory_command
+        if sub == "list":
+            return list_memories(args)
+        with open_engine(args, create=sub == "add") as eng:
+            if sub == "add":
+                return eng.upsert_memory(args.key, args.value, scope=args.scope, kind=args.kind,
+                                         trust=args.trust, strength=args.strength,
+                                         provenance=args.provenance, event_time=args.event_time,
+                                         tags=args.tag, supersedes=args.supersedes)
+            if sub == "show":
+                return eng.show_memory(args.key, scope=args.scope)
+            if sub == "history":
+                return eng.memory_history(args.key, scope=args.scope)
+            return eng.delete_memory(args.key, scope=args.scope)
+
+    def list_memories(args):
+        with open_engine(args) as eng:
+            return eng.list_memories(args.cursor, args.limit, scope=args.scope, kind=args.kind,
+                                     tag=args.tag, since=args.since, until=args.until,
+                                     current=not args.all)
+
+    def forget(args):
+        with open_engine(args) as eng:
+            return eng.forget(key=args.key, scope=args.scope, tag=args.tag, before=args.before)
+
+    def documents(args):
+        if args.documents_command == "list":
+            return list_documents(args)
+        with open_engine(args) as eng:
+            return eng.get_document(int(args.ref) if args.ref.isdigit() else args.ref)
+
+    def list_documents(args):
+        with open_engine(args) as eng:
+            return eng.list_documents(args.cursor, args.limit, source_prefix=args.source_prefix,
+                                      tag=args.tag, since=args.since, until=args.until)
+
+    def add_conv(args):
+        with open_engine(args, create=True) as eng:
+            return eng.index_conversation(args.path, args.name)
+
+    def export(args):
+        with open_engine(args) as eng:
+            if args.out:
+                with open(args.out, "w", encoding="utf-8") as f:
+                    counts = _write(eng.export(), f)
+                return {"out": str(Path(args.out).resolve()), **counts}
+            _write(eng.export(), sys.stdout)  # JSONL is the output: nothing else is printed
+            raise SystemExit(0)
+
+    def import_(args):
+        with open_engine(args, create=True) as eng:
+            if args.file == "-":
+                return eng.import_records(sys.stdin)
+            try:
+                with open(args.file, encoding="utf-8") as f:
+                    return eng.import_records(f)
+            except OSError as exc:
+                raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from None
+
+    def vacuum(args):
+        with open_engine(args) as eng:
+            return eng.vacuum()
+
+    def setup(args):
+        from .setup import setup_client
+
+        return setup_client(args.client, args.db, args.print_only)
+
+    return {"memory": memory, "list-memories": list_memories, "forget": forget,
+            "documents": documents, "list-documents": list_documents, "add-conversation": add_conv,
+            "export": export, "import": import_, "vacuum": vacuum, "setup": setup}
+
+
+def _write(records, out) -> dict:
+    counts = {"documents": 0, "memories": 0}
+    for rec in records:
+        out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        if rec["type"] != "header":
+            counts["documents" if rec["type"] == "document" else "memories"] += 1
+    out.flush()
+    return counts
+
+
+def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
+    """The plain-text rendering of these commands' results (None: not one of them)."""
+    sub = getattr(args, "memory_command", None) if command == "memory" else None
+    if command == "memory" and sub == "add":
+        return (f"{out['status']} memory {out['scope']}/{out['key']} (node {out['id']}); "
+                f"{out['history']} earlier value(s) kept")
+    if command == "memory" and sub == "delete":
+        if not out["existed"]:
+            return f"no memory {out['scope']}/{out['key']}: nothing to forget"
+        return (f"forgot memory {out['scope']}/{out['key']}: {out['passages']} passage(s), "
+                f"{out['phrases']} phrase(s) only it held")
+    if command == "memory" and sub == "show":
+        lines = [f"{out['scope']}/{out['key']} ({out['kind']}, trust {out['trust']}, strength "
+                 f"{out['strength']}, {out['provenance']}; since {out['time']})", out["value"]]
+        lines += [f"earlier: {h['value']}" for h in out["history"]]
+        return "\n".join(lines)
+    if command == "memory" and sub == "history":
+        lines = [f"{h['value']}  (until {h['replaced_at']})" for h in out["history"]]
+        return "\n".join(lines) or "no earlier values"
+    if (command == "memory" and sub == "list") or command == "list-memories":
+        lines = [f"{m['scope']}/{m['key']}: {m['value']}" for m in out["items"]]
+        return _page(lines, out)
+    if (command == "documents" and args.documents_command == "list") or command == "list-documents":
+        return _page([f"{d['id']:>6}  {d['source']}" + (f"  {d['title']}" if d["title"] else "")
+                      for d in out["items"]], out)
+    if command == "documents":
+        return f"document {out['id']}  {out['source']}\n{out['text']}"
+    if command == "forget":
+        return f"forgot {out['forgotten']} memor{'y' if out['forgotten'] == 1 else 'ies'}"
+    if command == "add-conversation":
+        return (f"conversation {out['conversation']}: {out['turns']} turn(s), {out['added']} added, "
+                f"{out['updated']} updated, {out['unchanged']} unchanged")
+    if command == "export":
+        return f"wrote {out['documents']} document(s) and {out['memories']} memor(ies) to {out['out']}"
+    if command == "import":
+        return f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
+    if command == "vacuum":
+        return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes"
+    if command == "setup":
+        return out["text"] if "text" in out else f"wrote {out['path']}"
+    return None
+
+
+def _page(lines: list[str], out: dict) -> str:
+    if out["next_cursor"]:
+        lines.append(f"more: --cursor {out['next_cursor']}")
+    return "\n".join(lines) or "nothing stored"

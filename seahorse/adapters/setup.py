@@ -1,0 +1,71 @@
+"""`seahorse setup CLIENT [--print]`: an MCP client's configuration for this installation,
+with absolute paths (the `seahorse-server` beside this Python, else on PATH, else this Python
+with `-m seahorse.server`; the store resolved from --db / SEAHORSE_DB), merged into the
+client's file or printed. Clients start servers without a shell, so nothing relies on PATH
+or on `~`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import InvalidInput
+
+CLIENT_FILES = {
+    "claude-code": lambda home: Path.cwd() / ".mcp.json",  # the project's scope
+    "claude-desktop": lambda home: (home / "Library/Application Support/Claude" if sys.platform == "darwin"
+                                    else home / ".config/Claude") / "claude_desktop_config.json",
+    "cursor": lambda home: home / ".cursor/mcp.json",
+    "openclaw": lambda home: home / ".openclaw/mcp.json",
+}
+
+
+def server_command() -> tuple[str, list[str]]:
+    """The absolute command that starts the MCP server of this installation."""
+    beside = Path(sys.executable).parent / "seahorse-server"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside.absolute()), []
+    found = shutil.which("seahorse-server")
+    if found:
+        return str(Path(found).resolve()), []
+    return str(Path(sys.executable).absolute()), ["-m", "seahorse.server"]
+
+
+def entry(db: str | None) -> dict:
+    from ..config import load_settings
+
+    db_path = Path(load_settings(db_path=db).db_path).expanduser().resolve()
+    command, args = server_command()
+    return {"command": command, "args": [*args, "--db", str(db_path)]}
+
+
+def setup_client(client: str, db: str | None, print_only: bool) -> dict:
+    if client not in CLIENT_FILES:
+        raise InvalidInput(f"unknown client {client!r}; one of {', '.join(CLIENT_FILES)}", field="client")
+    server = entry(db)
+    config = {"mcpServers": {"seahorse": server}}
+    path = CLIENT_FILES[client](Path.home())
+    if print_only:
+        return {"client": client, "path": str(path), "config": config,
+                "text": json.dumps(config, indent=2)}
+    existing: dict = {}
+    if path.exists():
+        try:
+            existing = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InvalidInput(f"{path} is not JSON I can merge into ({exc}); fix it or use --print",
+                               field="client") from None
+        if not isinstance(existing, dict):
+            raise InvalidInput(f"{path} does not hold a JSON object; fix it or use --print", field="client")
+    servers = existing.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise InvalidInput(f"{path}: mcpServers is not an object; fix it or use --print", field="client")
+    servers["seahorse"] = server
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(existing, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return {"client": client, "path": str(path), "config": config}

@@ -1,0 +1,111 @@
+"""Conversations: each turn is a document of its own (source ``conversation:<name>#<turn id>``,
+text ``Speaker: words``), with its speaker, the caller's turn id, its session and its time (the
+turn's own, else its session's date) kept in ``turns`` and ``documents.event_time``. A hit on a
+turn names the turn in its source; :func:`neighbours` gives the turns around it.
+
+Turns are events, not facts: two turns with the same words are both kept (no duplicate
+check), and re-adding a conversation is idempotent turn by turn (same source, same text)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import InvalidInput
+from ..store import Store
+from .ingest import IndexResult, Ingest
+from .runtime import check_name, check_text
+from .timeline import iso, parse_time
+
+TURNS_MAX = 100_000
+NEIGHBOURS = 2  # turns either side that expand() returns
+
+
+def check_turns(turns) -> list[dict]:
+    if not isinstance(turns, list) or not turns:
+        raise InvalidInput("turns must be a non-empty list of {text, speaker, time, id}", field="turns")
+    if len(turns) > TURNS_MAX:
+        raise InvalidInput(f"at most {TURNS_MAX} turns per call", field="turns")
+    out = []
+    for n, t in enumerate(turns):
+        if isinstance(t, str):
+            t = {"text": t}
+        if not isinstance(t, dict) or not isinstance(t.get("text"), str):
+            raise InvalidInput(f"turn {n} has no text: each turn is {{text, speaker, time, id}}",
+                               field="turns")
+        speaker = t.get("speaker")
+        if speaker is not None:
+            speaker = check_name("speaker", str(speaker))
+        turn_id = t.get("id", t.get("turn_id"))
+        turn_id = check_name("turn id", str(turn_id)) if turn_id is not None else None
+        session = t.get("session")
+        session = check_name("session", str(session)) if session is not None else None
+        when = t.get("time", t.get("session_date"))
+        out.append({"text": check_text("text", t["text"]), "speaker": speaker, "id": turn_id,
+                    "session": session, "time": parse_time(when, f"turn {n} time")})
+    return out
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Turns from a JSONL file: one object per line ({text, speaker, time, id, session})."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {p}: {exc.strerror or exc}", field="path") from None
+    turns = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            turns.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{p}:{n} is not JSON ({exc.msg}); one turn object per line",
+                               field="path") from None
+    return turns
+
+
+def add_conversation(ingest: Ingest, store: Store, conversation: str, turns) -> dict:
+    """Index the turns of ``conversation`` (appended after the turns it has, unless a turn's
+    source is already there)."""
+    conversation = check_name("conversation", conversation)
+    turns = check_turns(turns)
+    start = store.last_turn_seq(conversation) + 1
+    items, seqs = [], []
+    for n, t in enumerate(turns):
+        turn_id = t["id"] or str(start + n)
+        source = f"conversation:{conversation}#{turn_id}"
+        text = f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"]
+        meta = {"conversation": conversation, "turn": turn_id, "speaker": t["speaker"],
+                "session": t["session"], "event_time": t["time"]}
+        items.append((text, source, None, {k: v for k, v in meta.items() if v is not None}))
+        old = store.document_by_source(source)
+        seqs.append(store.turn(old[0])[1] if old is not None and store.turn(old[0]) else start + n)
+
+    def link(i: int, doc_id: int) -> None:
+        t = turns[i]
+        store.add_turn(doc_id, conversation, seqs[i], t["speaker"], t["id"] or str(seqs[i]), t["session"])
+
+    with ingest.many():
+        results: list[IndexResult] = ingest.add_many(items, after=link)
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return {"conversation": conversation, "turns": len(results), **{k: counts.get(k, 0) for k in
+            ("added", "updated", "unchanged")},
+            "sources": [r.source for r in results[:3]] + (["..."] if len(results) > 3 else [])}
+
+
+def neighbours(store: Store, doc_id: int, k: int = NEIGHBOURS) -> dict | None:
+    """The turn of ``doc_id`` and the ``k`` turns either side, in order."""
+    turn = store.turn(doc_id)
+    if turn is None:
+        return None
+    conversation, seq, _speaker, _turn_id, _session = turn
+    rows = store.turns_between(conversation, seq - k, seq + k)
+    times = store.doc_times([r[0] for r in rows])
+    return {"conversation": conversation, "seq": seq,
+            "turns": [{"doc_id": d, "seq": s, "speaker": sp, "turn": tid, "session": ses,
+                       "time": iso(times[d][0]) if d in times else None, "text": text,
+                       "this": d == doc_id}
+                      for d, s, sp, tid, ses, text in rows]}

@@ -1,0 +1,153 @@
+"""Time in search: when things happened, what was true when, and how recency weighs.
+
+A document's *time* is its ``event_time`` (from metadata, a memory's ``event_time``, or a
+conversation turn's time / session date) or, without one, when it was stored. A document is
+*valid* from its time until its ``valid_to`` (set when a memory is replaced or superseded).
+
+Search calls two functions here, at one point each (``services/search.py``):
+
+* :func:`window_filter` -> the documents a search may return: time in [since, until] and
+  valid at ``as_of`` (default: valid now, so a replaced value never answers for the current
+  one). None when nothing is excluded (no window and nothing ever closed).
+* :func:`rank_by_time` -> each hit's score times its recency factor (TECH_SPEC "Ranking")::
+
+      recency = 1 - RECENCY_WEIGHT + RECENCY_WEIGHT * 0.5 ** (age_days / HALF_LIFE_DAYS)
+
+  ``age`` is measured from the reference time (``as_of``, else ``until``, else now) back to
+  the document's time (0 for a time after it). Trust x strength is already in the walk's
+  score (``RetrievalIndex.prior``); the hits are re-sorted over a pool a little deeper than
+  ``top_k`` (:func:`pool_depth`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+
+from ..errors import InvalidInput
+from ..store import Store
+
+RECENCY_WEIGHT = 0.2  # at most a fifth of a hit's score depends on its age
+HALF_LIFE_DAYS = 30.0  # the recency part halves every 30 days
+DAY = 86_400.0
+POOL_EXTRA = 10  # hits ranked beyond top_k so recency can reorder across the cut
+
+# "1:56 pm on 8 May, 2023", "8 May 2023", "May 8, 2023 10:00": a date said the way people write it.
+_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%d %B, %Y", "%d %B %Y", "%d %b %Y",
+            "%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%Y-%m-%d %H:%M", "%Y/%m/%d")
+
+
+def parse_time(value, field: str = "time") -> float | None:
+    """Seconds since the epoch from a number, an ISO 8601 string (``2023-05-08``,
+    ``2023-05-08T13:56:00Z``; no zone = UTC) or a written date ("1:56 pm on 8 May, 2023")."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidInput(f"{field} must be a date or a number of seconds", field=field)
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise InvalidInput(f"{field} must be a finite number", field=field)
+        return float(value)
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        raise InvalidInput(f"{field} must be a date (2023-05-08) or a number of seconds", field=field)
+    text = " ".join(value.split())
+    if re.fullmatch(r"-?\d+(\.\d+)?", text):
+        return float(text)
+    dt = None
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        for fmt in _FORMATS:
+            try:
+                dt = datetime.strptime(text.replace("am", "AM").replace("pm", "PM"), fmt)
+                break
+            except ValueError:
+                continue
+    if dt is None:
+        raise InvalidInput(f"{field} {value[:60]!r} is not a date I can read; use ISO 8601 "
+                           "(2023-05-08 or 2023-05-08T13:56:00Z) or seconds since 1970", field=field)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Window:
+    since: float | None = None
+    until: float | None = None
+    as_of: float | None = None
+
+    @classmethod
+    def of(cls, since=None, until=None, as_of=None) -> "Window":
+        w = cls(parse_time(since, "since"), parse_time(until, "until"), parse_time(as_of, "as_of"))
+        if w.since is not None and w.until is not None and w.since > w.until:
+            raise InvalidInput("since is after until: nothing can match", field="since")
+        return w
+
+    @property
+    def empty(self) -> bool:
+        return self.since is None and self.until is None and self.as_of is None
+
+    def reference(self) -> float:
+        """The time recency is measured back from."""
+        return self.as_of if self.as_of is not None else self.until if self.until is not None else time.time()
+
+
+def window_filter(store: Store, window: Window) -> np.ndarray | None:
+    """Document ids a search may return, or None for all of them."""
+    if window.empty and not store.has_closed_documents():
+        return None
+    return np.array(sorted(store.docs_in_time(window.since, window.until, window.as_of)), dtype=np.int64)
+
+
+def combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return np.intersect1d(a, b)
+
+
+def pool_depth(top_k: int) -> int:
+    return top_k + POOL_EXTRA
+
+
+def recency(age_seconds: float) -> float:
+    age = max(0.0, age_seconds) / DAY
+    return 1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_DAYS)
+
+
+def rank_by_time(store: Store, hits: list, window: Window, code: bool = False) -> list:
+    """Hits re-scored by recency and re-sorted (stable); each gets ``evidence["time"]`` and
+    ``evidence["recency"]``; a replaced memory value found with ``as_of`` gets its fields.
+    Code hits (a repository search) keep their order: a file's age says nothing of its
+    relevance."""
+    if not hits:
+        return hits
+    times = store.doc_times([h.doc_id for h in hits if h.doc_id is not None])
+    ref = window.reference()
+    for h in hits:
+        t = times.get(h.doc_id)
+        if t is None:
+            continue
+        h.evidence["time"] = iso(t[0])
+        if t[1] is not None:
+            h.evidence["valid_to"] = iso(t[1])
+        if h.kind == "memory" and h.memory is None:
+            h.memory = store.memory_version(h.doc_id)
+        if not code:
+            f = recency(ref - t[0])
+            h.evidence["recency"] = round(f, 4)
+            h.score = h.score * f
+    if code:
+        return hits
+    return sorted(hits, key=lambda h: -h.score)
