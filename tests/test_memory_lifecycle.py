@@ -158,6 +158,11 @@ def test_conversation_turns_over_mcp(tmp_path: Path) -> None:
             assert [(m["key"], m["scope"], m["value"]) for m in mems["items"]] == \
                 [("pet", "global", "Ann's puppy is Biscuit.")]
             assert (await srv.ok("forget", {"tag": "pets"}))["forgotten"] == 1
+            long_text = " ".join(f"Paragraph {i} of the handbook covers rule number {i}." for i in range(600))
+            await srv.ok("add_document", {"text": long_text, "source": "handbook"})
+            hit = (await srv.ok("search", {"query": "rule number 417 of the handbook"}))["hits"][0]
+            whole = await srv.ok("expand", {"id": hit["id"]})
+            assert whole["document_truncated"] is True and len(whole["document_text"]) == 20_000
 
     asyncio.run(main())
 

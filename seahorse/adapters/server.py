@@ -88,6 +88,7 @@ class _Runtime:
 FIRST_WRITES = {"add_document", "upsert_memory", "add_conversation", "index_repo"}
 # The most hits one search reply carries over MCP (each cut at 400 characters).
 MCP_TOP_K_MAX = 50
+EXPAND_CHARS = 20_000  # of a document's whole text in one expand reply (~5k tokens)
 
 # The next step for an error, by its code, in tools' and parameters' words (the CLI has its own).
 HINTS = {
@@ -210,7 +211,12 @@ def build_server(db: str | None = None) -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     def expand(id: int) -> dict[str, Any]:
         """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
-        return rt.call("expand", id)
+        out = rt.call("expand", id)
+        text = out.get("document_text")
+        if text is not None and len(text) > EXPAND_CHARS:  # a long document is cut: replies stay bounded
+            out["document_text"] = text[:EXPAND_CHARS]
+            out["document_truncated"] = True
+        return out
 
     # ----- code ------------------------------------------------------------------------
     @server.tool(annotations=WRITES)

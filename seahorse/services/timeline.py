@@ -13,8 +13,8 @@ Search calls two functions here, at one point each (``services/search.py``):
 
       recency = 1 - RECENCY_WEIGHT + RECENCY_WEIGHT * 0.5 ** (age_days / HALF_LIFE_DAYS)
 
-  ``age`` is measured from the reference time (``as_of``, else ``until``, else now) back to
-  the document's time (0 for a time after it). Trust x strength is already in the walk's
+  ``age`` is measured in whole days from the reference time (``as_of``, else ``until``, else
+  now) back to the document's time (0 for a time after it). Trust x strength is already in the walk's
   score (``RetrievalIndex.prior``); the hits are re-sorted over a pool a little deeper than
   ``top_k`` (:func:`pool_depth`).
 """
@@ -122,7 +122,8 @@ def pool_depth(top_k: int) -> int:
 
 
 def recency(age_seconds: float) -> float:
-    age = max(0.0, age_seconds) / DAY
+    """Age in whole days: a score does not drift between two searches of the same day."""
+    age = math.floor(max(0.0, age_seconds) / DAY)
     return 1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_DAYS)
 
 
