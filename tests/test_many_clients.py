@@ -31,6 +31,9 @@ def test_four_servers_and_cli_writers_lose_no_write(tmp_path: Path, cli) -> None
             calls = [srv.session.call_tool("upsert_memory", {
                 "key": f"s{n}-k{i}", "value": f"Server {n} remembers item number {i}.",
                 "scope": f"server{n}"}) for i in range(PER_SERVER)]
+            # and one key every server replaces: each replacement is kept in its history
+            calls.insert(PER_SERVER // 2, srv.session.call_tool("upsert_memory", {
+                "key": "shared", "value": f"The shared note was last written by server {n}."}))
             results = await asyncio.gather(*calls)
             return [r.content[0].text for r in results if r.is_error]
 
@@ -55,6 +58,10 @@ def test_four_servers_and_cli_writers_lose_no_write(tmp_path: Path, cli) -> None
             assert keys == {f"s{n}-k{i}" for i in range(PER_SERVER)}, n
         cli_keys = {m["key"] for m in eng.list_memories(limit=500, scope="cli")["items"]}
         assert cli_keys == {f"w{w}-k{i}" for w in range(CLI_WRITERS) for i in range(5)}
+        shared = eng.show_memory("shared")
+        values = {f"The shared note was last written by server {n}." for n in range(SERVERS)}
+        assert {shared["value"], *(h["value"] for h in shared["history"])} == values
+        assert len(shared["history"]) == SERVERS - 1
         hits = eng.search("Server 2 remembers item number 117", top_k=3).as_dict()["hits"]
         assert "memory:server2:s2-k117" in [h["source"] for h in hits]
 

@@ -62,23 +62,22 @@ class Memories:
         if supersedes is not None and target is None:
             raise NotFound(f"no memory {scope}/{supersedes} to supersede", field="supersedes",
                            code="no_memory")
-        created = old_value = None
-        if old is not None:
-            created = old[7]
-            # A long value is chunked into several nodes; history keeps all of them, in order.
-            old_value = "\n\n".join(text for _i, text in store.document_nodes(old[1]))
-        self.ingest.embed([prep])
+        self.ingest.embed([prep])  # outside the write lock: the model is the slow part
         start = when if when is not None else time.time()
-
-        def save(doc_id: int) -> None:
-            if old is not None:
-                store.link_superseded(old[1], doc_id)
-            if target is not None:
-                store.close_document(target[1], start, doc_id)
-            store.save_memory(scope, key, doc_id, *fields, created_at=created)
-
         with store.atomic():  # the old value moves aside and the new one lands in one transaction
+            old = store.memory(scope, key)  # again, under the lock: another writer may have won
+            created = old[7] if old is not None else None
+
+            def save(doc_id: int) -> None:
+                if old is not None:
+                    store.link_superseded(old[1], doc_id)
+                if target is not None:
+                    store.close_document(target[1], start, doc_id)
+                store.save_memory(scope, key, doc_id, *fields, created_at=created)
+
             if old is not None:
+                # A long value is chunked into several nodes; history keeps all of them, in order.
+                old_value = "\n\n".join(text for _i, text in store.document_nodes(old[1]))
                 valid_from = store.doc_times([old[1]])[old[1]][0]
                 store.close_document(old[1], start, None, source=f"{source}@{old[1]}")
                 store.add_memory_history(scope, key, old_value, *old[2:6], doc_id=old[1],

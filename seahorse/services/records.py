@@ -55,8 +55,8 @@ class Records:
     def list_memories(self, cursor=None, limit: int = PAGE, scope: str | None = None,
                       kind: str | None = None, tag: str | None = None, since=None, until=None,
                       current: bool = True, value_chars: int | None = VALUE_CHARS) -> dict:
-        """Memories in the order they were first stored; ``current`` leaves out the ones
-        another key superseded."""
+        """Memories in the order they were last written (an upsert moves a key to the end);
+        ``current`` leaves out the ones another key superseded."""
         check_int("limit", limit, 1, PAGE_MAX)
         store = self.store
         with store.snapshot():
