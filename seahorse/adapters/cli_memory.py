@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -198,7 +199,7 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
         lines += [f"earlier: {h['value']}" for h in out["history"]]
         return "\n".join(lines)
     if command == "memory" and sub == "history":
-        lines = [f"{h['value']}  (until {h['replaced_at']})" for h in out["history"]]
+        lines = [f"{h['value']}  (until {_when(h['replaced_at'])})" for h in out["history"]]
         return "\n".join(lines) or "no earlier values"
     if (command == "memory" and sub == "list") or command == "list-memories":
         lines = [f"{m['scope']}/{m['key']}: {m['value']}" for m in out["items"]]
@@ -228,3 +229,8 @@ def _page(lines: list[str], out: dict) -> str:
     if out["next_cursor"]:
         lines.append(f"more: --cursor {out['next_cursor']}")
     return "\n".join(lines) or "nothing stored"
+
+
+def _when(t: float | None) -> str:
+    """An epoch as the UTC time a reader expects; the JSON keeps the number."""
+    return "now" if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
