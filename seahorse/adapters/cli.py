@@ -72,8 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--kind", action="append", choices=["passage", "memory", "symbol", "commit"],
                     help="node kinds that may be hits (repeatable; default passage, memory, symbol)")
     se.add_argument("--no-refuse", action="store_true",
-                    help="answer even when the query's distinctive words are absent from the store")
-    se.add_argument("--refuse", action="store_true", help="refusal outside --repo too")
+                    help="answer even when the query's subject is absent from the store or the "
+                         "best evidence is weak (refusal is on by default)")
+    se.add_argument("--refuse", action="store_true", help="refusal on (the default; kept for old scripts)")
     se.add_argument("--token-budget", type=int,
                     help="compact hits (path, symbol, span, signature, snippet) under this many tokens")
     se.add_argument("--snippet-chars", type=int,
@@ -357,9 +358,12 @@ def _human(command: str, out: Any) -> str:
         if not out["hits"]:
             ref = out.get("refusal")
             if ref:
+                ev = ref.get("evidence", ref)
+                dense = f"; best similarity {ev['top_dense']}" if ev.get("top_dense") is not None else ""
                 lines.append(f"no results: {ref['reason']} (distinctive words missing: "
-                             f"{', '.join(ref.get('missing', [])) or 'none'}; found: "
-                             f"{', '.join(ref.get('found', [])) or 'none'}); --no-refuse answers anyway")
+                             f"{', '.join(ev.get('missing', [])) or 'none'}; found: "
+                             f"{', '.join(ev.get('found', [])) or 'none'}{dense}); "
+                             "--no-refuse answers anyway")
             else:
                 lines.append("no results" + (f" ({out['reason']})" if out.get("reason") else ""))
         for rank, h in enumerate(out["hits"], 1):

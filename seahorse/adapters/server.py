@@ -24,6 +24,7 @@ from ..version import __version__
 log = logging.getLogger("seahorse")
 
 MemoryKind = Literal["fact", "preference", "event", "instruction", "note", "decision"]
+NodeKind = Literal["passage", "memory", "symbol", "commit"]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
@@ -128,12 +129,13 @@ def build_server(db: str | None = None) -> MCPServer:
                        progress=progress_to(ctx, "passages")).as_dict()
 
     @server.tool(annotations=SEARCH)
-    def search(query: str, session_id: str | None = None, top_k: int = 5) -> dict[str, Any]:
-        """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context)."""
+    def search(query: str, session_id: str | None = None, top_k: int = 5, refuse: bool = True,
+               kinds: list[NodeKind] | None = None) -> dict[str, Any]:
+        """Search notes, documents and memories; returns ranked hits with id, text, score, source, kind and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit."""
         from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
-        return rt.call("search", query, top_k=top_k, session_id=session_id,
-                       snippet_chars=SNIPPET_CHARS).as_dict()
+        return rt.call("search", query, top_k=top_k, session_id=session_id, refuse=refuse,
+                       kinds=kinds, snippet_chars=SNIPPET_CHARS).as_dict()
 
     @server.tool(annotations=WRITES)
     def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind = "fact",

@@ -9,6 +9,7 @@ Seeds (all computed from caches built at index time, nothing recomputed per quer
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -17,9 +18,9 @@ import numpy as np
 from ..config import Settings
 from ..mechanisms.embed import Embedder
 from ..mechanisms.extract import Extractor
-from ..mechanisms.numeric import minmax
+from ..mechanisms.numeric import minmax, scale_lexical
 from ..store import Store
-from ..text import fts_match, query_terms
+from ..text import STOPWORDS, fts_match, query_terms, words
 from .codequery import compact_view
 from .state import RETRIEVABLE, RetrievalIndex
 
@@ -35,6 +36,11 @@ DRIFT_RATIO = 0.5  # context mass under half its uniform share = the query left 
 CONTEXT_PHRASES = 8
 SECONDARY_WEIGHT = 0.5
 FLAT = 1e-12  # a score column spanning less than this is constant: min-max gives zeros
+# Exact tokens: a query word shaped like an id, error code, hostname or ticket number (see
+# exact_tokens) held by at most this many full-text units puts those units first.
+RARE_MAX = 5
+ORDINAL = re.compile(r"\d+(st|nd|rd|th)")
+EXACT_TOKENS = 4  # at most this many such words of one query are looked up
 DOC_WORDS = frozenset({"doc", "docs", "documentation", "documented", "readme", "guide", "tutorial",
                        "changelog", "explain", "explains", "explained"})
 
@@ -51,9 +57,11 @@ class Hit:
     evidence: dict
     memory: dict | None = None
     code: dict | None = None  # path, symbol, start_line, end_line, ... for repository hits
+    confidence: float | None = None  # services/confidence.py: the share of such hits that are right
 
     def as_dict(self) -> dict:
-        out = {"id": self.id, "kind": self.kind, "score": self.score, "source": self.source,
+        out = {"id": self.id, "kind": self.kind, "score": self.score, "confidence": self.confidence,
+               "source": self.source,
                "title": self.title, "doc_id": self.doc_id, "text": self.text,
                "evidence": self.evidence}
         if self.code is not None:
@@ -156,7 +164,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     lexical: dict[int, float] = {}
     lex = store.fts_search(fts_match(query_terms(query)), LEXICAL_CANDIDATES)
     if lex:
-        lex_scores = minmax(np.array([s for _i, s in lex]), FLAT)
+        lex_scores = scale_lexical(np.array([s for _i, s in lex]), FLAT)
         for (node_id, raw), norm in zip(lex, lex_scores):
             v = g.index.get(node_id)
             if v is not None:
@@ -198,7 +206,14 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     if code:
         rank_scores = np.zeros(g.n)
         rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query)
-    order = np.argsort(-rank_scores[cand], kind="stable")[:top_k]
+    exact = {} if code else exact_holders(store, index, query)
+    if exact:  # passages holding the query's rare tokens first, the most tokens first
+        held = np.zeros(g.n)
+        for v, toks in exact.items():
+            held[v] = len(toks)
+        order = np.lexsort((-rank_scores[cand], -held[cand]))[:top_k]
+    else:
+        order = np.argsort(-rank_scores[cand], kind="stable")[:top_k]
     chosen = cand[order]
     texts = store.node_texts([int(g.node_ids[v]) for v in chosen])
     memories = {}
@@ -214,6 +229,8 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
         evidence["dense"] = round(float(dense_all[v]), 4)
         if int(v) in lexical:
             evidence["bm25"] = round(lexical[int(v)], 4)
+        if int(v) in exact:
+            evidence["exact"] = exact[int(v)]
         if kind == "memory" and doc_id not in memories:
             memories[doc_id] = store.memory_by_doc(doc_id)
         hits.append(Hit(node_id, kind, text, float(rank_scores[v]),
@@ -234,6 +251,43 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     if session:
         info["session"] = session
     return SearchResult(query, hits, info, _walk_phrases(index, scores))
+
+
+def exact_tokens(query: str) -> list[str]:
+    """The query's words shaped like identifiers rather than prose: letters mixed with
+    digits (``zq0123x``, ``E1045``, ``JIRA-1234``), dotted names and versions
+    (``db01.prod.local``, ``3.1.2``), a number of five digits or more (not an ordinal); or
+    the query's only word, whatever its shape."""
+    found = [w.strip(".-'") for w in words(query)]
+    found = [w for w in found if len(w) > 1]
+    if len(found) == 1 and found[0].casefold() not in STOPWORDS:
+        return found
+    out = []
+    for w in found:
+        if ORDINAL.fullmatch(w.casefold()):  # "26th" is prose
+            continue
+        digits = any(c.isdigit() for c in w)
+        letters = any(c.isalpha() for c in w)
+        joined = any(c in ".-:" for c in w)  # db01.prod.local, 3.1.2, 10:42
+        if (digits and (letters or joined)) or (joined and "." in w and letters) \
+                or (w.isdigit() and len(w) >= 5):
+            out.append(w)
+    return list(dict.fromkeys(out))[:EXACT_TOKENS]
+
+
+def exact_holders(store: Store, index: RetrievalIndex, query: str) -> dict[int, list[str]]:
+    """Graph vertex -> the query's exact tokens it holds, for tokens held by at most RARE_MAX
+    full-text units (a token in more is not what singles a passage out)."""
+    out: dict[int, list[str]] = {}
+    for tok in exact_tokens(query):
+        rows = store.fts_search('"' + tok.replace('"', "") + '"', RARE_MAX + 1)
+        if not rows or len(rows) > RARE_MAX:
+            continue
+        for node_id, _s in rows:
+            v = index.graph.index.get(node_id)
+            if v is not None:
+                out.setdefault(int(v), []).append(tok)
+    return out
 
 
 def _apply_context(index: RetrievalIndex, scores: np.ndarray, seeds: np.ndarray,

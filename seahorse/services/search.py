@@ -1,6 +1,7 @@
 """Search as a service: one read snapshot around the index and the hits, the node budget in
 force, sessions (the phrases where earlier turns settled), the optional cross-encoder, and
-for repository searches the code fields and refusal."""
+the code fields of code hits, and refusal (services/refusal.py; for one repository's search,
+services/codequery.py's)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import numpy as np
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import Budget, compute_budget
 from ..mechanisms.rerank import CrossEncoder, rerank
+from . import confidence
 from .codequery import CodeQueries, fts_term, refusal_terms
+from .refusal import refusal
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
 
@@ -91,12 +94,27 @@ class Search:
             result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(), depth,
                             self.budget().node_budget, context, want, doc_filter, code=repo is not None,
                             repo_id=repo_id)
-            self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None,
-                                   repo_id, index.version)
+            refuse = True if refuse is None else bool(refuse)
+            self._finish_code_hits(result, query, refuse and repo is not None, repo_id, index.version)
+            if refuse and repo is None:
+                self._refuse_weak(result, query)
             self._rerank_hits(result, query.strip(), encoder, top_k)
+            confidence.attach(result.hits, self.rt.embedder.name)
         if session_id is not None:
             self._save_turn(session_id, result, context, turns, index)
         return result
+
+    # ----- refusal ----------------------------------------------------------------------
+    def _refuse_weak(self, result: SearchResult, query: str) -> None:
+        """No hits and ``info["refusal"]`` when the query's subject is absent from the store
+        or the best evidence is weak (services/refusal.py)."""
+        why = refusal(result.hits, refusal_terms(query), self.rt.embedder.name,
+                      lambda terms, dense: self.code.refusal(terms, dense),
+                      lambda t: self.store.text_matches(fts_term(t)), self.store.text_units())
+        if why is not None:
+            result.info["refusal"] = why
+            result.info["refused_hits"] = len(result.hits)
+            result.hits = []
 
     # ----- sessions ---------------------------------------------------------------------
     def _save_turn(self, session_id: str, result: SearchResult, context: dict[int, float] | None,

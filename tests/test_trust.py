@@ -1,0 +1,73 @@
+"""Answers an agent can trust (issue 12), through the real CLI and MCP server on real files:
+exact tokens found first, refusal, confidence, kinds, explanations, titles from files."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import string
+from pathlib import Path
+
+from test_server import serve
+
+COMMON = ("the team met on monday to review the plan for the garden and the kitchen while "
+          "everyone shared notes about travel weather books music and dinner with friends").split()
+
+
+def _token_notes(folder: Path, n: int = 300, seed: int = 12) -> list[str]:
+    """``n`` notes of common words, each holding one unique token (letters, digits, a letter)."""
+    rng = random.Random(seed)
+    folder.mkdir()
+    tokens = []
+    for i in range(n):
+        tok = "".join(rng.choice(string.ascii_lowercase) for _ in range(2)) + f"{i:04d}" \
+            + rng.choice(string.ascii_lowercase)
+        tokens.append(tok)
+        words = [rng.choice(COMMON) for _ in range(30)]
+        words.insert(rng.randrange(30), tok)
+        (folder / f"note{i:03d}.md").write_text(f"Note {i}\n\n" + " ".join(words) + ".\n")
+    return tokens
+
+
+def test_every_unique_token_finds_its_note_first(cli, tmp_path: Path) -> None:
+    tokens = _token_notes(tmp_path / "notes")
+    out = cli.json("index", "--dir", str(tmp_path / "notes"))
+    assert out["added"] == 300
+    # A sample through the CLI, one process per search, as a user types it ...
+    for i in range(0, 300, 37):
+        res = cli.json("search", tokens[i], "--top-k", "3")
+        assert res["hits"], res
+        assert res["hits"][0]["source"].endswith(f"note{i:03d}.md"), (tokens[i], res["hits"])
+        assert res["hits"][0]["evidence"]["exact"] == [tokens[i]]
+    # ... and every token through the MCP server, bare and inside a question.
+    async def main() -> list[str]:
+        missed = []
+        async with serve(cli.db) as srv:
+            for i, tok in enumerate(tokens):
+                query = tok if i % 2 else f"what do we know about {tok}?"
+                res = await srv.ok("search", {"query": query, "top_k": 3})
+                if not res["hits"] or not res["hits"][0]["source"].endswith(f"note{i:03d}.md"):
+                    missed.append(tok)
+        return missed
+
+    assert asyncio.run(main()) == []
+
+
+def test_absent_and_nonsense_questions_are_refused_with_a_reason(cli, tmp_path: Path) -> None:
+    _token_notes(tmp_path / "notes", n=60)
+    cli.json("index", "--dir", str(tmp_path / "notes"))
+    for query in ("qwxz vbnm plokij zzkrt", "How do I descale the boiler of an espresso machine?"):
+        out = cli.json("search", query)
+        assert out["hits"] == [] and out["refused_hits"] > 0, out
+        ref = out["refusal"]
+        assert ref["reason"] == "absent_terms" and ref["evidence"]["missing"], ref
+        assert cli.json("search", query, "--refuse")["hits"] == []  # the old flag still works
+        answered = cli.json("search", query, "--no-refuse")
+        assert answered["hits"] and "refusal" not in answered
+        text = cli.run("search", query)
+        assert text.returncode == 0 and text.stdout.startswith("no results: absent_terms"), text.stdout
+    # A question about what the notes hold is answered, each hit with its confidence.
+    out = cli.json("search", "the garden and the kitchen on monday")
+    assert out["hits"] and "refusal" not in out
+    conf = [h["confidence"] for h in out["hits"]]
+    assert all(0.0 <= c <= 1.0 for c in conf) and conf[0] == max(conf), conf
