@@ -71,3 +71,49 @@ def test_absent_and_nonsense_questions_are_refused_with_a_reason(cli, tmp_path: 
     assert out["hits"] and "refusal" not in out
     conf = [h["confidence"] for h in out["hits"]]
     assert all(0.0 <= c <= 1.0 for c in conf) and conf[0] == max(conf), conf
+
+
+def test_files_take_their_titles_from_their_first_heading_or_line(cli, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("---\nlayout: post\n---\n\n# Zram on the Pi #\n\nEnable zram.\n")
+    (docs / "b.rst").write_text("=========\nSourdough\n=========\n\nA starter of wild yeast.\n")
+    (docs / "c.txt").write_text("\n  Meeting notes, monday  \n\nThe garden plan was agreed.\n")
+    (docs / "d.md").write_text("Setext title\n============\n\nBody text here.\n")
+    out = cli.json("index", "--dir", str(docs))
+    assert out["added"] == 4
+    titles = {Path(h["source"]).name: h["title"] for h in
+              cli.json("search", "zram sourdough garden body", "--top-k", "10", "--no-refuse")["hits"]}
+    assert titles == {"a.md": "Zram on the Pi", "b.rst": "Sourdough", "c.txt": "Meeting notes, monday",
+                      "d.md": "Setext title"}, titles
+    f = tmp_path / "e.md"
+    f.write_text("# Heading of e\n\nKettles boil water.\n")
+    cli.json("index", "--file", str(f))
+    hit = cli.json("search", "kettles boil water", "--no-refuse")["hits"][0]
+    assert hit["title"] == "Heading of e"
+    out = cli.json("index", "--file", str(f), "--title", "Given title")  # --title wins
+    assert out["status"] == "updated"
+    hit = cli.json("search", "kettles boil water", "--no-refuse")["hits"][0]
+    assert hit["title"] == "Given title"
+
+
+def test_explanations_are_the_walks_own_inflow(cli, tmp_path: Path) -> None:
+    # Common words shared by every note make hub phrases: their residual share is not passed
+    # on, so shares computed without it would sum to more than the hit received.
+    _token_notes(tmp_path / "notes", n=60)
+    cli.json("index", "--dir", str(tmp_path / "notes"))
+    out = cli.json("search", "the garden plan and the kitchen", "--top-k", "5", "--no-refuse")
+    assert out["hits"]
+    for h in out["hits"]:
+        ev = h["evidence"]
+        assert abs(ev["inflow"]["seed"] + ev["inflow"]["edges"] - 1.0) < 0.01, ev["inflow"]
+        assert 1 <= len(ev["paths"]) <= 3
+        shares = [p["share"] for p in ev["paths"]]
+        assert shares == sorted(shares, reverse=True) and sum(shares) <= ev["inflow"]["edges"] + 1e-3
+        for p in ev["paths"]:
+            assert p["hops"] and all(hop["edge"] for hop in p["hops"]), p  # every edge has its kind
+            assert p["mass"] == p["hops"][-1]["mass"]
+    text = cli.run("search", "the garden plan and the kitchen", "--no-refuse")
+    assert text.returncode == 0
+    whys = [line for line in text.stdout.splitlines() if line.strip().startswith("why:")]
+    assert whys and all("walk mass" in w for w in whys), text.stdout

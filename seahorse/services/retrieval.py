@@ -22,6 +22,7 @@ from ..mechanisms.numeric import minmax, scale_lexical
 from ..store import Store
 from ..text import STOPWORDS, fts_match, query_terms, words
 from .codequery import compact_view
+from .explain import explain
 from .state import RETRIEVABLE, RetrievalIndex
 
 LEXICAL_CANDIDATES = 100
@@ -219,13 +220,14 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     memories = {}
     docs = {}
     hits: list[Hit] = []
-    for v in chosen:
+    explained = explain(index, store, g.flow(scores, seeds, damping), [int(v) for v in chosen],
+                        phrase_seed)
+    for v, evidence in zip(chosen, explained):
         node_id = int(g.node_ids[v])
         kind, text, doc_id, _ordinal = texts[node_id]
         if doc_id not in docs:
             docs[doc_id] = store.document(doc_id)
         doc = docs[doc_id]
-        evidence = _evidence(index, scores, int(v), phrase_seed)
         evidence["dense"] = round(float(dense_all[v]), 4)
         if int(v) in lexical:
             evidence["bm25"] = round(lexical[int(v)], 4)
@@ -238,8 +240,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
                         memories.get(doc_id) if kind == "memory" else None))
     top_seeds = [{"phrase": j, "weight": round(w, 5)}
                  for j, w in sorted(phrase_seed.items(), key=lambda kv: -kv[1])[:8]]
-    _name_phrases(index, store, top_seeds + [e for h in hits for e in h.evidence["phrases"]]
-                  + [e["via"] for h in hits for e in h.evidence["phrases"] if "via" in e])
+    _name_phrases(index, store, top_seeds)
     info = {
         "damping": round(damping, 3), "node_budget": node_budget,
         "walked_nodes": int(len(ppr.nodes)), "iterations": ppr.iterations,
@@ -324,43 +325,6 @@ def _walk_phrases(index: RetrievalIndex, scores: np.ndarray) -> dict[int, float]
     top = cand[np.argsort(-scores[cand], kind="stable")]
     peak = float(scores[top[0]])
     return {int(j): round(float(scores[j]) / peak, 4) for j in top}
-
-
-def _evidence(index: RetrievalIndex, scores: np.ndarray, v: int,
-              phrase_seed: dict[int, float]) -> dict:
-    """The phrases whose mass flowed into passage ``v``, and how each was reached."""
-    adj = index.graph.adj
-    lo, hi = adj.indptr[v], adj.indptr[v + 1]
-    neigh, weights = adj.indices[lo:hi], adj.data[lo:hi]
-    out = index.graph.strength
-    flow = scores[neigh] * weights / np.maximum(out[neigh], 1e-12)
-    total = float(flow.sum()) or 1.0
-    items = []
-    for k in np.argsort(-flow)[:3]:
-        j = int(neigh[k])
-        if flow[k] <= 0:
-            break
-        entry = {"phrase": j, "share": round(float(flow[k]) / total, 3),
-                 "seed": j in phrase_seed, "edge": "context"}
-        if j not in phrase_seed:
-            via = _seed_neighbour(index, j, phrase_seed)
-            if via is not None:
-                entry["via"] = via
-        items.append(entry)
-    return {"phrases": items}
-
-
-def _seed_neighbour(index: RetrievalIndex, j: int, phrase_seed: dict[int, float]) -> dict | None:
-    adj = index.graph.adj
-    lo, hi = adj.indptr[j], adj.indptr[j + 1]
-    best = None
-    for k in range(lo, hi):
-        s = int(adj.indices[k])
-        if s in phrase_seed and (best is None or phrase_seed[s] > phrase_seed[best]):
-            best = s
-    if best is None:
-        return None
-    return {"phrase": best, "edge": "synonym"}
 
 
 def _name_phrases(index: RetrievalIndex, store: Store, entries: list[dict]) -> None:

@@ -82,6 +82,20 @@ class GraphReads:
                 out[(min(a, b), max(a, b))] += float(w)
         return out
 
+    def edge_kinds(self, node_ids: Sequence[int]) -> dict[tuple[int, int], str]:
+        """The kind of the heaviest edge (either direction) between each pair of ``node_ids``
+        joined by one, keyed (lower id, higher id)."""
+        ids = sorted({int(i) for i in node_ids})
+        best: dict[tuple[int, int], tuple[float, str]] = {}
+        rows = select_in(self.db, "SELECT src, dst, kind, weight FROM edges WHERE src IN ({in})", ids)
+        wanted = set(ids)
+        for a, b, kind, w in rows:
+            if b in wanted:
+                key = (min(a, b), max(a, b))
+                if key not in best or w > best[key][0]:
+                    best[key] = (float(w), kind)
+        return {k: v[1] for k, v in best.items()}
+
     def phrase_ids(self, keys: Sequence[str]) -> dict[str, int]:
         """Node id of each normalised phrase key that exists."""
         return dict(select_in(self.db, "SELECT key, id FROM nodes WHERE kind='phrase' AND key IN ({in})",
