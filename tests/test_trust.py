@@ -117,3 +117,35 @@ def test_explanations_are_the_walks_own_inflow(cli, tmp_path: Path) -> None:
     assert text.returncode == 0
     whys = [line for line in text.stdout.splitlines() if line.strip().startswith("why:")]
     assert whys and all("walk mass" in w for w in whys), text.stdout
+
+
+ANIMALS = ("quokkas", "wombats", "wallabies", "echidnas", "platypuses")
+
+
+def test_prose_and_memories_are_not_drowned_by_an_indexed_repository(cli, tmp_path: Path) -> None:
+    import shutil
+
+    rng = random.Random(5)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(40):
+        a, b = rng.sample(ANIMALS, 2)
+        (notes / f"n{i:02d}.md").write_text(
+            f"Field note {i}\n\nWe watched {a} and {b} near the {rng.choice(COMMON)} at dusk; "
+            f"the {a} were calm and the {b} were {rng.choice(['shy', 'busy', 'hungry'])}.\n")
+    cli.json("index", "--dir", str(notes))
+    cli.json("memory", "add", "cat", "The user's cat is called Miso and sleeps on the keyboard.")
+    repo = tmp_path / "repo"  # a real package with real hubs: this project's own source
+    shutil.copytree(Path(__file__).resolve().parent.parent / "seahorse", repo / "seahorse",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    cli.json("index", "--repo", str(repo), "--no-history")
+    out = cli.json("search", "quokkas and wombats", "--top-k", "5")
+    kinds = [(h["kind"], h["text"][:40]) for h in out["hits"]]
+    assert [k for k, _t in kinds] == ["passage"] * 5, kinds
+    assert all("quokkas" in h["text"] or "wombats" in h["text"] for h in out["hits"])
+    out = cli.json("search", "what is the user's cat called", "--top-k", "5")
+    assert out["hits"][0]["kind"] == "memory" and "Miso" in out["hits"][0]["text"], out["hits"]
+    # --kind filters (repeatable): only what was asked for.
+    out = cli.json("search", "quokkas and wombats", "--kind", "symbol", "--kind", "memory",
+                   "--no-refuse", "--top-k", "10")
+    assert out["hits"] and {h["kind"] for h in out["hits"]} <= {"symbol", "memory"}
