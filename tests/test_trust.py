@@ -48,6 +48,11 @@ def test_every_unique_token_finds_its_note_first(cli, tmp_path: Path) -> None:
                 res = await srv.ok("search", {"query": query, "top_k": 3})
                 if not res["hits"] or not res["hits"][0]["source"].endswith(f"note{i:03d}.md"):
                     missed.append(tok)
+            # kinds filters over MCP too: no memory is stored, so none comes back.
+            res = await srv.ok("search", {"query": tokens[0], "kinds": ["memory"], "refuse": False})
+            assert res["hits"] == []
+            res = await srv.ok("search", {"query": tokens[0], "kinds": ["passage", "memory"]})
+            assert res["hits"][0]["kind"] == "passage"
         return missed
 
     assert asyncio.run(main()) == []

@@ -38,15 +38,15 @@ DENSE_THRESHOLDS: dict[str, tuple[float, float]] = {
 
 def refusal(hits: list[Hit], terms: list[str], model: str,
             judge_words: Callable[[list[str], float | None], dict | None],
-            count: Callable[[str], int], units: int) -> dict | None:
+            count: Callable[[str], int], units: Callable[[], int]) -> dict | None:
     """``{"reason", "evidence"}`` to return nothing, or None to answer. ``judge_words`` is the
     word rule (terms, best cosine or None) -> its verdict with coverage, missing, found;
-    ``count`` says how many full-text units hold a word, ``units`` how many there are."""
+    ``count`` says how many full-text units hold a word, ``units()`` how many there are."""
     if not hits or any(h.evidence.get("exact") for h in hits):
         return None
     dense = [h.evidence["dense"] for h in hits[:DEPTH] if "dense" in h.evidence and h.kind != "commit"]
     top = max(dense) if dense else None
-    if units < WORDS_MIN_UNITS:
+    if terms and units() < WORDS_MIN_UNITS:
         terms = []
     words = judge_words(terms, None) if terms else None
     if words is not None:

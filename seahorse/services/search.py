@@ -110,7 +110,7 @@ class Search:
         or the best evidence is weak (services/refusal.py)."""
         why = refusal(result.hits, refusal_terms(query), self.rt.embedder.name,
                       lambda terms, dense: self.code.refusal(terms, dense),
-                      lambda t: self.store.text_matches(fts_term(t)), self.store.text_units())
+                      lambda t: self.store.text_matches(fts_term(t)), self.store.text_units)
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)
