@@ -27,11 +27,12 @@ LABEL_CHARS = 60
 
 
 def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],
-            phrase_seed: dict[int, float]) -> list[dict]:
-    """Evidence (inflow, paths, phrases) for each hit vertex, with one read of the store for
-    the labels and one for the edge kinds."""
+            phrase_seed: dict[int, float], also: list[int] = ()) -> tuple[list[dict], dict[int, str]]:
+    """Evidence (inflow, paths, phrases) for each hit vertex, and the label of every vertex
+    named (those of ``also`` too), with one read of the store for the labels and one for the
+    edge kinds."""
     raw = [_trace(flow, v) for v in hits]
-    verts = {u for r in raw for p in r["paths"] for u in p["verts"]} | set(hits)
+    verts = {u for r in raw for p in r["paths"] for u in p["verts"]} | set(hits) | set(also)
     ids = {u: int(index.graph.node_ids[u]) for u in verts}
     kinds = store.edge_kinds(list(ids.values()))
     labels = _labels(index, store, ids)
@@ -64,7 +65,7 @@ def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],
             phrases.append(entry)
         out.append({"phrases": phrases, "paths": paths,
                     "inflow": {"seed": share(r["teleport"]), "edges": share(r["edges"])}})
-    return out
+    return out, {u: lab["label"] for u, lab in labels.items()}
 
 
 def _trace(flow: Flow, v: int) -> dict:

@@ -228,8 +228,12 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     memories = {}
     docs = {}
     hits: list[Hit] = []
-    explained = explain(index, store, g.flow(scores, seeds, damping), [int(v) for v in chosen],
-                        phrase_seed)
+    top_seeds = [{"phrase": j, "weight": round(w, 5)}
+                 for j, w in sorted(phrase_seed.items(), key=lambda kv: -kv[1])[:8]]
+    explained, names = explain(index, store, g.flow(scores, seeds, damping), [int(v) for v in chosen],
+                               phrase_seed, [e["phrase"] for e in top_seeds])
+    for e in top_seeds:
+        e["phrase"] = names.get(e["phrase"], "")
     for v, evidence in zip(chosen, explained):
         node_id = int(g.node_ids[v])
         kind, text, doc_id, _ordinal = texts[node_id]
@@ -246,9 +250,6 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
         hits.append(Hit(node_id, kind, text, float(rank_scores[v]),
                         doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence,
                         memories.get(doc_id) if kind == "memory" else None))
-    top_seeds = [{"phrase": j, "weight": round(w, 5)}
-                 for j, w in sorted(phrase_seed.items(), key=lambda kv: -kv[1])[:8]]
-    _name_phrases(index, store, top_seeds)
     info = {
         "damping": round(damping, 3), "node_budget": node_budget,
         "walked_nodes": int(len(ppr.nodes)), "iterations": ppr.iterations,
@@ -373,12 +374,3 @@ def _walk_phrases(index: RetrievalIndex, scores: np.ndarray) -> dict[int, float]
     top = cand[np.argsort(-scores[cand], kind="stable")]
     peak = float(scores[top[0]])
     return {int(j): round(float(scores[j]) / peak, 4) for j in top}
-
-
-def _name_phrases(index: RetrievalIndex, store: Store, entries: list[dict]) -> None:
-    """Replace the graph vertex in each entry's ``phrase`` by the phrase's text ("" for a
-    vertex that is not a phrase), with one read of the store."""
-    node_ids = {e["phrase"]: int(index.graph.node_ids[e["phrase"]]) for e in entries}
-    names = store.phrase_texts(sorted(set(node_ids.values()))) if node_ids else {}
-    for e in entries:
-        e["phrase"] = names.get(node_ids[e["phrase"]], "")

@@ -40,6 +40,7 @@ class Search:
         # Refusal's full-text counts over one repository: (graph_version, repo_id, term or None
         # for the unit total) -> count. Only the current graph version's entries are kept.
         self._term_counts: dict[tuple[int, int, str | None], int] = {}
+        self._units: tuple[int, int] | None = None  # (change seq, full-text units) for refusal
 
     def budget(self) -> Budget:
         """The node budget from the memory free now (re-read at most once a second)."""
@@ -108,9 +109,20 @@ class Search:
     def _refuse_weak(self, result: SearchResult, query: str) -> None:
         """No hits and ``info["refusal"]`` when the query's subject is absent from the store
         or the best evidence is weak (services/refusal.py)."""
+        seq = self.rt.index.seq if self.rt.index is not None else -2
+        if self._units is None or self._units[0] != seq:  # a count(*) over the full-text index
+            self._units = (seq, self.store.text_units())
+        units = self._units[1]
+        counts: dict[str, int] = {}
+
+        def count(term: str) -> int:
+            if term not in counts:
+                counts[term] = self.store.text_matches(fts_term(term))
+            return counts[term]
+
         why = refusal(result.hits, refusal_terms(query), self.rt.embedder.name,
-                      lambda terms, dense: self.code.refusal(terms, dense),
-                      lambda t: self.store.text_matches(fts_term(t)), self.store.text_units)
+                      lambda terms, dense: self.code.refusal(terms, dense, count, units),
+                      count, lambda: units)
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)

@@ -102,8 +102,9 @@ class GraphReads:
                               keys))
 
     def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
-        """Surface text of each phrase among ``ids``."""
-        return dict(select_in(self.db, "SELECT id, text FROM nodes WHERE kind='phrase' AND id IN ({in})",
+        """Surface text of each phrase among ``ids``. (``+kind``: by the kind index SQLite read
+        every phrase, 20 ms on MuSiQue; by the primary key 0.03 ms.)"""
+        return dict(select_in(self.db, "SELECT id, text FROM nodes WHERE +kind='phrase' AND id IN ({in})",
                               [int(i) for i in ids]))
 
     def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
