@@ -8,7 +8,7 @@ Indexes MuSiQue and HotpotQA (../shared/bench/memory) each into its own store, t
 and prints, over the answerable questions' top-5 hits, how often a hit with confidence c is
 gold, by decile of c (a reliability table). Tune on dev only; run test only to report.
 
-    python scripts/bench_trust.py [--splits dev] [--db-dir DIR]
+    python scripts/bench_trust.py [--splits dev] [--db-dir DIR] [--with-repo CHECKOUT]
 
 ``--db-dir`` keeps the indexed stores there and reuses them on the next run (same corpus
 fingerprint), so a calibration run does not re-index.
@@ -23,13 +23,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
-from bench_multihop import DEFAULT_BENCH, DEV, TEST, load_hotpot, load_musique  # noqa: E402
+from bench_multihop import DEFAULT_BENCH, DEV, TEST, doc_ranking, load_hotpot, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
 from seahorse.text import words  # noqa: E402
@@ -62,6 +63,9 @@ def main() -> None:
     ap.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH)
     ap.add_argument("--splits", default="dev", help="dev, test or dev,test (test: report only)")
     ap.add_argument("--db-dir", type=Path, help="keep (and reuse) the indexed stores here")
+    ap.add_argument("--with-repo", type=Path, metavar="CHECKOUT",
+                    help="also index this checkout (e.g. Flask 3.1.3) and a memory into a copy of "
+                         "each store and report Seahorse's recall there beside the prose-only store")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
     absent_all = json.loads(ABSENT.read_text())["queries"]
@@ -108,6 +112,9 @@ def main() -> None:
                     print(f"      refused answerable: {wrong}")
                 if out:
                     print(f"      answered absent: {out}")
+            if args.with_repo:
+                ds["with_repo"] = shared_store(eng, args.with_repo, questions,
+                                               [splits[x] for x in args.splits.split(",") if x])
             eng.close()
     for split, rows in calib.items():
         report.setdefault("reliability", {})[split] = table = reliability(rows)
@@ -117,6 +124,42 @@ def main() -> None:
             print(f"{row['bin']:<11} {row['hits']:>5d} {row['mean']:>10.3f} {row['gold']:>11.3f}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+
+
+def recall(eng: Engine, questions, split: range) -> tuple[dict, dict]:
+    """Seahorse's recall (refusal off) over ``split`` and the kinds of its top-5 hits."""
+    rows, kinds = [], {}
+    for qi in split:
+        question, gold = questions[qi]
+        hits = eng.search(question, top_k=20, refuse=False).hits
+        for h in hits[:K]:
+            kinds[h.kind] = kinds.get(h.kind, 0) + 1
+        rows.append((doc_ranking([h.source for h in hits]), gold))
+    return benchlib.summarise(rows), kinds
+
+
+def shared_store(eng: Engine, checkout: Path, questions, splits: list[range]) -> dict:
+    """The same questions in the prose-only store and in a copy of it holding a repository
+    and a memory too: kinds must share the store by relevance."""
+    path = Path(eng.settings.db_path)
+    copy = path.with_name(path.stem + "-with-repo.db")
+    if not copy.exists():
+        part = copy.with_suffix(".part")
+        shutil.copy(path, part)
+        with Engine(load_settings(db_path=part)) as other:
+            other.index_repo(checkout, history=False)
+            other.upsert_memory("cat", "The user's cat is called Miso and sleeps on the keyboard.")
+        part.rename(copy)
+    out = {"repo": str(checkout)}
+    with Engine(load_settings(db_path=copy)) as mixed:
+        for split in splits:
+            alone, _k = recall(eng, questions, split)
+            shared, kinds = recall(mixed, questions, split)
+            name = "dev" if split == DEV else "test"
+            out[name] = {"alone": alone, "with_repo": shared, "top5_kinds": kinds}
+            print(f"{name:<5} with {checkout.name} indexed too: R@5 {shared['R@5']:.3f} "
+                  f"(alone {alone['R@5']:.3f}); top-5 kinds {kinds}")
+    return out
 
 
 def reliability(rows: list[tuple[float, bool]]) -> list[dict]:
