@@ -6,6 +6,12 @@ and asks every question. Questions 0-49 are the dev split (tune there), 50-99 th
 index time against embedding-only time, warm query p50/p95 and peak RSS.
 
     python scripts/bench_multihop.py [--bench-dir ../shared/bench/memory] [--json out.json]
+                                     [--via api,files]
+
+``--via files`` indexes the same corpus as one Markdown file per passage (``# title``, then
+the text) through the real CLI, ``seahorse index --dir``, as a user would; ``api,files`` runs
+both, one after the other. Seahorse is asked with refusal off (recall is measured here;
+refusal is scripts/bench_trust.py's).
 
 ``--memory pi5-4g`` answers the node budget's memory readings with those of a loaded 4 GB
 Raspberry Pi 5 (``PI5_LOADED``) instead of this machine's, so the budget is the one a Pi
@@ -25,6 +31,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -77,11 +84,17 @@ def doc_ranking(sources: list[str]) -> list[str]:
 
 
 class Run:
-    def __init__(self, name: str, docs, questions, settings_kw: dict):
-        self.name, self.docs, self.questions = name, docs, questions
+    """One corpus indexed one way: ``api`` (Engine.index_many, titles given) or ``files`` (one
+    Markdown file per passage, ``# title`` then the text, indexed by the real CLI's
+    ``seahorse index --dir``: titles come from the files' headings)."""
+
+    def __init__(self, name: str, docs, questions, settings_kw: dict, via: str = "api"):
+        self.name, self.docs, self.questions, self.via = name, docs, questions, via
         self.tmp = tempfile.TemporaryDirectory()
-        settings = load_settings(db_path=Path(self.tmp.name) / "bench.db", **settings_kw)
-        self.engine = Engine(settings)
+        self.db = Path(self.tmp.name) / "bench.db"
+        self.settings_kw = settings_kw
+        self.engine = Engine(load_settings(db_path=self.db, **settings_kw))
+        self.source_of: dict[str, str] = {}  # a file's path -> the corpus id it holds
 
     def embed_only_seconds(self) -> float:
         texts = [f"{title}\n{text}" for _s, title, text in self.docs]
@@ -91,9 +104,29 @@ class Run:
         return time.perf_counter() - t
 
     def index_seconds(self) -> float:
+        if self.via == "files":
+            return self._index_files()
         t = time.perf_counter()
         self.engine.index_many([(text, src, title, None) for src, title, text in self.docs])
         self.engine.retrieval_index()  # the graph cache is part of being ready
+        return time.perf_counter() - t
+
+    def _index_files(self) -> float:
+        folder = Path(self.tmp.name) / "corpus"
+        folder.mkdir()
+        for i, (src, title, text) in enumerate(self.docs):
+            path = folder / f"{i:05d}.md"
+            path.write_text(f"# {title}\n\n{text}\n", encoding="utf-8")
+            self.source_of[str(path)] = src
+        self.engine.close()  # the CLI writes the file; the engine reopens it after
+        env = {**os.environ, "SEAHORSE_DB": str(self.db)}
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "seahorse", "index", "--dir", str(folder), "--json"],
+                              env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"seahorse index --dir failed: {proc.stderr.strip()}")
+        self.engine = Engine(load_settings(db_path=self.db, **self.settings_kw))
+        self.engine.retrieval_index()
         return time.perf_counter() - t
 
     def rankings(self, method: str, split: range, k: int = 20):
@@ -103,14 +136,14 @@ class Run:
         src_of = {}
         for node_id, doc_id in eng.store.db.execute(
                 "SELECT n.id, d.source FROM nodes n JOIN documents d ON d.id = n.doc_id"):
-            src_of[node_id] = doc_id
+            src_of[node_id] = self.source_of.get(doc_id, doc_id)
         gidx_src = {int(v): src_of[int(index.graph.node_ids[v])] for v in index.passage_idx}
         for qi in split:
             question, gold = self.questions[qi]
             t = time.perf_counter()
             if method.startswith("seahorse"):
-                res = eng.search(question, top_k=k)
-                ranked = [h.source for h in res.hits]
+                res = eng.search(question, top_k=k, refuse=False)  # recall: refusal off
+                ranked = [self.source_of.get(h.source, h.source) for h in res.hits]
                 self.walk.append((res.info["timings_ms"]["walk"], res.info["walked_nodes"],
                                   res.info["node_budget"]))
             elif method == "dense":
@@ -136,6 +169,9 @@ def main() -> None:
                     help="dev split only: evaluate Seahorse at each value on one index")
     ap.add_argument("--memory", choices=["this", "pi5-4g", "both"], default="this",
                     help="memory readings the node budget is sized from")
+    ap.add_argument("--via", default="api",
+                    help="api, files or api,files: index through Engine.index_many, or one Markdown "
+                         "file per passage through `seahorse index --dir` (titles from headings)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
     this_machine = budget.read_memory
@@ -156,16 +192,17 @@ def main() -> None:
               "settings": kw, "memory": args.memory, "datasets": {}}
     print(f"# machine {report['machine']}")
     print(f"# versions {report['versions']}")
-    for name in args.datasets.split(","):
+    for name, via in [(n, v) for n in args.datasets.split(",") for v in args.via.split(",")]:
         docs, questions, files = loaders[name](args.bench_dir)
-        run = Run(name, docs, questions, kw)
+        run = Run(name, docs, questions, kw, via)
         fp = benchlib.fingerprint(files)
         embed_s = run.embed_only_seconds()
         index_s = run.index_seconds()
         ds = {"fingerprint": fp, "passages": len(docs), "embed_only_s": round(embed_s, 1),
               "index_s": round(index_s, 1), "index_over_embed": round(index_s / embed_s, 2),
               "passages_per_s": round(len(docs) / index_s, 1), "methods": {}}
-        print(f"\n## {name}: {len(docs)} passages, fingerprint {fp}")
+        label = name if via == "api" else f"{name} via files (seahorse index --dir)"
+        print(f"\n## {label}: {len(docs)} passages, fingerprint {fp}")
         print(f"index {index_s:.1f} s ({len(docs) / index_s:.1f} passages/s); embedding alone "
               f"{embed_s:.1f} s; ratio {index_s / embed_s:.2f}")
         if args.sweep:
@@ -205,7 +242,7 @@ def main() -> None:
         stats = run.engine.stats()
         ds["graph"] = {"nodes": stats["nodes"], "edges": stats["edges"], "facts": stats["facts"]}
         print(f"graph {stats['nodes']} {stats['edges']} facts {stats['facts']}")
-        report["datasets"][name] = ds
+        report["datasets"][name if via == "api" else f"{name}@files"] = ds
         run.engine.close()
         del run  # release this corpus's engine and models before the next corpus loads
         gc.collect()

@@ -152,8 +152,9 @@ class Engine:
 
         With ``session_id``, the phrases where earlier turns' walks settled seed this one too
         (weighted), unless this query's walk does not reach them (``info["session"]["drift"]``).
-        ``kinds`` picks node kinds (``commit`` for history). ``refuse`` returns no hits and
-        ``info["refusal"]`` when the query's distinctive words are absent from the store.
+        ``kinds`` picks node kinds (``commit`` for history). By default (``refuse`` None or
+        True) it returns no hits and ``info["refusal"]`` ({reason, evidence}) when the query's
+        subject is absent from the store or the best evidence is weak; ``refuse=False`` answers.
         ``as_dict()`` compacts the hits: each text cut at ``snippet_chars`` (with
         ``truncated``), or compact hits under ``token_budget`` tokens. ``since`` / ``until``
         keep hits whose time (event time, else when stored) is in that range; ``as_of``

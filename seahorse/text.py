@@ -143,3 +143,41 @@ def check_texts(texts: Sequence[str], what: str = "texts", each: str = "one per 
     """Refuse anything but a list (or tuple...) of strings, e.g. a bare string."""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise InvalidInput(f"{what} must be a list of strings ({each})")
+
+
+_UNDERLINE = re.compile(r"""^([=\-~^"'`#*+:.])\1{2,}\s*$""")
+_ATX = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+TITLE_CHARS = 200
+
+
+def file_title(text: str) -> str | None:
+    """The title a file's text gives itself: its first Markdown heading (``# Title``, or a
+    line underlined with ``===``/``---``) or reStructuredText section title (a line under-,
+    and maybe over-, lined with punctuation), else its first non-empty line; YAML front matter
+    is skipped. At most TITLE_CHARS characters; None for a text with no line."""
+    lines = text.splitlines()
+    start = 0
+    if lines and lines[0].strip() == "---":  # front matter: up to the closing ---
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
+        start = end + 1 if end is not None else 0
+    first = None
+    for i in range(start, len(lines)):
+        line = lines[i].strip()
+        if not line or _UNDERLINE.match(line):
+            continue
+        m = _ATX.match(lines[i])
+        if m:
+            return _cut(m.group(1))
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if _UNDERLINE.match(nxt) and len(nxt) >= len(line) and not _ATX.match(lines[i]):
+            return _cut(line)
+        if first is None:
+            first = line
+        # A heading further down does not name the whole file: the first line does.
+        break
+    return _cut(first) if first else None
+
+
+def _cut(title: str) -> str:
+    title = " ".join(title.split())
+    return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS - 1].rstrip() + "…"

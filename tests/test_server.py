@@ -325,7 +325,11 @@ def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path) -> None:
         async with serve(db, embedder=None) as srv:
             out = await srv.ok("delete_memory", {"key": "editor"})
             assert out["existed"] is True and out["key"] == "editor"
+            # Nothing left answers it: refused, with the evidence (issue 12); refuse=false answers.
             out = await srv.ok("search", {"query": query, "top_k": 10})
+            assert out["hits"] == [] and out["refusal"]["reason"] == "weak_match", out
+            assert out["refusal"]["evidence"]["top_dense"] < out["refusal"]["evidence"]["weak_below"]
+            out = await srv.ok("search", {"query": query, "top_k": 10, "refuse": False})
             assert out["hits"] and not memory_hits(out), out["hits"]
             assert all("editor" not in h["text"] for h in out["hits"])
             assert "no node" in await srv.error("get", {"id": mem_id})

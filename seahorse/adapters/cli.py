@@ -76,8 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--kind", action="append", choices=["passage", "memory", "symbol", "commit"],
                     help="node kinds that may be hits (repeatable; default passage, memory, symbol)")
     se.add_argument("--no-refuse", action="store_true",
-                    help="answer even when the query's distinctive words are absent from the store")
-    se.add_argument("--refuse", action="store_true", help="refusal outside --repo too")
+                    help="answer even when the query's subject is absent from the store or the "
+                         "best evidence is weak (refusal is on by default)")
+    se.add_argument("--refuse", action="store_true", help="refusal on (the default; kept for old scripts)")
     se.add_argument("--token-budget", type=int,
                     help="compact hits (path, symbol, span, signature, snippet) under this many tokens")
     se.add_argument("--since", help="only hits whose time (event time, else stored) is at or after this date")
@@ -338,6 +339,23 @@ def _commit_line(c: dict) -> str:
     return f"{c['commit'][:10]}  {c['date'][:10]}  {c['author']}: {c['subject']}"
 
 
+def _why(ev: dict) -> str:
+    """The best path of the walk into a hit, in words: where its mass came from."""
+    if ev.get("exact"):
+        return "holds " + ", ".join(repr(t) for t in ev["exact"])
+    seed = ev.get("inflow", {}).get("seed", 0.0)
+    paths = ev.get("paths") or []
+    if not paths or seed >= paths[0]["share"]:
+        return f"a seed itself (close to the question: {seed:.0%} of its walk mass)"
+    best = paths[0]
+    words = []
+    for i, hop in enumerate(best["hops"]):
+        node = hop["from"]
+        name = repr(node["label"]) if node["kind"] == "phrase" else f"{node['kind']} {node['label']!r}"
+        words.append(name + (" (seed)" if i == 0 and best["from_seed"] else "") + f" -{hop['edge']}->")
+    return " ".join(words) + f" this hit ({best['share']:.0%} of its walk mass)"
+
+
 def _human(command: str, out: Any) -> str:
     command = {"add-document": "index", "index-repo": "index", "search-code": "search"}.get(command, command)
     if command == "search":
@@ -345,9 +363,12 @@ def _human(command: str, out: Any) -> str:
         if not out["hits"]:
             ref = out.get("refusal")
             if ref:
+                ev = ref.get("evidence", ref)
+                dense = f"; best similarity {ev['top_dense']}" if ev.get("top_dense") is not None else ""
                 lines.append(f"no results: {ref['reason']} (distinctive words missing: "
-                             f"{', '.join(ref.get('missing', [])) or 'none'}; found: "
-                             f"{', '.join(ref.get('found', [])) or 'none'}); --no-refuse answers anyway")
+                             f"{', '.join(ev.get('missing', [])) or 'none'}; found: "
+                             f"{', '.join(ev.get('found', [])) or 'none'}{dense}); "
+                             "--no-refuse answers anyway")
             else:
                 lines.append("no results" + (f" ({out['reason']})" if out.get("reason") else ""))
         for rank, h in enumerate(out["hits"], 1):
@@ -370,11 +391,8 @@ def _human(command: str, out: Any) -> str:
             lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  "
                          f"(document {h['doc_id']}, {h['kind']} {h['id']})")
             lines.append("   " + h["text"].replace("\n", " ")[:300])
-            why = [f"{e['phrase']!r}" + (" (seed)" if e["seed"] else
-                   f" (via {e['via']['phrase']!r})" if "via" in e else "")
-                   for e in h["evidence"]["phrases"]]
-            if why:
-                lines.append("   why: " + ", ".join(why) + f"; dense {h['evidence']['dense']}")
+            lines.append("   why: " + _why(h["evidence"]) + f"; dense {h['evidence']['dense']}"
+                         + (f"; confidence {h['confidence']}" if h.get("confidence") is not None else ""))
         return "\n".join(lines)
     if command == "index" and "repo" in out:
         c = out["commits"]

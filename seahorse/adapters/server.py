@@ -24,6 +24,7 @@ from ..version import __version__
 log = logging.getLogger("seahorse")
 
 MemoryKind = Literal["fact", "preference", "event", "instruction", "note", "decision"]
+NodeKind = Literal["passage", "memory", "symbol", "commit"]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
@@ -145,14 +146,15 @@ def build_server(db: str | None = None) -> MCPServer:
                        progress=progress_to(ctx, "passages")).as_dict()
 
     @server.tool(annotations=SEARCH)
-    def search(query: str, session_id: str | None = None, top_k: int = 5, since: str | None = None,
-               until: str | None = None, as_of: str | None = None) -> dict[str, Any]:
-        """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included)."""
+    def search(query: str, session_id: str | None = None, top_k: int = 5, refuse: bool = True,
+               kinds: list[NodeKind] | None = None, since: str | None = None, until: str | None = None,
+               as_of: str | None = None) -> dict[str, Any]:
+        """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included)."""
         from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
         if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
             raise ToolError(f"top_k is at most {MCP_TOP_K_MAX} here; narrow the question or use since/until")
-        return rt.call("search", query, top_k=top_k, session_id=session_id,
+        return rt.call("search", query, top_k=top_k, session_id=session_id, refuse=refuse, kinds=kinds,
                        snippet_chars=SNIPPET_CHARS, since=since, until=until, as_of=as_of).as_dict()
 
     @server.tool(annotations=WRITES)

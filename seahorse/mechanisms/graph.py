@@ -303,6 +303,24 @@ def _arrays(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int
     return node_ids, kinds, doc_ids, index, adj, degree
 
 
+class Flow:
+    """The inflow of the walk's fixed point ``x``, by the transition the walk used. Into vertex
+    ``v``: from each neighbour ``j``, ``d (1 - s_j) A_jv / out_j x_j`` (a hub passes on only its
+    non-residual share), plus the teleport ``(1 - d) p_v + d (D(x) p_v + R(x) q_v)``. They sum
+    to ``x_v`` up to the walk's tolerance (a budgeted walk's scores only approximately)."""
+
+    def __init__(self, g: "GraphCache", x: np.ndarray, damping: float, teleport: np.ndarray) -> None:
+        self.g, self.x, self.damping, self.teleport = g, x, damping, teleport
+
+    def into(self, v: int) -> tuple[np.ndarray, np.ndarray]:
+        """The neighbours of ``v`` and the mass each sends it."""
+        g = self.g
+        lo, hi = g.adj.indptr[v], g.adj.indptr[v + 1]
+        neigh, weights = g.adj.indices[lo:hi], g.adj.data[lo:hi]
+        sent = (1.0 - g.hub_self[neigh]) * weights / np.maximum(g.strength[neigh], 1e-300)
+        return neigh, self.damping * sent * self.x[neigh]
+
+
 @dataclass
 class GraphCache:
     """The arrays the query path needs, for one graph_version.
@@ -355,6 +373,16 @@ class GraphCache:
             x, it = power_iteration(t, dangling, seeds, damping, hub_self=self.hub_self)
             return PPRResult(x, np.arange(self.n), it, damping)
         return LocalWalk(self.adj, self.push_terms(), self.hub_self, seeds, damping, budget).run()
+
+    def flow(self, x: np.ndarray, seeds: np.ndarray, damping: float) -> "Flow":
+        """How the walk's scores ``x`` (over the whole graph) arrived at each vertex."""
+        total = float(seeds.sum())
+        p = seeds / total if total > 0 else np.zeros(self.n)
+        dangling = self.strength <= 0
+        d_mass = float(x[dangling].sum())
+        r_mass = float((self.hub_self * np.where(dangling, 0.0, x)).sum())
+        q = residual_target(seeds, self.hub_self) if total > 0 and r_mass > 0 else np.zeros(self.n)
+        return Flow(self, x, damping, (1.0 - damping) * p + damping * (d_mass * p + r_mass * q))
 
     def global_pagerank(self, damping: float) -> np.ndarray:
         """The walk from a uniform teleport on the whole graph, whatever the budget: what each

@@ -15,3 +15,12 @@ def minmax(x: np.ndarray, eps: float = 0.0) -> np.ndarray:
     lo, hi = float(x.min()), float(x.max())
     span = hi - lo
     return np.zeros_like(x) if span <= eps else (x - lo) / span
+
+
+def scale_lexical(x: np.ndarray, eps: float = 0.0) -> np.ndarray:
+    """Min-max scaling for match scores, where every hit matched: a column whose span is at
+    most *eps* (one hit, or hits scored alike) gives ones, not zeros; a single strong
+    full-text match must not count as no match."""
+    if x.size and float(x.max() - x.min()) <= eps:
+        return np.ones_like(x)
+    return minmax(x, eps)

@@ -27,7 +27,7 @@ from ..mechanisms.budget import release_free_memory
 from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
-from ..text import chunk, clean, content_hash, decode_text, split_sentences
+from ..text import chunk, clean, content_hash, decode_text, file_title, split_sentences
 from .lifecycle import event_time_of, near_duplicate, norm_hash, tags_of
 from .runtime import Runtime, check_text
 from .synonyms import Synonyms
@@ -152,6 +152,7 @@ class Ingest:
         text = read_text_file(p, self.rt.settings.max_file_mb)
         if not clean(text).strip():
             raise InvalidInput(f"{p} is empty: nothing to index", field="path")
+        title = title if title is not None else file_title(text)  # --title wins
         return self.add_many([(text, str(p.resolve()), title, None)],
                              limit_mb=self.rt.settings.max_file_mb, progress=progress)[0]
 
@@ -178,7 +179,8 @@ class Ingest:
                     text = _decode_file(p, data)
                     if not clean(text).strip():
                         raise InvalidInput(f"{p} is empty: nothing to index", field="path")
-                    results.append(self.add_many([(text, str(p), None, None)], limit_mb=max_mb)[0])
+                    results.append(self.add_many([(text, str(p), file_title(text), None)],
+                                                 limit_mb=max_mb)[0])
                 except Refused as why:
                     skipped.append({"path": str(p), "reason": str(why)})
                 except (InvalidInput, NotFound) as exc:

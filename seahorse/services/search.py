@@ -1,6 +1,7 @@
 """Search as a service: one read snapshot around the index and the hits, the node budget in
 force, sessions (the phrases where earlier turns settled), the optional cross-encoder, and
-for repository searches the code fields and refusal."""
+the code fields of code hits, and refusal (services/refusal.py; for one repository's search,
+services/codequery.py's)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import numpy as np
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import Budget, compute_budget
 from ..mechanisms.rerank import CrossEncoder, rerank
+from . import confidence
 from .codequery import CodeQueries, fts_term, refusal_terms
+from .refusal import refusal
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
 from .timeline import Window, combine, pool_depth, rank_by_time, window_filter
@@ -38,6 +41,7 @@ class Search:
         # Refusal's full-text counts over one repository: (graph_version, repo_id, term or None
         # for the unit total) -> count. Only the current graph version's entries are kept.
         self._term_counts: dict[tuple[int, int, str | None], int] = {}
+        self._units: tuple[int, int] | None = None  # (change seq, full-text units) for refusal
 
     def budget(self) -> Budget:
         """The node budget from the memory free now (re-read at most once a second)."""
@@ -96,12 +100,38 @@ class Search:
                             pool_depth(depth), self.budget().node_budget, context, want, doc_filter,
                             code=repo is not None, repo_id=repo_id)
             result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None)[:depth]
-            self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None,
-                                   repo_id, index.version)
+            refuse = True if refuse is None else bool(refuse)
+            self._finish_code_hits(result, query, refuse and repo is not None, repo_id, index.version)
+            if refuse and repo is None:
+                self._refuse_weak(result, query)
             self._rerank_hits(result, query.strip(), encoder, top_k)
+            confidence.attach(result.hits, self.rt.embedder.name)
         if session_id is not None:
             self._save_turn(session_id, result, context, turns, index)
         return result
+
+    # ----- refusal ----------------------------------------------------------------------
+    def _refuse_weak(self, result: SearchResult, query: str) -> None:
+        """No hits and ``info["refusal"]`` when the query's subject is absent from the store
+        or the best evidence is weak (services/refusal.py)."""
+        seq = self.rt.index.seq if self.rt.index is not None else -2
+        if self._units is None or self._units[0] != seq:  # a count(*) over the full-text index
+            self._units = (seq, self.store.text_units())
+        units = self._units[1]
+        counts: dict[str, int] = {}
+
+        def count(term: str) -> int:
+            if term not in counts:
+                counts[term] = self.store.text_matches(fts_term(term))
+            return counts[term]
+
+        why = refusal(result.hits, refusal_terms(query), self.rt.embedder.name,
+                      lambda terms, dense: self.code.refusal(terms, dense, count, units),
+                      count, lambda: units)
+        if why is not None:
+            result.info["refusal"] = why
+            result.info["refused_hits"] = len(result.hits)
+            result.hits = []
 
     # ----- sessions ---------------------------------------------------------------------
     def _save_turn(self, session_id: str, result: SearchResult, context: dict[int, float] | None,

@@ -157,6 +157,9 @@ class Store(Protocol):
     def edge_weights(self, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float]:
         ...
 
+    def edge_kinds(self, node_ids: Sequence[int]) -> dict[tuple[int, int], str]:
+        ...
+
     def load_vectors(self, space: str, dim: int, since: int = 0,
                      ids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         ...

@@ -82,14 +82,29 @@ class GraphReads:
                 out[(min(a, b), max(a, b))] += float(w)
         return out
 
+    def edge_kinds(self, node_ids: Sequence[int]) -> dict[tuple[int, int], str]:
+        """The kind of the heaviest edge (either direction) between each pair of ``node_ids``
+        joined by one, keyed (lower id, higher id)."""
+        ids = sorted({int(i) for i in node_ids})
+        best: dict[tuple[int, int], tuple[float, str]] = {}
+        rows = select_in(self.db, "SELECT src, dst, kind, weight FROM edges WHERE src IN ({in})", ids)
+        wanted = set(ids)
+        for a, b, kind, w in rows:
+            if b in wanted:
+                key = (min(a, b), max(a, b))
+                if key not in best or w > best[key][0]:
+                    best[key] = (float(w), kind)
+        return {k: v[1] for k, v in best.items()}
+
     def phrase_ids(self, keys: Sequence[str]) -> dict[str, int]:
         """Node id of each normalised phrase key that exists."""
         return dict(select_in(self.db, "SELECT key, id FROM nodes WHERE kind='phrase' AND key IN ({in})",
                               keys))
 
     def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
-        """Surface text of each phrase among ``ids``."""
-        return dict(select_in(self.db, "SELECT id, text FROM nodes WHERE kind='phrase' AND id IN ({in})",
+        """Surface text of each phrase among ``ids``. (``+kind``: by the kind index SQLite read
+        every phrase, 20 ms on MuSiQue; by the primary key 0.03 ms.)"""
+        return dict(select_in(self.db, "SELECT id, text FROM nodes WHERE +kind='phrase' AND id IN ({in})",
                               [int(i) for i in ids]))
 
     def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:

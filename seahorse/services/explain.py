@@ -1,0 +1,109 @@
+"""Why a hit ranked: the mass the walk carried into it, read from the transition it used.
+
+For a hit ``v`` the walk's fixed point gives ``x_v`` = teleport into ``v`` (it was a seed) +
+what each neighbour sent along its edge (:class:`~seahorse.mechanisms.graph.Flow`). Evidence:
+
+* ``inflow``: ``{"seed", "edges"}``, the shares of ``x_v`` that came by teleport and along
+  edges (they sum to 1 up to the walk's tolerance);
+* ``paths``: up to MAX_PATHS paths seed -> edge (its kind) -> ... -> hit, one per neighbour
+  that sent the most, each traced back through the neighbour that sent *it* the most until a
+  vertex whose own seed mass is larger than any single inflow (or MAX_HOPS); ``mass`` is what
+  the last hop carried into the hit and ``share`` that over ``x_v``;
+* ``phrases``: the neighbours that sent the most, as before (share of ``x_v``; the kind of
+  the edge they sent it by).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..mechanisms.graph import Flow
+from ..store import Store
+from .state import RetrievalIndex
+
+MAX_PATHS = 3
+MAX_HOPS = 3
+LABEL_CHARS = 60
+
+
+def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],
+            phrase_seed: dict[int, float], also: list[int] = ()) -> tuple[list[dict], dict[int, str]]:
+    """Evidence (inflow, paths, phrases) for each hit vertex, and the label of every vertex
+    named (those of ``also`` too), with one read of the store for the labels and one for the
+    edge kinds."""
+    raw = [_trace(flow, v) for v in hits]
+    verts = {u for r in raw for p in r["paths"] for u in p["verts"]} | set(hits) | set(also)
+    ids = {u: int(index.graph.node_ids[u]) for u in verts}
+    kinds = store.edge_kinds(list(ids.values()))
+    labels = _labels(index, store, ids)
+    out = []
+    for v, r in zip(hits, raw):
+        x_v = r["x"]
+
+        def share(m: float, x_v: float = x_v) -> float:
+            return round(m / x_v, 4) if x_v > 0 else 0.0
+
+        def edge(a: int, b: int) -> str:
+            i, j = ids[a], ids[b]
+            return kinds.get((min(i, j), max(i, j)), "")
+
+        paths = []
+        for p in r["paths"]:
+            vs = p["verts"]
+            hops = [{"from": labels[a], "edge": edge(a, b), "mass": float(f"{m:.4g}")}
+                    for a, b, m in zip(vs, vs[1:], p["masses"])]
+            paths.append({"share": share(p["masses"][-1]), "mass": float(f"{p['masses'][-1]:.4g}"),
+                          "from_seed": p["from_seed"], "hops": hops})
+        phrases = []
+        for p in r["paths"]:
+            j = p["verts"][-2]
+            entry = {"phrase": labels[j]["label"] if labels[j]["kind"] == "phrase" else "",
+                     "share": share(p["masses"][-1]), "seed": j in phrase_seed, "edge": edge(j, v)}
+            if len(p["verts"]) > 2 and labels[p["verts"][0]]["kind"] == "phrase":
+                entry["via"] = {"phrase": labels[p["verts"][0]]["label"],
+                                "edge": edge(p["verts"][0], p["verts"][1])}
+            phrases.append(entry)
+        out.append({"phrases": phrases, "paths": paths,
+                    "inflow": {"seed": share(r["teleport"]), "edges": share(r["edges"])}})
+    return out, {u: lab["label"] for u, lab in labels.items()}
+
+
+def _trace(flow: Flow, v: int) -> dict:
+    neigh, sent = flow.into(v)
+    if not len(sent):
+        return {"x": float(flow.x[v]), "teleport": float(flow.teleport[v]), "edges": 0.0, "paths": []}
+    # Equal sends (one passage's phrases share its edges alike) go to the best-seeded first.
+    order = np.lexsort((-flow.teleport[neigh], -np.round(sent / max(sent.max(), 1e-300), 6)))[:MAX_PATHS]
+    paths = []
+    for k in order:
+        if sent[k] <= 0:
+            break
+        chain, masses = [int(neigh[k]), v], [float(sent[k])]
+        cur = chain[0]
+        while len(chain) <= MAX_HOPS:
+            into_cur, got = flow.into(cur)
+            got = np.where(np.isin(into_cur, chain), 0.0, got)
+            if not len(got) or got.max() <= 0 or flow.teleport[cur] >= got.max():
+                break
+            b = int(np.argmax(got))
+            masses.insert(0, float(got[b]))
+            cur = int(into_cur[b])
+            chain.insert(0, cur)
+        paths.append({"verts": chain, "masses": masses, "from_seed": bool(flow.teleport[cur] > 0)})
+    return {"x": float(flow.x[v]), "teleport": float(flow.teleport[v]), "edges": float(sent.sum()),
+            "paths": paths}
+
+
+def _labels(index: RetrievalIndex, store: Store, ids: dict[int, int]) -> dict[int, dict]:
+    kinds = index.graph.kinds
+    phrases = store.phrase_texts([i for u, i in ids.items() if kinds[u] == "phrase"])
+    texts = store.node_texts([i for u, i in ids.items() if kinds[u] != "phrase"])
+    out = {}
+    for u, i in ids.items():
+        if kinds[u] == "phrase":
+            label = phrases.get(i, "")
+        else:
+            text = " ".join((texts.get(i, ("", "", None, None))[1] or "").split())
+            label = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+        out[u] = {"id": i, "kind": str(kinds[u]), "label": label}
+    return out

@@ -1,0 +1,156 @@
+"""Answers an agent can trust (issue 12), through the real CLI and MCP server on real files:
+exact tokens found first, refusal, confidence, kinds, explanations, titles from files."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import string
+from pathlib import Path
+
+from test_server import serve
+
+COMMON = ("the team met on monday to review the plan for the garden and the kitchen while "
+          "everyone shared notes about travel weather books music and dinner with friends").split()
+
+
+def _token_notes(folder: Path, n: int = 300, seed: int = 12) -> list[str]:
+    """``n`` notes of common words, each holding one unique token (letters, digits, a letter)."""
+    rng = random.Random(seed)
+    folder.mkdir()
+    tokens = []
+    for i in range(n):
+        tok = "".join(rng.choice(string.ascii_lowercase) for _ in range(2)) + f"{i:04d}" \
+            + rng.choice(string.ascii_lowercase)
+        tokens.append(tok)
+        words = [rng.choice(COMMON) for _ in range(30)]
+        words.insert(rng.randrange(30), tok)
+        (folder / f"note{i:03d}.md").write_text(f"Note {i}\n\n" + " ".join(words) + ".\n")
+    return tokens
+
+
+def test_every_unique_token_finds_its_note_first(cli, tmp_path: Path) -> None:
+    tokens = _token_notes(tmp_path / "notes")
+    out = cli.json("index", "--dir", str(tmp_path / "notes"))
+    assert out["added"] == 300
+    # A sample through the CLI, one process per search, as a user types it ...
+    for i in range(0, 300, 37):
+        res = cli.json("search", tokens[i], "--top-k", "3")
+        assert res["hits"], res
+        assert res["hits"][0]["source"].endswith(f"note{i:03d}.md"), (tokens[i], res["hits"])
+        assert res["hits"][0]["evidence"]["exact"] == [tokens[i]]
+    # ... and every token through the MCP server, bare and inside a question.
+    async def main() -> list[str]:
+        missed = []
+        async with serve(cli.db) as srv:
+            for i, tok in enumerate(tokens):
+                query = tok if i % 2 else f"what do we know about {tok}?"
+                res = await srv.ok("search", {"query": query, "top_k": 3})
+                if not res["hits"] or not res["hits"][0]["source"].endswith(f"note{i:03d}.md"):
+                    missed.append(tok)
+            # kinds filters over MCP too: no memory is stored, so none comes back.
+            res = await srv.ok("search", {"query": tokens[0], "kinds": ["memory"], "refuse": False})
+            assert res["hits"] == []
+            res = await srv.ok("search", {"query": tokens[0], "kinds": ["passage", "memory"]})
+            assert res["hits"][0]["kind"] == "passage" and 0 <= res["hits"][0]["confidence"] <= 1
+        return missed
+
+    assert asyncio.run(main()) == []
+
+
+def test_absent_and_nonsense_questions_are_refused_with_a_reason(cli, tmp_path: Path) -> None:
+    _token_notes(tmp_path / "notes", n=60)
+    cli.json("index", "--dir", str(tmp_path / "notes"))
+    for query in ("qwxz vbnm plokij zzkrt", "How do I descale the boiler of an espresso machine?"):
+        out = cli.json("search", query)
+        assert out["hits"] == [] and out["refused_hits"] > 0, out
+        ref = out["refusal"]
+        assert ref["reason"] == "absent_terms" and ref["evidence"]["missing"], ref
+        assert cli.json("search", query, "--refuse")["hits"] == []  # the old flag still works
+        answered = cli.json("search", query, "--no-refuse")
+        assert answered["hits"] and "refusal" not in answered
+        text = cli.run("search", query)
+        assert text.returncode == 0 and text.stdout.startswith("no results: absent_terms"), text.stdout
+    # A question about what the notes hold is answered, each hit with its confidence.
+    out = cli.json("search", "the garden and the kitchen on monday")
+    assert out["hits"] and "refusal" not in out
+    conf = [h["confidence"] for h in out["hits"]]
+    assert all(0.0 <= c <= 1.0 for c in conf) and conf[0] == max(conf), conf
+
+
+def test_files_take_their_titles_from_their_first_heading_or_line(cli, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("---\nlayout: post\n---\n\n# Zram on the Pi #\n\nEnable zram.\n")
+    (docs / "b.rst").write_text("=========\nSourdough\n=========\n\nA starter of wild yeast.\n")
+    (docs / "c.txt").write_text("\n  Meeting notes, monday  \n\nThe garden plan was agreed.\n")
+    (docs / "d.md").write_text("Setext title\n============\n\nBody text here.\n")
+    out = cli.json("index", "--dir", str(docs))
+    assert out["added"] == 4
+    titles = {Path(h["source"]).name: h["title"] for h in
+              cli.json("search", "zram sourdough garden body", "--top-k", "10", "--no-refuse")["hits"]}
+    assert titles == {"a.md": "Zram on the Pi", "b.rst": "Sourdough", "c.txt": "Meeting notes, monday",
+                      "d.md": "Setext title"}, titles
+    f = tmp_path / "e.md"
+    f.write_text("# Heading of e\n\nKettles boil water.\n")
+    cli.json("index", "--file", str(f))
+    hit = cli.json("search", "kettles boil water", "--no-refuse")["hits"][0]
+    assert hit["title"] == "Heading of e"
+    out = cli.json("index", "--file", str(f), "--title", "Given title")  # --title wins
+    assert out["status"] == "updated"
+    hit = cli.json("search", "kettles boil water", "--no-refuse")["hits"][0]
+    assert hit["title"] == "Given title"
+
+
+def test_explanations_are_the_walks_own_inflow(cli, tmp_path: Path) -> None:
+    # Common words shared by every note make hub phrases: their residual share is not passed
+    # on, so shares computed without it would sum to more than the hit received.
+    _token_notes(tmp_path / "notes", n=60)
+    cli.json("index", "--dir", str(tmp_path / "notes"))
+    out = cli.json("search", "the garden plan and the kitchen", "--top-k", "5", "--no-refuse")
+    assert out["hits"]
+    for h in out["hits"]:
+        ev = h["evidence"]
+        assert abs(ev["inflow"]["seed"] + ev["inflow"]["edges"] - 1.0) < 0.01, ev["inflow"]
+        assert 1 <= len(ev["paths"]) <= 3
+        shares = [p["share"] for p in ev["paths"]]
+        assert shares == sorted(shares, reverse=True) and sum(shares) <= ev["inflow"]["edges"] + 1e-3
+        for p in ev["paths"]:
+            assert p["hops"] and all(hop["edge"] for hop in p["hops"]), p  # every edge has its kind
+            assert p["mass"] == p["hops"][-1]["mass"]
+    text = cli.run("search", "the garden plan and the kitchen", "--no-refuse")
+    assert text.returncode == 0
+    whys = [line for line in text.stdout.splitlines() if line.strip().startswith("why:")]
+    assert whys and all("walk mass" in w for w in whys), text.stdout
+
+
+ANIMALS = ("quokkas", "wombats", "wallabies", "echidnas", "platypuses")
+
+
+def test_prose_and_memories_are_not_drowned_by_an_indexed_repository(cli, tmp_path: Path) -> None:
+    import shutil
+
+    rng = random.Random(5)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(40):
+        a, b = rng.sample(ANIMALS, 2)
+        (notes / f"n{i:02d}.md").write_text(
+            f"Field note {i}\n\nWe watched {a} and {b} near the {rng.choice(COMMON)} at dusk; "
+            f"the {a} were calm and the {b} were {rng.choice(['shy', 'busy', 'hungry'])}.\n")
+    cli.json("index", "--dir", str(notes))
+    cli.json("memory", "add", "cat", "The user's cat is called Miso and sleeps on the keyboard.")
+    repo = tmp_path / "repo"  # a real package with real hubs: this project's own source
+    shutil.copytree(Path(__file__).resolve().parent.parent / "seahorse", repo / "seahorse",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    cli.json("index", "--repo", str(repo), "--no-history")
+    out = cli.json("search", "quokkas and wombats", "--top-k", "5")
+    kinds = [(h["kind"], h["text"][:40]) for h in out["hits"]]
+    assert [k for k, _t in kinds] == ["passage"] * 5, kinds
+    assert all("quokkas" in h["text"] or "wombats" in h["text"] for h in out["hits"])
+    out = cli.json("search", "what is the user's cat called", "--top-k", "5")
+    assert out["hits"][0]["kind"] == "memory" and "Miso" in out["hits"][0]["text"], out["hits"]
+    # --kind filters (repeatable): only what was asked for.
+    out = cli.json("search", "quokkas and wombats", "--kind", "symbol", "--kind", "memory",
+                   "--no-refuse", "--top-k", "10")
+    assert out["hits"] and {h["kind"] for h in out["hits"]} <= {"symbol", "memory"}
