@@ -128,7 +128,7 @@ def recency(age_seconds: float) -> float:
 
 
 def rank_by_time(store: Store, hits: list, window: Window, code: bool = False) -> list:
-    """Hits re-scored by recency and re-sorted (stable); each gets ``evidence["time"]`` and
+    """Hits re-scored by recency and re-sorted (stable, exact-token hits first); each gets ``evidence["time"]`` and
     ``evidence["recency"]``; a replaced memory value found with ``as_of`` gets its fields.
     Code hits (a repository search) keep their order: a file's age says nothing of its
     relevance."""
@@ -151,4 +151,5 @@ def rank_by_time(store: Store, hits: list, window: Window, code: bool = False) -
             h.score = h.score * f
     if code:
         return hits
-    return sorted(hits, key=lambda h: -h.score)
+    # Passages holding a rare exact token of the query stay first (retrieval put them there).
+    return sorted(hits, key=lambda h: (not h.evidence.get("exact"), -h.score))
