@@ -101,12 +101,12 @@ def rrf(*rankings: list[int], k: int = 60) -> list[int]:
     return sorted(score, key=lambda i: -score[i])
 
 
-async def run_conversation(db: Path, name: str, turns: list[dict], questions: list[dict]
-                           ) -> tuple[list[float], list[float], list[list[str]]]:
+async def run_conversation(db: Path, name: str, turns: list[dict], questions: list[dict],
+                           refuse: bool = True) -> tuple[list[float], list[float], list[list[str]], int]:
     env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "seahorse.adapters.server"],
                                    env={**env, "SEAHORSE_DB": str(db), "OPENBLAS_NUM_THREADS": "1"})
-    adds, searches, ranked = [], [], []
+    adds, searches, ranked, refused = [], [], [], 0
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         for t in turns:
@@ -116,11 +116,12 @@ async def run_conversation(db: Path, name: str, turns: list[dict], questions: li
             assert not res.is_error, res.content[0].text
         for q in questions:
             t0 = time.perf_counter()
-            res = await s.call_tool("search", {"query": q["question"], "top_k": 10})
+            res = await s.call_tool("search", {"query": q["question"], "top_k": 10, "refuse": refuse})
             searches.append((time.perf_counter() - t0) * 1e3)
             assert not res.is_error, res.content[0].text
             ranked.append([h["source"].rsplit("#", 1)[-1] for h in res.structured_content["hits"]])
-    return adds, searches, ranked
+            refused += bool(res.structured_content.get("refusal"))
+    return adds, searches, ranked, refused
 
 
 def _pair(r: list[tuple[float, float]]) -> str:
@@ -131,6 +132,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--conversations", type=int, default=5)
+    ap.add_argument("--no-refuse", action="store_true",
+                    help="ask with refusal off (default: as an agent would, refusal on; every "
+                         "question of categories 1-4 is answerable, so each refusal is a false one)")
     args = ap.parse_args()
     data = json.loads(args.data.read_text())[:args.conversations]
     print(f"# machine {benchlib.machine()}")
@@ -141,7 +145,7 @@ def main() -> None:
 
     systems = ("seahorse", "bm25", "dense", "bm25+dense")
     rows: dict[str, dict[int, list[tuple[float, float]]]] = {s: defaultdict(list) for s in systems}
-    adds_warm, adds_all, searches = [], [], []
+    adds_warm, adds_all, searches, refused = [], [], [], 0
     with tempfile.TemporaryDirectory() as tmp:
         with Engine(load_settings(db_path=Path(tmp) / "probe.db")) as probe:
             embedder = probe.embedder
@@ -150,8 +154,9 @@ def main() -> None:
                 turns = turns_of(sample)
                 qs = [q for q in sample["qa"] if q.get("category") in CATEGORIES]
                 t0 = time.perf_counter()
-                adds, srch, ranked = asyncio.run(run_conversation(
-                    Path(tmp) / f"c{n}.db", f"c{n}", turns, qs))
+                adds, srch, ranked, n_refused = asyncio.run(run_conversation(
+                    Path(tmp) / f"c{n}.db", f"c{n}", turns, qs, refuse=not args.no_refuse))
+                refused += n_refused
                 adds_all += adds
                 adds_warm += adds[WARM_AFTER:]
                 searches += srch
@@ -183,6 +188,8 @@ def main() -> None:
         print(f"{s:<12}" + "".join(f"  {c:<13}" for c in cells))
     counts = ", ".join(f"{c}: {len(rows['seahorse'][c])}" for c in CATEGORIES)
     print(f"questions per category: {counts}")
+    print(f"refusal {'off' if args.no_refuse else 'on'}: {refused} of {len(searches)} answerable "
+          "questions refused (each one scores 0 above)")
     print(f"add per turn (MCP add_conversation, one turn a call): warm p50 "
           f"{benchlib.percentile(adds_warm, 50):.1f} ms, p95 {benchlib.percentile(adds_warm, 95):.1f} ms, "
           f"mean {statistics.fmean(adds_warm):.1f} ms; first {WARM_AFTER} per conversation included: "
