@@ -16,6 +16,7 @@ from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import Budget, compute_budget
 from ..mechanisms.rerank import CrossEncoder, rerank
 from .codequery import CodeQueries, fts_term, refusal_terms
+from .coderank import CodeLexicons
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
 
@@ -37,6 +38,7 @@ class Search:
         # Refusal's full-text counts over one repository: (graph_version, repo_id, term or None
         # for the unit total) -> count. Only the current graph version's entries are kept.
         self._term_counts: dict[tuple[int, int, str | None], int] = {}
+        self.lexicons = CodeLexicons(rt.store)  # BM25F over one repository's declarations
 
     def budget(self) -> Budget:
         """The node budget from the memory free now (re-read at most once a second)."""
@@ -81,16 +83,17 @@ class Search:
                 if saved is not None:
                     ids, turns = saved
                     context = {index.graph.index[i]: w for i, w in ids.items() if i in index.graph.index}
-            doc_filter, repo_id = None, None
+            doc_filter, repo_id, evidence = None, None, None
             if repo is not None:
                 repo_id = self.code.repo_row(repo)[0]
                 doc_filter = np.array(self.store.repo_docs(repo_id), dtype=np.int64)
+                evidence = self.lexicons.evidence(index.version, repo_id, query)
             encoder = self.cross_encoder()
             depth = max(top_k, self.rt.rerank.top_n) if encoder is not None else top_k
             rt = self.rt
             result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(), depth,
                             self.budget().node_budget, context, want, doc_filter, code=repo is not None,
-                            repo_id=repo_id)
+                            repo_id=repo_id, code_evidence=evidence)
             self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None,
                                    repo_id, index.version)
             self._rerank_hits(result, query.strip(), encoder, top_k)
