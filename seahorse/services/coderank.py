@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
 
 from ..mechanisms.code import split_identifier
 from ..store import Store
@@ -27,10 +26,6 @@ FIELDS = {"name": 3.0, "path": 1.0, "signature": 1.0, "doc": 2.0, "text": 1.0}
 B = {"name": 0.3, "path": 0.3, "signature": 0.5, "doc": 0.75, "text": 0.75}
 K1 = 1.2
 LEXICAL_WEIGHT = 0.5  # beside the seeds and the walk's lift, each min-max scaled to [0, 1]
-# A class is read by its name, signature and doc only (its members are declarations of their
-# own), and ranks at this share of its score: a question asks how something is done, which a
-# function or method does.
-CLASS_WEIGHT = 0.7
 _CODE_NOISE = frozenset({"self", "cls", "this", "return", "def", "func", "function", "const", "let",
                          "var", "none", "null", "nil", "true", "false", "err", "if", "else", "for"})
 
@@ -76,15 +71,14 @@ class CodeLexicon:
         self.ids: list[int] = []
         self.postings: dict[str, list[tuple[int, dict[str, int]]]] = {}
         lengths: dict[str, list[int]] = {f: [] for f in FIELDS}
-        self.classes: set[int] = set()
         for node, path, qual, kind, sig, doc, text in rows:
+            # A class is read by its name, signature and doc: its members are declarations of
+            # their own.
             fields = {"name": tokens(qual), "path": tokens(path.rsplit(".", 1)[0]),
                       "signature": tokens(sig or ""), "doc": tokens(doc or ""),
                       "text": tokens(text or "") if kind != "class" else []}
             unit = len(self.ids)
             self.ids.append(node)
-            if kind == "class":
-                self.classes.add(node)
             per_word: dict[str, dict[str, int]] = {}
             for f, toks in fields.items():
                 lengths[f].append(len(toks))
@@ -120,18 +114,10 @@ class CodeLexicons:
         self.store = store
         self._built: dict[tuple[int, int], CodeLexicon] = {}
 
-    def evidence(self, version: int, repo_id: int, query: str) -> CodeEvidence:
+    def evidence(self, version: int, repo_id: int, query: str) -> dict[int, float]:
+        """node id -> BM25F of the repository's declarations holding a word of ``query``."""
         key = (version, repo_id)
         if key not in self._built:
             self._built = {k: v for k, v in self._built.items() if k[0] == version}
             self._built[key] = CodeLexicon(self.store.repo_symbol_texts(repo_id))
-        lex = self._built[key]
-        return CodeEvidence(lex.scores(query), {n: CLASS_WEIGHT for n in lex.classes})
-
-
-@dataclass
-class CodeEvidence:
-    """What a code search adds to the walk: node id -> BM25F, and node id -> a rank multiplier."""
-
-    lexical: dict[int, float]
-    weight: dict[int, float]
+        return self._built[key].scores(query)

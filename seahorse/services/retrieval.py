@@ -81,26 +81,21 @@ class SearchResult:
 
 def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, cand: np.ndarray,
                  settings: Settings, query: str,
-                 code_evidence: coderank.CodeEvidence | None = None) -> np.ndarray:
+                 lexical: dict[int, float] | None = None) -> np.ndarray:
     """Code ranking: the query's own evidence (seeds) plus the walk's lift over structure
     (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates, plus the
-    repository's own lexical evidence and kind weights (``code_evidence``, see coderank). The
+    repository's own lexical evidence (``lexical``: node id -> BM25F, see coderank). The
     global PageRank is the whole graph's, whatever the node budget (once per graph version)."""
     structure = index.graph.global_pagerank(settings.damping)[cand]
     lift = scores[cand] / np.sqrt(np.maximum(structure, 1e-12))
     out = minmax(seeds[cand], FLAT) + minmax(lift, FLAT)
-    if code_evidence is not None:
+    if lexical is not None:
         lex = np.zeros(index.graph.n)
-        weight = np.ones(index.graph.n)
-        for node_id, s in code_evidence.lexical.items():
+        for node_id, s in lexical.items():
             v = index.graph.index.get(node_id)
             if v is not None:
                 lex[v] = s
-        for node_id, w in code_evidence.weight.items():
-            v = index.graph.index.get(node_id)
-            if v is not None:
-                weight[v] = w
-        out = (out + coderank.LEXICAL_WEIGHT * minmax(lex[cand], FLAT)) * weight[cand]
+        out = out + coderank.LEXICAL_WEIGHT * minmax(lex[cand], FLAT)
     # Tests and examples rank behind the code they exercise, even when the question is about
     # testing: "in a test without a server" asks for the test client, not for a test.
     out = np.where(index.secondary[cand], out * SECONDARY_WEIGHT, out)
@@ -151,7 +146,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
            context: dict[int, float] | None = None, kinds: tuple[str, ...] = RETRIEVABLE,
            doc_filter: np.ndarray | None = None, code: bool = False,
            repo_id: int | None = None,
-           code_evidence: coderank.CodeEvidence | None = None) -> SearchResult:
+           code_lexical: dict[int, float] | None = None) -> SearchResult:
     """Rank retrievable nodes for ``query``; ``context`` maps graph indices of an earlier
     turn's phrases to weights, and is used only if this query's walk reaches them.
 
@@ -213,7 +208,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     rank_scores = scores * index.prior
     if code:
         rank_scores = np.zeros(g.n)
-        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query, code_evidence)
+        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query, code_lexical)
     order = np.argsort(-rank_scores[cand], kind="stable")[:top_k]
     chosen = cand[order]
     texts = store.node_texts([int(g.node_ids[v]) for v in chosen])

@@ -93,7 +93,7 @@ class Search:
             rt = self.rt
             result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(), depth,
                             self.budget().node_budget, context, want, doc_filter, code=repo is not None,
-                            repo_id=repo_id, code_evidence=evidence)
+                            repo_id=repo_id, code_lexical=evidence)
             self._finish_code_hits(result, query, refuse if refuse is not None else repo is not None,
                                    repo_id, index.version)
             self._rerank_hits(result, query.strip(), encoder, top_k)
