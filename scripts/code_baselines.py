@@ -29,6 +29,12 @@ own qualified names (``Class.method``, ``outer.inner``; Go methods by bare name)
 ``index.ignore`` setting, which matches directory names at any depth) and, for the grep loop, .md/.rst
 files. rag-your-code never parses .md/.rst, so for it the flag only decides whether ``docs/*.py`` is read.
 
+``FunctionBM25`` -- BM25 (k1 1.2, b 0.75) over declaration bodies: every declaration Seahorse's own parser
+finds (so names and spans are the same as Seahorse's), its unit the source lines of its span, tokenised into
+lowercase words with identifiers split (``parseRange`` -> parse, range; ``open_session`` -> open, session) and
+the stopwords above dropped. No names, paths or docs weighted apart, no vectors, never silent while a query
+word occurs. The "BM25 over function bodies" that issue 14 measures Seahorse against.
+
 Self-check: ``python scripts/code_baselines.py ROOT "query" [--docs]`` indexes ROOT with both baselines and
 prints the top 5 of each with its index time.
 """
@@ -170,6 +176,67 @@ class GrepLoop:
         return len(self._texts)
 
 
+class FunctionBM25:
+    """BM25 over the source of every declaration (Seahorse's parser), identifiers split into words."""
+
+    name = "BM25 over bodies"
+    K1, B = 1.2, 0.75
+
+    def __init__(self) -> None:
+        self.units: list[tuple[str, str]] = []
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        self.lengths: list[int] = []
+        self.last_reason: str | None = None
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        from seahorse.mechanisms.code import split_identifier
+
+        return [w for w in split_identifier(text) if len(w) >= 2 and w not in STOPWORDS]
+
+    def index(self, root: Path, *, include_docs: bool) -> None:
+        from collections import Counter
+
+        from seahorse.mechanisms.code import SECONDARY_PATH, language_for, parse_symbols
+
+        self.units, self.lengths, self.postings = [], [], {}
+        for path in iter_files(root, CODE_SUFFIXES, include_docs=include_docs):
+            rel = path.relative_to(root).as_posix()
+            lang = language_for(rel)
+            text = _read_text(path) if lang else None
+            if text is None or SECONDARY_PATH.search(rel):
+                continue
+            lines = text.split("\n")
+            for sym in parse_symbols(text.encode(), lang, rel):
+                if sym.kind == "module":
+                    continue
+                counts = Counter(self.words("\n".join(lines[sym.start_line - 1:sym.end_line])))
+                unit = len(self.units)
+                self.units.append((rel, sym.qualname))
+                self.lengths.append(sum(counts.values()))
+                for w, c in counts.items():
+                    self.postings.setdefault(w, []).append((unit, c))
+
+    def search(self, query: str, k: int) -> list[BaselineHit]:
+        import math
+
+        n = len(self.units)
+        avg = sum(self.lengths) / max(1, n)
+        scores: dict[int, float] = {}
+        for w in dict.fromkeys(self.words(query)):
+            post = self.postings.get(w, [])
+            idf = math.log(1 + (n - len(post) + 0.5) / (len(post) + 0.5))
+            for unit, tf in post:
+                norm = tf + self.K1 * (1 - self.B + self.B * self.lengths[unit] / max(avg, 1e-9))
+                scores[unit] = scores.get(unit, 0.0) + idf * tf * (self.K1 + 1) / norm
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        self.last_reason = None if ranked else "no declaration holds a query word"
+        return [BaselineHit(*self.units[u], s) for u, s in ranked]
+
+    def close(self) -> None:
+        self.units, self.postings, self.lengths = [], {}, []
+
+
 class RagYourCode:
     """rag-your-code's own index-then-search pipeline, default offline settings, no written descriptions."""
 
@@ -253,7 +320,8 @@ class RagYourCode:
         self._units, self._index = [], None
 
 
-def _self_check(baseline: GrepLoop | RagYourCode, root: Path, query: str, include_docs: bool) -> None:
+def _self_check(baseline: GrepLoop | FunctionBM25 | RagYourCode, root: Path, query: str,
+                include_docs: bool) -> None:
     start = time.perf_counter()
     baseline.index(root, include_docs=include_docs)
     indexed = time.perf_counter() - start
@@ -275,6 +343,7 @@ def main() -> int:
     parser.add_argument("--docs", action="store_true", help="include docs/ and .md/.rst files")
     args = parser.parse_args()
     _self_check(GrepLoop(), args.root, args.query, args.docs)
+    _self_check(FunctionBM25(), args.root, args.query, args.docs)
     try:
         ryc = RagYourCode()
     except ImportError as exc:

@@ -38,7 +38,7 @@ EXPECTED = {
                    ("circle", "function", 6, 8, "function circle(r: number)", "Makes a circle.", "build"),
                    ("Box", "class", 10, 14, "class Box extends Base", "", None),
                    ("Box.size", "method", 11, 13, "size(): number", "", "width")],
-    "go": [("Execute", "method", 4, 6, "func (c *Command) Execute() error", "Execute runs the command.", "run"),
+    "go": [("Command.Execute", "method", 4, 6, "func (c *Command) Execute() error", "Execute runs the command.", "run"),
            ("Command", "class", 9, 11, "Command struct", "Command is a command.", None),
            ("helper", "function", 13, 15, "func helper() int", "", "compute")],
     "rust": [("Point", "class", 2, 2, "struct Point", "A point.", None),
@@ -190,6 +190,6 @@ def test_calls_record_their_receiver() -> None:
     js = 'import {f} from "./mod";\nclass A { m() { this.x(); o.p(); f(); new Foo(); new a.Bar(); } }'
     assert calls(js, "javascript", "A.m") == [("x", "self"), ("p", "o"), ("f", ""), ("Foo", ""), ("Bar", "a")]
     go = "package p\nfunc (c *Cmd) Run() { c.Execute(); cobra.Foo(); helper(); other.x.y() }"
-    assert calls(go, "go", "Run") == [("Execute", "self"), ("Foo", "cobra"), ("helper", ""), ("y", "other.x")]
+    assert calls(go, "go", "Cmd.Run") == [("Execute", "self"), ("Foo", "cobra"), ("helper", ""), ("y", "other.x")]
     java = "class A extends B { void m() { foo(); this.bar(); Foo.baz(); x.qux(); new Foo(); } }"
     assert calls(java, "java", "A.m") == [("foo", ""), ("bar", "self"), ("baz", "Foo"), ("qux", "x"), ("Foo", "")]

@@ -562,3 +562,18 @@ def test_one_method_named_like_a_list_method_gets_no_list_callers(tmp_path: Path
         assert {c["symbol"] for c in eng.get_callers("Matrix.append")["callers"]} == {"Matrix.grow"}
         refs = eng.get_references("Matrix.append")["references"]
         assert [r["resolved"] for r in refs if r["symbol"] == "gather"] == [False]
+
+
+def test_go_methods_are_named_by_receiver_type_and_receiver_calls_stay_on_it(tmp_path: Path) -> None:
+    root = tmp_path / "gopkg"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "go", {
+        "cmd.go": "package p\n\ntype Command struct{}\n\nfunc (c *Command) Execute() error {\n"
+                  "\treturn c.run()\n}\n\nfunc (c *Command) run() error { return nil }\n",
+        "flag.go": "package p\n\ntype Flag struct{}\n\nfunc (f Flag) run() error { return nil }\n"})
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(root)
+        assert {s["symbol"] for s in eng.find_symbol("run", root)} == {"Command.run", "Flag.run"}
+        assert {c["symbol"] for c in eng.symbol("Command.Execute")["callees"]} == {"Command.run"}
+        assert eng.get_callers("Flag.run")["callers"] == []

@@ -5,9 +5,9 @@ One table (:data:`SPECS`) says, per language, which node types declare what; one
 every language through it. Nothing here touches the database: :func:`parse_symbols` maps
 source bytes to plain :class:`Symbol` records, so results can be cached by git blob hash.
 
-Naming follows the benchmark convention: ``Class.method``, ``outer.inner`` for nested
-functions, Go methods under their bare name (the receiver is in the signature), C++
-``A::f`` defined out of line as ``A.f``. Namespaces and packages are not part of the name.
+Naming: ``Class.method``, ``outer.inner`` for nested functions, Go methods under their
+receiver's type (``func (c *Command) Execute`` is ``Command.Execute``), C++ ``A::f`` defined
+out of line as ``A.f``. Namespaces and packages are not part of the name.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-9"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-10"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -366,6 +366,18 @@ def _go_receiver_name(node, src: bytes) -> frozenset[str]:
     return frozenset()
 
 
+def _go_receiver_type(node, src: bytes) -> str:
+    """The type a Go method is declared on (``func (c *Command) ...`` and ``func (s Set[T]) ...``
+    -> Command, Set), or "" when it cannot be read."""
+    recv = node.child_by_field_name("receiver")
+    for p in recv.named_children if recv is not None else ():
+        typ = p.child_by_field_name("type")
+        if typ is not None:
+            m = re.search(r"[A-Za-z_]\w*", _text(typ, src).lstrip("*"))
+            return m.group(0) if m else ""
+    return ""
+
+
 def _identifiers(node, src: bytes) -> list[str]:
     out = []
     stack = [node]
@@ -520,7 +532,8 @@ def _declare(node, src: bytes, language: str, spec: Spec, scope: tuple, owner: S
         return None
     is_class = node.type in spec.classes
     if language == "go" and node.type == "method_declaration":
-        qual = name  # the benchmark convention: Go methods under their bare name
+        recv = _go_receiver_type(node, src)  # func (r *Router) Use -> Router.Use
+        qual = f"{recv}.{name}" if recv else name
         kind = "method"
     elif "." in name:  # C++ out-of-line definition A::f
         qual = ".".join(scope + (name,)) if scope else name

@@ -419,8 +419,10 @@ class Resolver:
         path = src[1]
         lang = language_for(path) or ""
         if receiver == "self" or (self_call and receiver != ""):
-            if lang == "go":  # Go methods are named bare: the one method of that name in the package
+            if lang == "go":  # c.f() in a method of T: T.f, declared in any file of the package
+                recv_type = src[2].rsplit(".", 1)[0] if "." in src[2] else ""
                 same = [c for c in self.by_name.get(name, []) if c[4] == "method"
+                        and c[2] == f"{recv_type}.{name}"
                         and posixpath.dirname(c[1]) == posixpath.dirname(path)]
                 return same[0][0] if len(same) == 1 else None
             cls = self._enclosing_class(src)

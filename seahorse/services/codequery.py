@@ -5,6 +5,7 @@ form of hits that both adapters hand to agents."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -18,6 +19,10 @@ COMMON_SHARE = 0.2  # a term in more than this share of the searched units is no
 MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
 MANY_ABSENT, MIN_COVERAGE_MANY = 2, 0.75  # ... or two or more are absent and over a quarter
 MIN_DENSE = 0.1  # refuse when no top hit is similar in meaning either (cosine)
+# A repository search with a distinctive word the repository lacks is answered when, and only
+# when, a top hit is this close in meaning (the user's words need not be the code's). Chosen
+# on the dev halves of the code rulers and the absent questions (README, Code retrieval).
+DENSE_VOUCH = 0.42
 ID_MAX = 2**63 - 1
 
 
@@ -79,7 +84,9 @@ class CodeQueries:
 
         Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
         none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
-        are missing and they are over a quarter of them. ``no_match``: the words are there
+        are missing and they are over a quarter of them; in a repository search (``counts``
+        given) with hits that have vectors: any is missing and no top hit is DENSE_VOUCH close
+        in meaning. ``no_match``: the words are there
         but none of the top hits is close in meaning (``top_dense``, their best cosine, is
         under MIN_DENSE; None when no top hit has a vector, as commits have none).
 
@@ -87,6 +94,7 @@ class CodeQueries:
         one repository's documents (see :meth:`repo_term_count`); by default the whole store."""
         if not terms:
             return None
+        scoped = counts is not None
         if counts is None:
             def counts(t: str) -> int:
                 return self.store.text_matches(fts_term(t))
@@ -101,8 +109,11 @@ class CodeQueries:
         distinctive = len(present) + len(absent)
         coverage = len(present) / distinctive if distinctive else 1.0
         detail = {"coverage": round(coverage, 3), "missing": absent, "found": present}
-        if distinctive and (coverage < MIN_COVERAGE
-                            or (len(absent) >= MANY_ABSENT and coverage < MIN_COVERAGE_MANY)):
+        if scoped and top_dense is not None:
+            if absent and top_dense < DENSE_VOUCH:
+                return {"reason": "absent_terms", "top_dense": round(top_dense, 4), **detail}
+        elif distinctive and (coverage < MIN_COVERAGE
+                              or (len(absent) >= MANY_ABSENT and coverage < MIN_COVERAGE_MANY)):
             return {"reason": "absent_terms", **detail}
         if top_dense is not None and top_dense < MIN_DENSE:
             return {"reason": "no_match", "top_dense": round(top_dense, 4), **detail}
@@ -353,5 +364,6 @@ def fts_term(term: str) -> str:
 def refusal_terms(query: str) -> list[str]:
     """The query's content words, identifiers spelt out (``open_session`` -> open, session);
     a hyphenated word counts once, by its parts."""
+    query = re.sub(r"(?<=\w)['\u2019]s\b", "", query)  # the user's file: user
     words = query_terms(" ".join(split_identifier(query)) + " " + query.replace("-", " "))
     return [t for t in dict.fromkeys(words) if not set("_.-") & set(t)]

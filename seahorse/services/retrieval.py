@@ -21,6 +21,7 @@ from ..mechanisms.extract import Extractor
 from ..mechanisms.numeric import minmax, scale_lexical
 from ..store import Store
 from ..text import STOPWORDS, fts_match, query_terms, words
+from . import coderank
 from .codequery import compact_view
 from .explain import explain
 from .state import RETRIEVABLE, RetrievalIndex
@@ -92,13 +93,22 @@ class SearchResult:
 
 
 def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, cand: np.ndarray,
-                 settings: Settings, query: str) -> np.ndarray:
+                 settings: Settings, query: str,
+                 lexical: dict[int, float] | None = None) -> np.ndarray:
     """Code ranking: the query's own evidence (seeds) plus the walk's lift over structure
-    (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates. The global
-    PageRank is the whole graph's, whatever the node budget (computed once per graph version)."""
+    (``ppr / sqrt(global PageRank)``), each min-max scaled over the candidates, plus the
+    repository's own lexical evidence (``lexical``: node id -> BM25F, see coderank). The
+    global PageRank is the whole graph's, whatever the node budget (once per graph version)."""
     structure = index.graph.global_pagerank(settings.damping)[cand]
     lift = scores[cand] / np.sqrt(np.maximum(structure, 1e-12))
     out = minmax(seeds[cand], FLAT) + minmax(lift, FLAT)
+    if lexical is not None:
+        lex = np.zeros(index.graph.n)
+        for node_id, s in lexical.items():
+            v = index.graph.index.get(node_id)
+            if v is not None:
+                lex[v] = s
+        out = out + coderank.LEXICAL_WEIGHT * minmax(lex[cand], FLAT)
     # Tests and examples rank behind the code they exercise, even when the question is about
     # testing: "in a test without a server" asks for the test client, not for a test.
     out = np.where(index.secondary[cand], out * SECONDARY_WEIGHT, out)
@@ -148,7 +158,8 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
            settings: Settings, query: str, top_k: int, node_budget: int,
            context: dict[int, float] | None = None, kinds: tuple[str, ...] = RETRIEVABLE,
            doc_filter: np.ndarray | None = None, code: bool = False,
-           repo_id: int | None = None) -> SearchResult:
+           repo_id: int | None = None,
+           code_lexical: dict[int, float] | None = None) -> SearchResult:
     """Rank retrievable nodes for ``query``; ``context`` maps graph indices of an earlier
     turn's phrases to weights, and is used only if this query's walk reaches them.
 
@@ -214,7 +225,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
         rank_scores[cand] *= own_relevance(index, dense_all, cand)
     if code:
         rank_scores = np.zeros(g.n)
-        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query)
+        rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query, code_lexical)
     exact = {} if code else exact_holders(store, index, query)
     if exact:  # passages holding the query's rare tokens first, the most tokens first
         held = np.zeros(g.n)

@@ -18,6 +18,7 @@ from ..mechanisms.budget import Budget, compute_budget
 from ..mechanisms.rerank import CrossEncoder, rerank
 from . import confidence
 from .codequery import CodeQueries, fts_term, refusal_terms
+from .coderank import CodeLexicons
 from .refusal import refusal
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
@@ -42,6 +43,7 @@ class Search:
         # for the unit total) -> count. Only the current graph version's entries are kept.
         self._term_counts: dict[tuple[int, int, str | None], int] = {}
         self._units: tuple[int, int] | None = None  # (change seq, full-text units) for refusal
+        self.lexicons = CodeLexicons(rt.store)  # BM25F over one repository's declarations
 
     def budget(self) -> Budget:
         """The node budget from the memory free now (re-read at most once a second)."""
@@ -86,10 +88,11 @@ class Search:
                 if saved is not None:
                     ids, turns = saved
                     context = {index.graph.index[i]: w for i, w in ids.items() if i in index.graph.index}
-            doc_filter, repo_id = None, None
+            doc_filter, repo_id, evidence = None, None, None
             if repo is not None:
                 repo_id = self.code.repo_row(repo)[0]
                 doc_filter = np.array(self.store.repo_docs(repo_id), dtype=np.int64)
+                evidence = self.lexicons.evidence(index.version, repo_id, query)
             # Time (services/timeline.py): what the window lets through, then recency.
             window = window or Window()
             doc_filter = combine(doc_filter, window_filter(self.store, window))
@@ -98,7 +101,7 @@ class Search:
             rt = self.rt
             result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(),
                             pool_depth(depth), self.budget().node_budget, context, want, doc_filter,
-                            code=repo is not None, repo_id=repo_id)
+                            code=repo is not None, repo_id=repo_id, code_lexical=evidence)
             result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None)[:depth]
             refuse = True if refuse is None else bool(refuse)
             self._finish_code_hits(result, query, refuse and repo is not None, repo_id, index.version)

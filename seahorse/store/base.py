@@ -247,6 +247,9 @@ class Store(Protocol):
     def link_symbols(self, repo_id: int) -> list[tuple]:
         ...
 
+    def repo_symbol_texts(self, repo_id: int) -> list[tuple]:
+        ...
+
     def link_refs(self, repo_id: int) -> list[tuple]:
         ...
 

@@ -129,6 +129,12 @@ class CodeTables:
         return self.db.execute("SELECT node_id, path, qualname, name, kind, parent FROM symbols "
                                "WHERE repo_id=? AND kind NOT IN ('doc', 'window')", (repo_id,)).fetchall()
 
+    def repo_symbol_texts(self, repo_id: int) -> list[tuple]:
+        """(node_id, path, qualname, kind, signature, doc, text) of a repository's declarations."""
+        return self.db.execute("SELECT s.node_id, s.path, s.qualname, s.kind, s.signature, s.doc, n.text "
+                               "FROM symbols s JOIN nodes n ON n.id=s.node_id WHERE s.repo_id=? "
+                               "AND s.kind NOT IN ('doc', 'window', 'file')", (repo_id,)).fetchall()
+
     def link_refs(self, repo_id: int) -> list[tuple]:
         """(node_id, name, kind, self_call, receiver) of every reference in a repository."""
         return self.db.execute("SELECT r.node_id, r.name, r.kind, r.self_call, r.receiver FROM symbol_refs r "
