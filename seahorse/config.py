@@ -167,7 +167,7 @@ class DbUrl:
         return self
 
     def __str__(self) -> str:
-        return re.sub(r"^([^:/]+://[^:@/]*):[^@/]*@", r"\1:***@", self.url)
+        return re.sub(r"^([^:/]+://[^:@/]*):[^@/]+@", r"\1:***@", self.url)
 
 
 def db_location(raw: str | Path | DbUrl) -> Path | DbUrl:
