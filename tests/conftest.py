@@ -192,3 +192,10 @@ def backend_engine(backend: str):
     eng = Engine(Settings(db_path=backend, embedder="hash"))
     yield eng
     eng.close()
+
+
+@pytest.fixture
+def backend_cli(tmp_path: Path, backend: str) -> CLI:
+    """The CLI over a store of each backend (``cli.db`` is a path or a URL)."""
+    return CLI(tmp_path, backend)  # type: ignore[arg-type]
+
