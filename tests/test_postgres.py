@@ -18,10 +18,37 @@ from seahorse.errors import InvalidInput, MissingExtra, SchemaMismatch, StorageE
 from seahorse.store import MIGRATIONS, open_store
 from seahorse.store.pg_migrations import PG_MIGRATIONS
 from seahorse.store.postgres import PostgresStore
+from seahorse.store.sqlite import COPY_TABLES
 
 
 def test_every_sqlite_migration_has_its_postgresql_twin() -> None:
     assert [n for n, _ in PG_MIGRATIONS] == [n for n, _ in MIGRATIONS]
+
+
+def test_psycopg_is_imported_only_for_a_postgresql_url(tmp_path: Path) -> None:
+    code = ("import sys\nfrom seahorse import Engine, Settings\n"
+            f"Engine(Settings(db_path={str(tmp_path / 'kg.db')!r}, embedder='hash')).close()\n"
+            "from seahorse.adapters import cli, server\n"
+            "assert 'psycopg' not in sys.modules, 'psycopg imported for a SQLite file'\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_migrate_copies_every_table_a_store_has(backend: str) -> None:
+    """A table added by a migration is copied by `seahorse migrate`, or this fails."""
+    store = open_store(backend)
+    try:
+        if isinstance(store, PostgresStore):
+            tables = {r[0] for r in store.db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_type = 'BASE TABLE'")}
+        else:
+            tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                      if not r[0].startswith(("passages_fts", "sqlite_"))}
+    finally:
+        store.close()
+    assert tables - {"migrations", "changes", "meta"} == set(COPY_TABLES)
 
 
 def _cli(cwd: Path, db: str, *args: str, block_psycopg: bool = False) -> subprocess.CompletedProcess:
@@ -140,3 +167,87 @@ def test_a_write_through_one_engine_is_found_by_another_within_a_second(pg_url: 
         assert hits and hits[0].kind == "memory"
         writer.delete_document("a")
         assert all(h.source != "a" for h in reader.search("Pi overheats").hits)
+
+
+# ----- seahorse migrate -------------------------------------------------------------------
+DOCS = (("Raspberry Pi 5 users often enable zram so compressed pages stay in memory.", "doc:zram"),
+        ("The Raspberry Pi 5 throttles its CPU when the board overheats under load.", "doc:heat"),
+        ("Charles Babbage designed the Analytical Engine, a mechanical computer.", "doc:babbage"),
+        ("Sourdough bread rises with a starter of wild yeast and lactic bacteria.", "doc:bread"))
+QUERIES = ("How do I stop my Pi from overheating?", "zram compressed memory", "who designed an engine",
+           "which editor does the user like", "bread yeast", "parse the config file")
+
+
+def _answers(eng: Engine) -> list[list[tuple]]:
+    return [[(h.id, h.kind, h.source, h.score) for h in eng.search(q, top_k=5).hits] for q in QUERIES]
+
+
+def _build(db: Path, project: Path) -> None:
+    project.mkdir()
+    (project / "config.py").write_text(
+        "def parse_config(path):\n    \"\"\"Read the config file.\"\"\"\n    return load(path)\n\n\n"
+        "def load(path):\n    return open(path).read()\n")
+    with Engine(Settings(db_path=db, embedder="hash")) as eng:
+        for text, source in DOCS:
+            eng.add_document(text, source=source)
+        eng.upsert_memory("editor", "The user prefers the Helix editor.")
+        eng.upsert_memory("editor", "The user switched to the Emacs editor.")  # one in history
+        eng.index_repo(project)
+        eng.search("zram", session_id="s1")
+
+
+def test_migrate_both_ways_keeps_every_answer(tmp_path: Path, pg_url: str) -> None:
+    first, back = tmp_path / "first.db", tmp_path / "back.db"
+    _build(first, tmp_path / "project")
+    with Engine(Settings(db_path=first, embedder="hash")) as eng:
+        before = _answers(eng)
+        callers = eng.get_callers("load")
+    proc = _cli(tmp_path, "", "migrate", "--from", str(first), "--to", pg_url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout and '"documents": 7' in proc.stdout  # 4 texts, a memory, a file, its history
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        on_pg = _answers(eng)
+        assert eng.get_callers("load") == callers
+        assert eng.store.memory_history("global", "editor")[0]["value"].endswith("Helix editor.")
+        eng.add_document("Herons nest by the lake.", source="doc:heron")  # ids go on past the copy
+        heron = eng.search("heron nest lake").hits[0]
+        assert heron.source == "doc:heron" and heron.id > max(h[0] for a in before for h in a)
+        eng.delete_document("doc:heron")
+    # Same hits in the same order; scores differ only by the lexical prior (ts_rank, not BM25).
+    assert [[h[:3] for h in a] for a in on_pg] == [[h[:3] for h in a] for a in before]
+    for a, b in zip(on_pg, before):
+        assert all(abs(x[3] - y[3]) < 0.05 for x, y in zip(a, b))
+    # ... and back: every row as it was, every answer identical, scores included.
+    proc = _cli(tmp_path, "", "migrate", "--from", pg_url, "--to", str(back))
+    assert proc.returncode == 0 and proc.stdout.startswith("copied 7 documents"), proc.stderr
+    with Engine(Settings(db_path=back, embedder="hash")) as eng:
+        assert _answers(eng) == before
+    a_store, b_store = open_store(first, read_only=True), open_store(back, read_only=True)
+    try:
+        for table in COPY_TABLES:
+            cols, rows = a_store.dump_rows(table)
+            cols_b, rows_b = b_store.dump_rows(table)
+            assert cols == cols_b and sorted(rows, key=repr) == sorted(rows_b, key=repr), table
+        meta_a, meta_b = a_store.meta(), b_store.meta()
+        assert int(meta_b.pop("graph_version")) == int(meta_a.pop("graph_version")) + 2  # the heron
+        assert meta_a == meta_b
+    finally:
+        a_store.close()
+        b_store.close()
+
+
+def test_migrate_refuses_a_target_that_holds_a_store(tmp_path: Path, pg_url: str) -> None:
+    first = tmp_path / "first.db"
+    _build(first, tmp_path / "project")
+    assert _cli(tmp_path, "", "migrate", "--from", str(first), "--to", pg_url).returncode == 0
+    store = open_store(pg_url)
+    try:
+        before = store.counts()
+        line = _one_line_error(_cli(tmp_path, "", "migrate", "--from", str(first), "--to", pg_url))
+        assert "already holds a store" in line
+        assert store.counts() == before
+    finally:
+        store.close()
+    line = _one_line_error(_cli(tmp_path, "", "migrate", "--from", str(tmp_path / "none.db"),
+                                "--to", str(tmp_path / "x.db")))
+    assert "does not exist" in line and not (tmp_path / "x.db").exists()

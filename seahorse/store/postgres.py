@@ -147,7 +147,8 @@ class _PgConnection:
         if text.startswith("PRAGMA table_info("):
             table = text[len("PRAGMA table_info("):-1]
             return ("SELECT ordinal_position, column_name FROM information_schema.columns WHERE "
-                    f"table_schema = current_schema() AND table_name = '{table}'"), None, False
+                    f"table_schema = current_schema() AND table_name = '{table}' "
+                    "AND is_generated = 'NEVER' ORDER BY ordinal_position"), None, False
         for old, new in _REWRITES:
             text = text.replace(old, new)
         returning = False
@@ -348,6 +349,15 @@ class PostgresStore(SQLiteStore):
                 yield db
         finally:
             self._seq = None
+
+    def finish_load(self) -> None:
+        """After :meth:`load_rows`: identity counters moved past the ids copied (the text
+        index is a generated column, already filled), the change log restarted."""
+        for table, (_cols, _keys, identity) in self.db.tables().items():
+            if identity:
+                self.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                                f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)")
+        self._restart_change_log()
 
     def optimize(self) -> None:
         self.db.execute("ANALYZE")
