@@ -251,3 +251,84 @@ def test_migrate_refuses_a_target_that_holds_a_store(tmp_path: Path, pg_url: str
     line = _one_line_error(_cli(tmp_path, "", "migrate", "--from", str(tmp_path / "none.db"),
                                 "--to", str(tmp_path / "x.db")))
     assert "does not exist" in line and not (tmp_path / "x.db").exists()
+
+
+# ----- many processes on one store ---------------------------------------------------------
+WRITER = """
+import json, sys
+from seahorse import Engine, Settings
+k, n = int(sys.argv[1]), int(sys.argv[2])
+alive, memories = [], {}
+with Engine(Settings(db_path=sys.argv[3], embedder="hash")) as eng:
+    for i in range(n):
+        if i % 10 == 9:
+            eng.delete_document(alive.pop(0))
+        elif i % 5 == 0:
+            key = f"w{k}-m{i % 3}"
+            memories[key] = f"Writer {k} remembers value {i} for key {key}."
+            eng.upsert_memory(key, memories[key])
+        else:
+            eng.add_document(f"Writer {k} note {i} mentions token{k}x{i} and shared words.",
+                             source=f"w{k}:{i}")
+            alive.append(f"w{k}:{i}")
+print(json.dumps({"alive": alive, "memories": memories}))
+"""
+
+
+def test_four_writers_and_two_servers_on_one_store_lose_nothing(tmp_path: Path, pg_url: str) -> None:
+    """1,000 operations: 4 writer processes (200 each) and 2 MCP servers (100 each) on one
+    PostgreSQL store. No error reaches a caller, no write is lost, and a write through one
+    server is found through the other."""
+    import asyncio
+    import json
+
+    from test_server import serve
+
+    writers, per_writer, per_server = 4, 200, 100
+    open_store(pg_url).close()  # created once, before the crowd
+    env = {**_clean_env(), "OPENBLAS_NUM_THREADS": "1"}
+
+    async def writer(k: int) -> dict:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", WRITER, str(k), str(per_writer), pg_url, env=env, cwd=str(tmp_path),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 600)
+        assert proc.returncode == 0 and not err, err.decode()
+        return json.loads(out)
+
+    async def server_ops(a, b, name: str) -> list[str]:
+        added = []
+        for i in range(per_server):
+            if i % 4 == 0:  # written through a, found through b at once
+                text = f"Server {name} crossword {i} names the rare word quokka{name}{i}."
+                await a.ok("add_document", {"text": text, "source": f"{name}:{i}"})
+                added.append(f"{name}:{i}")
+                hits = (await b.ok("search", {"query": f"quokka{name}{i} crossword", "top_k": 5}))["hits"]
+                assert f"{name}:{i}" in [h["source"] for h in hits], hits  # visible there already
+            elif i % 4 == 1:
+                await a.ok("upsert_memory", {"key": f"{name}-pref", "value": f"Server {name} setting {i}."})
+            else:
+                await a.ok("search", {"query": f"writer note token{i % writers}x{i} shared words"})
+        return added
+
+    async def main() -> tuple[list[dict], list[str]]:
+        async with serve(pg_url, workdir=tmp_path) as one, serve(pg_url, workdir=tmp_path) as two:
+            jobs = [asyncio.create_task(writer(k)) for k in range(writers)]
+            served = await asyncio.gather(server_ops(one, two, "a"), server_ops(two, one, "b"))
+            done = await asyncio.gather(*jobs)
+            for k in range(writers):  # the servers find every writer's last note
+                last = max(int(s.split(":")[1]) for s in done[k]["alive"])
+                hits = (await two.ok("search", {"query": f"Writer {k} note {last} mentions token{k}x{last}",
+                                                 "top_k": 5}))["hits"]
+                assert f"w{k}:{last}" in [h["source"] for h in hits], hits
+            return done, [s for part in served for s in part]
+
+    done, served = asyncio.run(main())
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        sources = {d[1] for d in eng.store.documents()}
+        want = {s for d in done for s in d["alive"]} | set(served)
+        assert {s for s in sources if not s.startswith("memory:")} == want  # none lost, none extra
+        for d in done:
+            for key, value in d["memories"].items():
+                assert eng.store.memory("global", key)[6] == value  # the last value of each key
+        assert eng.store.memory("global", "a-pref")[6] == f"Server a setting {per_server - 3}."
