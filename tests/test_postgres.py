@@ -332,3 +332,27 @@ def test_four_writers_and_two_servers_on_one_store_lose_nothing(tmp_path: Path, 
             for key, value in d["memories"].items():
                 assert eng.store.memory("global", key)[6] == value  # the last value of each key
         assert eng.store.memory("global", "a-pref")[6] == f"Server a setting {per_server - 3}."
+
+
+def test_a_lost_connection_is_one_error_at_most_and_the_store_goes_on(pg_url: str) -> None:
+    """The server ends the session (a restart, an idle cut): between transactions the next
+    statement runs on a new session; inside one, the change is refused in one line and
+    nothing of it is kept."""
+    def cut(store: PostgresStore) -> None:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (store.db.conn.info.backend_pid,))
+
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        eng.add_document("Kestrels hover over the meadow before they dive.", source="a")
+        cut(eng.store)
+        assert eng.search("kestrels hover").hits[0].source == "a"  # a new session, unnoticed
+        store = eng.store
+        with pytest.raises(StorageError) as err:
+            with store.atomic():
+                store.insert_document("half", None, "h", None)
+                cut(store)
+                store.insert_document("other-half", None, "h", None)
+        assert "\n" not in str(err.value)
+        assert [d[1] for d in store.documents()] == ["a"]
+        eng.add_document("Herons wade in the shallows.", source="b")
+        assert eng.search("herons wade").hits[0].source == "b"

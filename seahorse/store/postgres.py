@@ -19,7 +19,7 @@ import re
 import select
 import time
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import psycopg
@@ -81,15 +81,32 @@ class _PgConnection:
 
     damaged = None  # the SQLite store's "file is damaged" latch; a server has none
 
-    def __init__(self, conn: psycopg.Connection, url: DbUrl) -> None:
-        self.conn = conn
+    def __init__(self, connect: Callable[[], psycopg.Connection], url: DbUrl) -> None:
+        self._connect = connect
         self.url = url
         self._sql: dict[str, tuple[str | None, list[int] | None, bool]] = {}
         self._tables: dict[str, tuple[list[str], list[str], bool]] | None = None
+        self.conn = self._open()
+
+    def _open(self) -> psycopg.Connection:
+        conn = self._connect()
         for np_type in (np.int64, np.int32):
             conn.adapters.register_dumper(np_type, IntDumper)
         for np_type in (np.float32, np.float64):
             conn.adapters.register_dumper(np_type, FloatDumper)
+        return conn
+
+    def _lost(self, exc: psycopg.Error, idle: bool) -> bool:
+        """After a failure: True when the session was lost between transactions (a server
+        restart, an idle connection cut) and a new one is open to retry the statement on.
+        Inside a transaction the work is gone: the caller gets the error, the next call
+        starts a new session."""
+        if not self.conn.broken:
+            return False
+        log.info("PostgreSQL connection lost (%s); opening a new one", str(exc).strip()[:120])
+        self.conn.close()
+        self.conn = self._open()
+        return idle
 
     @property
     def in_transaction(self) -> bool:
@@ -184,10 +201,11 @@ class _PgConnection:
     def _params(self, params: Sequence, order: list[int] | None) -> Sequence:
         return [params[i] for i in order] if order is not None else params
 
-    def execute(self, sql: str, params: Sequence = ()) -> _Result:
+    def execute(self, sql: str, params: Sequence = (), *, retry: bool = True) -> _Result:
         text, order, returning = self.translate(sql)
         if text is None:
             return _Result(None)
+        idle = not self.in_transaction
         try:
             cur = self.conn.execute(text, self._params(params, order) if params else None)
             if returning:
@@ -195,9 +213,11 @@ class _PgConnection:
                 return _Result(None, int(row[0]) if row else None)
             return _Result(cur)
         except (pgerr.LockNotAvailable, psycopg.OperationalError) as exc:
+            if self._lost(exc, idle) and retry:
+                return self.execute(sql, params, retry=False)
             raise _pg_error(exc, self.url) from None
 
-    def executemany(self, sql: str, seq: Sequence[Sequence]) -> _Result:
+    def executemany(self, sql: str, seq: Sequence[Sequence], *, retry: bool = True) -> _Result:
         text, order, returning = self.translate(sql)
         if text is None:
             return _Result(None)
@@ -206,11 +226,14 @@ class _PgConnection:
         rows = [self._params(p, order) for p in seq]
         if not rows:
             return _Result(None)
+        idle = not self.in_transaction
         try:
             with self.conn.cursor() as cur:
                 cur.executemany(text, rows)
                 return _Result(cur)
         except (pgerr.LockNotAvailable, psycopg.OperationalError) as exc:
+            if self._lost(exc, idle) and retry:
+                return self.executemany(sql, seq, retry=False)
             raise _pg_error(exc, self.url) from None
 
 
@@ -265,7 +288,7 @@ class PostgresStore(SQLiteStore):
         self._checked = True  # no file to quick_check
         self._listen: psycopg.Connection | None = None
         self._seq: int | None = None
-        self.db = _PgConnection(self._connect_pg(), url)  # type: ignore[assignment]
+        self.db = _PgConnection(self._connect_pg, url)  # type: ignore[assignment]
         try:
             self._open_pg_schema()
         except BaseException:
