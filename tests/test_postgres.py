@@ -356,3 +356,11 @@ def test_a_lost_connection_is_one_error_at_most_and_the_store_goes_on(pg_url: st
         assert [d[1] for d in store.documents()] == ["a"]
         eng.add_document("Herons wade in the shallows.", source="b")
         assert eng.search("herons wade").hits[0].source == "b"
+
+
+def test_a_value_postgresql_cannot_hold_is_bad_input(pg_url: str) -> None:
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        with pytest.raises(InvalidInput, match="cannot store this value.*NUL"):
+            eng.upsert_memory("editor\x00", "The user prefers vim.")
+        assert eng.store.counts()["documents"] == 0  # nothing of it kept
+        assert eng.upsert_memory("editor", "The user prefers vim.")["status"] == "added"

@@ -75,6 +75,12 @@ def _pg_error(exc: psycopg.Error, url: DbUrl) -> SeahorseError:
     return StorageError(f"PostgreSQL {url}: {msg}", code="db_unavailable")
 
 
+def _value_error(exc: psycopg.DataError) -> InvalidInput:
+    """A value PostgreSQL cannot hold (a NUL character in a key, say): the caller's input."""
+    msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return InvalidInput(f"PostgreSQL cannot store this value ({msg}); nothing was saved")
+
+
 class _PgConnection:
     """An sqlite3-like connection over psycopg: ``execute``/``executemany`` in SQLite's
     dialect, ``in_transaction``, ``close``."""
@@ -216,6 +222,8 @@ class _PgConnection:
             if self._lost(exc, idle) and retry:
                 return self.execute(sql, params, retry=False)
             raise _pg_error(exc, self.url) from None
+        except psycopg.DataError as exc:
+            raise _value_error(exc) from None
 
     def executemany(self, sql: str, seq: Sequence[Sequence], *, retry: bool = True) -> _Result:
         text, order, returning = self.translate(sql)
@@ -235,6 +243,8 @@ class _PgConnection:
             if self._lost(exc, idle) and retry:
                 return self.executemany(sql, seq, retry=False)
             raise _pg_error(exc, self.url) from None
+        except psycopg.DataError as exc:
+            raise _value_error(exc) from None
 
 
 # SQLite spellings with no PostgreSQL equivalent of the same words (the SQL of the store's
