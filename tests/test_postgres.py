@@ -364,3 +364,26 @@ def test_a_value_postgresql_cannot_hold_is_bad_input(pg_url: str) -> None:
             eng.upsert_memory("editor\x00", "The user prefers vim.")
         assert eng.store.counts()["documents"] == 0  # nothing of it kept
         assert eng.upsert_memory("editor", "The user prefers vim.")["status"] == "added"
+
+
+def test_wrong_credentials_are_one_line_and_right_ones_open(pg_server, tmp_path: Path) -> None:
+    """A role that must give its password (scram, as a real server asks): a wrong one is a
+    one-line error naming the credentials, the right one opens the store."""
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
+        if "pwuser" not in hba.read_text():
+            hba.write_text("local all pwuser scram-sha-256\n" + hba.read_text())
+            conn.execute("SELECT pg_reload_conf()")
+        conn.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname='pwuser') "
+                     "THEN CREATE ROLE pwuser LOGIN SUPERUSER PASSWORD 'right-one'; END IF; END $$")
+    url = new_pg_database(pg_server, owner="pwuser")
+    wrong = url.replace("postgres:@", "pwuser:wrong-one@", 1)
+    line = _one_line_error(_cli(tmp_path, wrong, "stats"))
+    assert "refused the credentials" in line and "wrong-one" not in line and "pwuser:***@" in line
+    with pytest.raises(InvalidInput, match="refused the credentials"):
+        open_store(wrong)
+    store = open_store(url.replace("postgres:@", "pwuser:right-one@", 1))
+    try:
+        assert store.counts()["documents"] == 0
+    finally:
+        store.close()
