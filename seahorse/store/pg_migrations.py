@@ -6,7 +6,7 @@ Differences that stay: ids are identity columns; blobs are ``bytea`` (vectors ke
 bytes of ``codec.py``); the text index is a generated ``tsvector`` column of ``nodes`` (every
 node but phrases, like ``fts_texts``) under a GIN index instead of an FTS5 table; the change
 log's triggers are plpgsql and every statement that logs a change also NOTIFYs
-``seahorse_changes``, so a listening process learns of it at once.
+``seahorse_changes`` (for listeners outside Seahorse; its own processes ask before each search).
 """
 
 from __future__ import annotations
