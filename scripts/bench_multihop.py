@@ -19,6 +19,10 @@ would walk with; ``--memory both`` adds a ``seahorse@pi5`` row right after the `
 one, on the same index (the fair comparison of their walk times on a shared machine).
 ``walk p50`` is the search's own ``timings_ms.walk``: seeding (dense, BM25, facts) and walk.
 The walk alone, per budget (time, nodes, memory): ``scripts/bench_walk.py``.
+
+``--db postgresql://...`` indexes each corpus a second time into that PostgreSQL database (in a
+schema of its own, dropped afterwards) and asks the same questions there: a ``seahorse/pg`` row
+beside the SQLite ``seahorse`` row of the same run, with both index times and the ratios.
 """
 
 from __future__ import annotations
@@ -86,12 +90,14 @@ def doc_ranking(sources: list[str]) -> list[str]:
 class Run:
     """One corpus indexed one way: ``api`` (Engine.index_many, titles given) or ``files`` (one
     Markdown file per passage, ``# title`` then the text, indexed by the real CLI's
-    ``seahorse index --dir``: titles come from the files' headings)."""
+    ``seahorse index --dir``: titles come from the files' headings); in a temporary SQLite file,
+    or in ``db`` (a PostgreSQL URL)."""
 
-    def __init__(self, name: str, docs, questions, settings_kw: dict, via: str = "api"):
+    def __init__(self, name: str, docs, questions, settings_kw: dict, via: str = "api",
+                 db: str | None = None):
         self.name, self.docs, self.questions, self.via = name, docs, questions, via
         self.tmp = tempfile.TemporaryDirectory()
-        self.db = Path(self.tmp.name) / "bench.db"
+        self.db = db or Path(self.tmp.name) / "bench.db"
         self.settings_kw = settings_kw
         self.engine = Engine(load_settings(db_path=self.db, **settings_kw))
         self.source_of: dict[str, str] = {}  # a file's path -> the corpus id it holds
@@ -158,6 +164,46 @@ class Run:
         return rows, times
 
 
+def on_postgres(url: str, name: str, docs, questions, kw: dict, wanted: list[str], ds: dict,
+                sqlite_index_s: float) -> dict:
+    """The same corpus indexed and asked on PostgreSQL, in a schema of its own; side by side
+    with the SQLite run above (recall difference, p50 and index-time ratios)."""
+    import psycopg
+
+    schema = f"bench_{name}_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in url else "?"
+    run = Run(name, docs, questions, kw, db=f"{url}{sep}options=-csearch_path%3D{schema}")
+    try:
+        index_s = run.index_seconds()
+        out = {"index_s": round(index_s, 1), "index_over_sqlite": round(index_s / sqlite_index_s, 2)}
+        print(f"postgres index {index_s:.1f} s ({len(docs) / index_s:.1f} passages/s); "
+              f"{index_s / sqlite_index_s:.2f}x SQLite's")
+        for split in wanted:
+            rows, times = run.rankings("seahorse", range(*SPLITS[split]))
+            m = benchlib.summarise(rows)
+            warm = times[3:] if len(times) > 3 else times
+            m["p50_ms"] = round(benchlib.percentile(warm, 50), 2)
+            m["p95_ms"] = round(benchlib.percentile(warm, 95), 2)
+            lite = ds["methods"]["seahorse"][split]
+            m["R@2_minus_sqlite"] = round(m["R@2"] - lite["R@2"], 3)
+            m["R@5_minus_sqlite"] = round(m["R@5"] - lite["R@5"], 3)
+            m["p50_over_sqlite"] = round(m["p50_ms"] / lite["p50_ms"], 2)
+            out[split] = m
+            print(f"{'seahorse/pg':<12} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
+                  f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}   R@2 {m['R@2_minus_sqlite']:+.3f}, "
+                  f"R@5 {m['R@5_minus_sqlite']:+.3f}, p50 {m['p50_over_sqlite']:.2f}x SQLite's")
+    finally:
+        run.engine.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    return out
+
+
+SPLITS = {"dev": (0, 50), "test": (50, 100)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH)
@@ -173,6 +219,8 @@ def main() -> None:
                     help="api, files or api,files: index through Engine.index_many, or one Markdown "
                          "file per passage through `seahorse index --dir` (titles from headings)")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--db", default=None, metavar="postgresql://...",
+                    help="also run Seahorse on this PostgreSQL database (a schema per corpus)")
     args = ap.parse_args()
     this_machine = budget.read_memory
     readings = {"seahorse": this_machine, "seahorse@pi5": lambda: budget.PI5_LOADED}
@@ -239,6 +287,9 @@ def main() -> None:
                 ds["methods"].setdefault(method, {})[split] = m
                 print(f"{method:<12} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
                       f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}{walk}")
+        if args.db:
+            budget.read_memory = readings["seahorse"]
+            ds["postgres"] = on_postgres(args.db, name, docs, questions, kw, wanted, ds, index_s)
         stats = run.engine.stats()
         ds["graph"] = {"nodes": stats["nodes"], "edges": stats["edges"], "facts": stats["facts"]}
         print(f"graph {stats['nodes']} {stats['edges']} facts {stats['facts']}")

@@ -36,6 +36,8 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
+import tempfile
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -88,7 +90,7 @@ class GlinerSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    db_path: Path = DEFAULT_DB
+    db_path: Path | DbUrl = DEFAULT_DB  # a file, or a DbUrl for PostgreSQL
     embedder: str = "minilm"
     embedder_path: Path | None = None
     onnx_threads: int = 0  # intra-op threads of every ONNX session; 0 = min(2, cpu count)
@@ -112,6 +114,8 @@ class Settings:
     gliner: GlinerSettings = field(default_factory=GlinerSettings)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.db_path, (Path, DbUrl)):  # Settings(db_path="postgresql://...")
+            object.__setattr__(self, "db_path", db_location(str(self.db_path)))
         _validate(self)
 
     def with_overrides(self, **kw: Any) -> "Settings":
@@ -135,6 +139,52 @@ def _path(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
+DB_URL_SCHEMES = ("postgresql", "postgres")
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+@dataclass(frozen=True)
+class DbUrl:
+    """A database given as a URL (``postgresql://user@host/db``): never a file path. It
+    prints without its password; ``url`` is the whole string the driver connects with."""
+
+    url: str
+
+    @property
+    def scheme(self) -> str:
+        return self.url.split("://", 1)[0].lower()
+
+    @property
+    def parent(self) -> Path:
+        """Where temporary files of an index run go (a file store puts them beside itself)."""
+        return Path(tempfile.gettempdir())
+
+    def exists(self) -> bool:
+        """A server is asked when the store opens; its answer is the error, not this."""
+        return True
+
+    def expanduser(self) -> "DbUrl":
+        return self
+
+    def __str__(self) -> str:
+        return re.sub(r"^([^:/]+://[^:@/]*):[^@/]+@", r"\1:***@", self.url)
+
+
+def db_location(raw: str | Path | DbUrl) -> Path | DbUrl:
+    """``SEAHORSE_DB``/``--db``: anything of the form ``scheme://`` is a URL (an unknown scheme
+    is a ConfigError naming what is accepted), anything else a file path."""
+    if isinstance(raw, (Path, DbUrl)):
+        return raw.expanduser()
+    m = _URL.match(raw)
+    if m is None:
+        return Path(raw).expanduser()
+    if m.group(1).lower() not in DB_URL_SCHEMES:
+        raise ConfigError(f"SEAHORSE_DB/--db {m.group(1)}://... is not a database Seahorse can open: "
+                          "give a file path or a postgresql://user@host/dbname URL", field="db",
+                          code="bad_db_url")
+    return DbUrl(raw)
+
+
 def _labels(raw: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.strip() for p in raw.split(",") if p.strip()))
 
@@ -143,7 +193,7 @@ _BOOL = "boolean (1/0, true/false, yes/no, on/off)"
 
 # Field name -> (VARIABLE, cast[, what it must be]). Group fields carry their group's prefix.
 _ENV = {
-    "db_path": ("SEAHORSE_DB", _path),
+    "db_path": ("SEAHORSE_DB", db_location),
     "embedder": ("SEAHORSE_EMBEDDER", str),
     "embedder_path": ("SEAHORSE_EMBEDDER_PATH", _path),
     "onnx_threads": ("SEAHORSE_ONNX_THREADS", int, "whole number"),
@@ -202,7 +252,9 @@ def _split(kw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, A
             continue
         prefix, _, rest = name.partition("_")
         if name in top_names:
-            if name in ("db_path", "embedder_path"):
+            if name == "db_path":
+                value = db_location(value)
+            elif name == "embedder_path":
                 value = Path(value).expanduser()
             top[name] = value
         elif prefix in _GROUPS and rest in {f.name for f in fields(_GROUPS[prefix])}:

@@ -142,3 +142,60 @@ def seeded_stats(seeded_template: Path, tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("seeded-stats")
     shutil.copy(seeded_template, work / "kg.db")
     return CLI(work, work / "kg.db").json("stats")
+
+
+# ----- PostgreSQL: a real server (pgserver ships PostgreSQL and pgvector) -------------------
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """One PostgreSQL server for the session, in a temporary folder, stopped at the end."""
+    import warnings
+
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        srv = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield srv
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        srv.cleanup()
+
+
+_PG_DBS = iter(range(1, 1_000_000))
+
+
+def new_pg_database(server, *, owner: str | None = None) -> str:
+    """A new, empty database on the test server; its URL."""
+    import psycopg
+
+    name = f"t{os.getpid()}_{next(_PG_DBS)}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}" + (f" OWNER {owner}" if owner else ""))
+    return server.get_uri().replace("/postgres?", f"/{name}?", 1)
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    return new_pg_database(pg_server)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request, tmp_path: Path) -> str:
+    """Where a test's store lives, once per backend: a SQLite file or a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "kg.db")
+    return new_pg_database(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def backend_engine(backend: str):
+    eng = Engine(Settings(db_path=backend, embedder="hash"))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def backend_cli(tmp_path: Path, backend: str) -> CLI:
+    """The CLI over a store of each backend (``cli.db`` is a path or a URL)."""
+    return CLI(tmp_path, backend)  # type: ignore[arg-type]
+

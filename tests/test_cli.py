@@ -63,7 +63,8 @@ def test_minilm_ranks_the_zram_passage_first(cli, pi_sentences, pi_query) -> Non
 
 
 # ----- index / search ---------------------------------------------------------------------
-def test_index_text_and_search_top_k(cli, pi_sentences) -> None:
+def test_index_text_and_search_top_k(backend_cli, pi_sentences) -> None:
+    cli = backend_cli  # on both backends
     added = _index_texts(cli, [*pi_sentences, "Bananas are yellow fruit rich in potassium."])
     assert [a["status"] for a in added] == ["added"] * 4
     assert len({a["doc_id"] for a in added}) == 4
@@ -156,7 +157,8 @@ def test_index_dir_skips_a_bad_file_and_keeps_the_good_ones(cli, tmp_path: Path)
     assert human.returncode == 0 and "skipped 1" in human.stdout and "bad.txt" in human.stdout
 
 
-def test_stats_json(cli) -> None:
+def test_stats_json(backend_cli) -> None:
+    cli = backend_cli  # on both backends
     cli.json("delete", str(cli.json("index", "--text", "temporary note")["doc_id"]))
     empty = cli.json("stats")
     assert empty["documents"] == 0 and empty["db"] == str(cli.db)
@@ -176,7 +178,8 @@ def test_stats_json(cli) -> None:
     assert human.returncode == 0 and "documents  1" in human.stdout
 
 
-def test_delete_by_source_and_by_id(cli, tmp_path: Path) -> None:
+def test_delete_by_source_and_by_id(backend_cli, tmp_path: Path) -> None:
+    cli = backend_cli  # on both backends
     f = tmp_path / "note.txt"
     f.write_text("Heatsinks cool the Raspberry Pi 5 board.")
     by_file = cli.json("index", "--file", str(f))

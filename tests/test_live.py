@@ -53,7 +53,8 @@ def _fresh(engine: Engine) -> RetrievalIndex:
     return RetrievalIndex(engine.store, engine.embedder.dim)
 
 
-def test_writes_are_caught_up_in_place_and_equal_a_fresh_load(engine: Engine) -> None:
+def test_writes_are_caught_up_in_place_and_equal_a_fresh_load(backend_engine: Engine) -> None:
+    engine = backend_engine  # on both backends
     for k, text in enumerate(TEXTS[:3]):
         engine.add_document(text, source=f"doc:{k}")
     engine.search(QUERIES[0])
@@ -73,7 +74,8 @@ def test_writes_are_caught_up_in_place_and_equal_a_fresh_load(engine: Engine) ->
     assert _hits(engine) == got
 
 
-def test_another_process_write_is_caught_up(hash_settings: Settings) -> None:
+def test_another_process_write_is_caught_up(backend: str) -> None:
+    hash_settings = Settings(db_path=backend, embedder="hash")
     reader = Engine(hash_settings)
     writer = Engine(hash_settings)
     try:
@@ -92,7 +94,8 @@ def test_another_process_write_is_caught_up(hash_settings: Settings) -> None:
         writer.close()
 
 
-def test_a_reader_behind_a_trimmed_log_reloads(engine: Engine) -> None:
+def test_a_reader_behind_a_trimmed_log_reloads(backend_engine: Engine) -> None:
+    engine = backend_engine  # on both backends
     engine.add_document(TEXTS[0], source="doc:0")
     engine.search("zram")
     before = engine.retrieval_index()
@@ -104,7 +107,8 @@ def test_a_reader_behind_a_trimmed_log_reloads(engine: Engine) -> None:
     assert _state(engine.retrieval_index()) == _state(_fresh(engine))
 
 
-def test_a_raw_edge_write_is_logged_and_caught_up(engine: Engine) -> None:
+def test_a_raw_edge_write_is_logged_and_caught_up(backend_engine: Engine) -> None:
+    engine = backend_engine  # on both backends
     # The triggers see writes no service remembered to log: here an edge between old nodes.
     engine.add_document(TEXTS[0], source="doc:0")
     engine.add_document(TEXTS[1], source="doc:1")
@@ -124,7 +128,8 @@ def test_a_raw_edge_write_is_logged_and_caught_up(engine: Engine) -> None:
     assert g.adj[g.index[a], g.index[b]] == pytest.approx(0.5)
 
 
-def test_optimize_graph_and_reembed_are_seen(engine: Engine) -> None:
+def test_optimize_graph_and_reembed_are_seen(backend_engine: Engine) -> None:
+    engine = backend_engine  # on both backends
     for k, text in enumerate(TEXTS):
         engine.add_document(text, source=f"doc:{k}")
     engine.search("zram")

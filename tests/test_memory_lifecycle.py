@@ -35,7 +35,8 @@ def _sources(res) -> list[str]:
 
 
 # ----- duplicates ---------------------------------------------------------------------------
-def test_add_answers_duplicate_of_instead_of_storing_twice(engine: Engine) -> None:
+def test_add_answers_duplicate_of_instead_of_storing_twice(backend_engine: Engine) -> None:
+    engine = backend_engine  # on SQLite and on PostgreSQL
     first = engine.add_document(MEETING, source="a").as_dict()
     same_words = engine.add_document(MEETING.upper().replace(".", "!"), source="b").as_dict()
     near = engine.add_document(MEETING.replace("is held", "is being held"), source="c").as_dict()
@@ -51,7 +52,8 @@ def test_add_answers_duplicate_of_instead_of_storing_twice(engine: Engine) -> No
 
 
 # ----- supersede and as_of ------------------------------------------------------------------
-def test_a_replaced_memory_closes_and_as_of_finds_what_was_true(engine: Engine) -> None:
+def test_a_replaced_memory_closes_and_as_of_finds_what_was_true(backend_engine: Engine) -> None:
+    engine = backend_engine  # on SQLite and on PostgreSQL
     engine.upsert_memory("city", "Alice lives in Paris near the river.", event_time="2024-01-01")
     engine.upsert_memory("city", "Alice lives in Berlin near the river.", event_time="2025-01-01")
     now = engine.search("Where does Alice live?", top_k=3).as_dict()["hits"]
@@ -74,7 +76,8 @@ def test_a_replaced_memory_closes_and_as_of_finds_what_was_true(engine: Engine) 
         engine.upsert_memory("x", "y", supersedes="nope")
 
 
-def test_forget_by_key_scope_tag_and_date(engine: Engine) -> None:
+def test_forget_by_key_scope_tag_and_date(backend_engine: Engine) -> None:
+    engine = backend_engine  # on SQLite and on PostgreSQL
     engine.upsert_memory("a", "Alpha likes green tea.", scope="s1", tags=["drinks"], event_time="2020-01-01")
     engine.upsert_memory("a", "Alpha likes black tea.", scope="s1", tags=["drinks"], event_time="2021-01-01")
     engine.upsert_memory("b", "Beta plays chess on Sundays.", scope="s1", event_time="2024-01-01")
@@ -93,7 +96,8 @@ def test_forget_by_key_scope_tag_and_date(engine: Engine) -> None:
 
 
 # ----- time filters and recency ---------------------------------------------------------------
-def test_since_until_filter_by_event_time(engine: Engine) -> None:
+def test_since_until_filter_by_event_time(backend_engine: Engine) -> None:
+    engine = backend_engine  # on SQLite and on PostgreSQL
     engine.add_document(OLD_LUNCH, source="old", metadata={"event_time": "2020-01-01"})
     engine.add_document(NEW_LUNCH, source="new", metadata={"event_time": "2026-11-30"})
     assert _sources(engine.search(LUNCH_Q, until="2021-01-01")) == ["old"]
@@ -168,7 +172,8 @@ def test_conversation_turns_over_mcp(tmp_path: Path) -> None:
 
 
 # ----- the CLI contract for scripts, export -> import ------------------------------------------
-def test_cli_memory_contract_and_export_import_round_trip(tmp_path: Path, cli) -> None:
+def test_cli_memory_contract_and_export_import_round_trip(tmp_path: Path, backend_cli) -> None:
+    cli = backend_cli  # on SQLite and on PostgreSQL
     conv = tmp_path / "talk.jsonl"
     conv.write_text("\n".join(json.dumps(t) for t in TURNS) + "\n")
     cli.json("index", "--conversation", str(conv))
@@ -208,7 +213,8 @@ def test_cli_memory_contract_and_export_import_round_trip(tmp_path: Path, cli) -
                    json.loads(lines[-4])["history"][0]["valid_from"].__str__(), db=other)
     assert "Helix" in old["hits"][0]["text"]
     before = cli.json("vacuum")
-    assert before["bytes_after"] <= before["bytes_before"]
+    if not str(cli.db).startswith("postgresql"):  # PostgreSQL keeps freed pages for reuse
+        assert before["bytes_after"] <= before["bytes_before"]
 
 
 def test_reads_refuse_a_store_that_does_not_exist(tmp_path: Path, cli) -> None:

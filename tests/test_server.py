@@ -47,7 +47,7 @@ EDITOR_V2 = "The user switched to the Emacs editor with a light colour theme."
 SOURCE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
-def _env(db: Path, embedder: str | None = "hash") -> dict[str, str]:
+def _env(db: Path | str, embedder: str | None = "hash") -> dict[str, str]:
     env = {"SEAHORSE_DB": str(db), "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": SOURCE_ROOT}
     if embedder is not None:
         env["SEAHORSE_EMBEDDER"] = embedder
@@ -81,12 +81,14 @@ class Server:
 
 
 @asynccontextmanager
-async def serve(db: Path, embedder: str | None = "hash",
-                command: list[str] | None = None) -> AsyncIterator[Server]:
+async def serve(db: Path | str, embedder: str | None = "hash",
+                command: list[str] | None = None, workdir: Path | None = None) -> AsyncIterator[Server]:
+    """A server over ``db`` (a file, or a PostgreSQL URL: then give ``workdir``)."""
+    workdir = workdir or Path(db).parent
     command = command or [sys.executable, "-m", "seahorse.adapters.server"]
     params = StdioServerParameters(command=command[0], args=command[1:], env=_env(db, embedder),
-                                   cwd=str(db.parent))
-    errlog = db.parent / f"server-{time.monotonic_ns()}.stderr"
+                                   cwd=str(workdir))
+    errlog = workdir / f"server-{time.monotonic_ns()}.stderr"
     faults: list[Exception] = []
 
     async def on_message(message) -> None:
@@ -281,15 +283,15 @@ def test_handshake_is_fast_and_stdout_carries_only_protocol(tmp_path: Path) -> N
 
 
 # ----- 3. memories across processes, on the real default embedder -------------------------
-def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path) -> None:
-    db = tmp_path / "kg.db"
+def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path, backend: str) -> None:
+    db = backend  # a file or a PostgreSQL URL
     query = "Which text editor does the user prefer?"
 
     def memory_hits(out: dict) -> list[dict]:
         return [h for h in out["hits"] if h["kind"] == "memory"]
 
     async def first() -> int:
-        async with serve(db, embedder=None) as srv:
+        async with serve(db, embedder=None, workdir=tmp_path) as srv:
             await srv.ok("add_document", {"text": BREAD, "source": "doc:bread"})
             await srv.ok("add_document", {"text": BABBAGE, "source": "doc:babbage"})
             mem = await srv.ok("upsert_memory", {"key": "editor", "value": EDITOR_V1,
@@ -298,7 +300,7 @@ def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path) -> None:
             return mem["id"]
 
     async def second(old_id: int) -> int:
-        async with serve(db, embedder=None) as srv:
+        async with serve(db, embedder=None, workdir=tmp_path) as srv:
             assert (await srv.stats())["embedder"] == "all-MiniLM-L6-v2-int8"
             hits = memory_hits(await srv.ok("search", {"query": query}))
             assert hits and hits[0]["id"] == old_id and hits[0]["text"] == EDITOR_V1, hits
@@ -322,7 +324,7 @@ def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path) -> None:
             return mem["id"]
 
     async def third(mem_id: int) -> None:
-        async with serve(db, embedder=None) as srv:
+        async with serve(db, embedder=None, workdir=tmp_path) as srv:
             out = await srv.ok("delete_memory", {"key": "editor"})
             assert out["existed"] is True and out["key"] == "editor"
             # Nothing left answers it: refused, with the evidence (issue 12); refuse=false answers.
@@ -412,8 +414,8 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(tmp_path: Pa
 
 
 # ----- 5. searches keep answering while CLI processes write the same file ------------------
-def test_searches_while_cli_processes_index_the_same_database(tmp_path: Path) -> None:
-    db = tmp_path / "kg.db"
+def test_searches_while_cli_processes_index_the_same_database(tmp_path: Path, backend: str) -> None:
+    db = backend  # a file or a PostgreSQL URL
     writers = 6
     notes = ["Zebras graze on the savanna in striped herds.",
              "Quartz crystals oscillate at a precise frequency inside watches.",
@@ -434,7 +436,7 @@ def test_searches_while_cli_processes_index_the_same_database(tmp_path: Path) ->
         return proc.returncode, out, err
 
     async def main() -> None:
-        async with serve(db) as srv:
+        async with serve(db, workdir=tmp_path) as srv:
             await srv.ok("add_document", {"text": BREAD, "source": "doc:bread"})
             tasks = [asyncio.create_task(index(n)) for n in range(writers)]
             done = 0

@@ -1,4 +1,5 @@
-"""SQLiteStore: round trips, migrations, WAL, atomic() and its savepoints, read-only files."""
+"""The store: round trips, migrations, WAL, atomic() and its savepoints, read-only files. The
+tests over the ``store`` fixture run on both backends (a SQLite file, a PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,34 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 
 from seahorse.errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
-from seahorse.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
+from seahorse.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore, open_store
+from seahorse.store.postgres import PostgresStore
 from seahorse.text import fts_match, query_terms
 
 
 @pytest.fixture
-def store(tmp_path: Path):
+def store(backend: str):
+    s = open_store(backend)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path):
     s = SQLiteStore(tmp_path / "store.db")
     yield s
     s.close()
+
+
+def _text_index_rows(store) -> list[int]:
+    """The node ids the full-text index holds (FTS5's rowids; PostgreSQL's tsvector column)."""
+    if isinstance(store, PostgresStore):
+        return [r[0] for r in store.db.execute("SELECT id FROM nodes WHERE tsv IS NOT NULL ORDER BY id")]
+    return [r[0] for r in store.db.execute("SELECT rowid FROM passages_fts ORDER BY rowid")]
 
 
 def _doc_with_passages(store: SQLiteStore, source: str, texts: list[str]) -> tuple[int, list[int]]:
@@ -65,7 +82,8 @@ def test_reopening_is_a_no_op(tmp_path: Path) -> None:
     assert after == before  # applied_at unchanged: no migration ran twice
 
 
-def test_wal_and_foreign_keys_are_on(store: SQLiteStore) -> None:
+def test_wal_and_foreign_keys_are_on(sqlite_store: SQLiteStore) -> None:
+    store = sqlite_store
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     # WAL is persistent in the file: a second, independent connection sees it too.
@@ -182,9 +200,10 @@ def test_document_round_trip(store: SQLiteStore) -> None:
     assert [d[0] for d in store.documents(prefix="/data/")] == [a, b]
     # A prefix is literal text, not a LIKE pattern: "_" is not a wildcard.
     assert [d[0] for d in store.documents(prefix="/data/a_")] == [a]
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
         with store.atomic():
             store.insert_document("/data/ab.txt", None, "dup", None)
+    assert store.document_by_source("/data/ab.txt")[3] == "hash-b"  # and the store goes on
 
 
 def test_passages_phrases_edges_round_trip(store: SQLiteStore) -> None:
@@ -339,7 +358,7 @@ def test_delete_document_removes_everything_it_contributed(store: SQLiteStore) -
     assert store.load_vectors("phrase", 4)[0].size == 0
     assert store.facts_of([pa, pb], 4)[0].size == 0
     assert store.fts_search(fts_match(["zram"]), 10) == []
-    assert store.db.execute("SELECT rowid FROM passages_fts").fetchall() == [(pb,)]
+    assert _text_index_rows(store) == [pb]
     assert store.graph_version() == version  # the caller bumps once per logical change
 
 

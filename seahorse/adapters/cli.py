@@ -37,7 +37,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
-    common.add_argument("--db", help="SQLite file (default $SEAHORSE_DB or ./data/knowledge_graph.db)")
+    common.add_argument("--db", help="SQLite file or postgresql:// URL (default $SEAHORSE_DB or "
+                        "./data/knowledge_graph.db)")
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
     common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
 
@@ -161,6 +162,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("reembed", parents=[common],
                    help="re-embed every passage with the embedder in force (SEAHORSE_EMBEDDER)")
+
+    mi = sub.add_parser("migrate", parents=[common],
+                        help="copy a whole store to another backend: SQLite file <-> postgresql:// URL")
+    mi.add_argument("--from", dest="src", required=True, help="the store to copy (file or URL)")
+    mi.add_argument("--to", dest="dst", required=True, help="a new or empty store (file or URL)")
 
     op = sub.add_parser("optimize-graph", parents=[common],
                         help="rebuild synonym edges at a threshold, drop orphan phrases")
@@ -514,6 +520,9 @@ def _human(command: str, out: Any) -> str:
     if command == "doctor":
         return "\n".join([f"{c['what']:<10} {c['status']:<8} {c['detail']}" for c in out["checks"]]
                          + [f"onnxruntime {out['onnxruntime']}, {out['threads']} thread(s)"])
+    if command == "migrate":
+        return (f"copied {out['documents']} documents ({sum(out['rows'].values())} rows) from "
+                f"{out['from']} to {out['to']} in {out['seconds']:.1f} s")
     if command == "reembed":
         return (f"re-embedded {out['passages']} passages and {out['facts']} facts: {out['from']} -> "
                 f"{out['to']} ({out['dim']} dimensions) in {out['seconds']:.1f} s")
@@ -560,6 +569,12 @@ def cmd_doctor(args: argparse.Namespace) -> Any:
     return models.doctor(load_settings(db_path=args.db))
 
 
+def cmd_migrate(args: argparse.Namespace) -> Any:
+    from ..services.transfer import migrate
+
+    return migrate(args.src, args.dst)
+
+
 def cmd_reembed(args: argparse.Namespace) -> Any:
     with _engine(args, reembedding=True) as eng:
         return eng.reembed(progress=None if args.json else _bar("passages"))
@@ -599,7 +614,7 @@ COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": c
             "models": cmd_models, "doctor": cmd_doctor, "add-document": cmd_add_document,
             "index-repo": cmd_index_repo, "search-code": cmd_search_code, "get": cmd_get,
             "expand": cmd_expand, "find-symbol": cmd_find_symbol, "get-callers": cmd_get_callers,
-            "get-references": cmd_get_references}
+            "get-references": cmd_get_references, "migrate": cmd_migrate}
 COMMANDS.update(memory_commands(lambda args, create=False: _engine(args, create=create)))
 # The older names of the same verbs: they keep working, with the same output.
 ALIASES = {"delete": "delete-document", "history": "symbol-history", "changes": "get-recent-changes"}

@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="seahorse-server", description=__doc__.splitlines()[0])
-    ap.add_argument("--db", default=None, help="SQLite file (default $SEAHORSE_DB)")
+    ap.add_argument("--db", default=None, help="SQLite file or postgresql:// URL (default $SEAHORSE_DB)")
     args = ap.parse_args(argv)
     from ..config import pin_blas_threads
 

@@ -301,7 +301,7 @@ class CodeTables:
         """(node, ref kind, first line) of every declaration naming ``name`` in a repository."""
         return self.db.execute(
             "SELECT r.node_id, r.kind, min(r.line) FROM symbol_refs r JOIN symbols s ON s.node_id=r.node_id "
-            "WHERE r.name=? AND s.repo_id=? GROUP BY r.node_id, r.kind ORDER BY s.path, min(r.line)",
+            "WHERE r.name=? AND s.repo_id=? GROUP BY r.node_id, r.kind, s.path ORDER BY s.path, min(r.line)",
             (name, repo_id)).fetchall()
 
     def text_units(self) -> int:

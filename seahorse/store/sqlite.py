@@ -30,6 +30,13 @@ from .lifecycle import Lifecycle
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
+# The tables a store is made of, parents before children (foreign keys): what `seahorse migrate`
+# copies. Not the migration list, the change log or the text index, which each store keeps
+# itself. A test checks that every table of a new store is here or deliberately not.
+COPY_TABLES = ("documents", "nodes", "edges", "vectors", "facts", "memories", "memory_history",
+               "sessions", "repos", "code_files", "symbols", "symbol_refs", "parse_cache",
+               "commits", "code_links", "commit_touches", "commit_renames", "phrase_features",
+               "doc_tags", "turns")
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
 log = logging.getLogger(__name__)
 
@@ -723,6 +730,33 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle):
         docs = self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
         facts = self.db.execute("SELECT count(*) FROM facts").fetchone()[0]
         return {"documents": docs, "nodes": nodes, "edges": edges, "facts": facts}
+
+    # ----- whole-store copy (`seahorse migrate`) ----------------------------------------
+    def dump_rows(self, table: str) -> tuple[list[str], list[tuple]]:
+        """(columns, every row) of one of :data:`COPY_TABLES`, as stored (ids kept)."""
+        if table not in COPY_TABLES:
+            raise InvalidInput(f"{table!r} is not a table of the store", field="table")
+        cols = [r[1] for r in self.db.execute(f"PRAGMA table_info({table})")]
+        return cols, self.db.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
+
+    def load_rows(self, table: str, cols: Sequence[str], rows: Iterable[tuple]) -> int:
+        """Insert rows as another store dumped them (ids kept). Call inside atomic()."""
+        if table not in COPY_TABLES:
+            raise InvalidInput(f"{table!r} is not a table of the store", field="table")
+        rows = list(rows)
+        self.db.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                            rows)
+        return len(rows)
+
+    def finish_load(self) -> None:
+        """After :meth:`load_rows`: the text index rebuilt from the rows, the change log of the
+        copy replaced by one full reload. Call inside atomic()."""
+        self.db.execute("INSERT INTO passages_fts(passages_fts) VALUES ('rebuild')")
+        self._restart_change_log()
+
+    def _restart_change_log(self) -> None:
+        self.db.execute("DELETE FROM changes")
+        self.log_full_change()
 
     def file_size(self) -> int:
         total = 0

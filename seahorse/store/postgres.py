@@ -1,0 +1,444 @@
+"""PostgreSQL storage: the SQLite store's own method bodies over a psycopg connection.
+
+:class:`PostgresStore` inherits every method of :class:`SQLiteStore`; only what a connection
+is differs (opening, migrations, the text index, sizes). Statements reach the server through
+:class:`_PgConnection`, which rewrites SQLite's dialect once per statement text (cached):
+``?``/``?N`` placeholders, ``INSERT OR IGNORE``/``OR REPLACE`` as ``ON CONFLICT`` (keys read
+from the server's catalogue, so a new table needs nothing here), ``lastrowid`` through
+``RETURNING id``, the writes of FTS5's table dropped (the text index is a generated column),
+and ``BEGIN IMMEDIATE`` as a transaction holding an advisory lock: writers queue as they do on
+SQLite's writer lock, so each logical change is one transaction and no two interleave.
+
+The only module that imports psycopg, and only imported when a ``postgresql://`` URL is given.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import psycopg
+from psycopg import errors as pgerr
+from psycopg import pq
+from psycopg.types.numeric import FloatDumper, IntDumper
+
+from ..config import DbUrl
+from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, SeahorseError, StorageError
+from .code import _REPO_DOCS
+from .pg_migrations import PG_MIGRATIONS
+from .sqlite import BUSY_TIMEOUT_S, SQLiteStore
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 10  # unless the URL sets connect_timeout
+WRITER_LOCK = 0x5EA4_0001  # advisory lock key: one writer at a time, like SQLite's
+MIGRATION_LOCK = 0x5EA4_0002  # advisory lock key: one process migrates, the others wait
+PGVECTOR_INSTALL = ("install pgvector on the server (e.g. `apt install postgresql-16-pgvector`, or "
+                    "`make install` from its source) and run `CREATE EXTENSION vector;` as a superuser")
+_LITERAL = re.compile(r"('(?:[^']|'')*')")
+_NUMBERED = re.compile(r"\?(\d+)")
+
+
+class _Result:
+    """What a statement returned, read like an sqlite3 cursor."""
+
+    def __init__(self, cur: psycopg.Cursor | None, lastrowid: int | None = None) -> None:
+        self._rows = cur.fetchall() if cur is not None and cur.description else []
+        self.rowcount = cur.rowcount if cur is not None else 0
+        self.lastrowid = lastrowid
+
+    def fetchone(self):
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchall(self) -> list:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def __iter__(self) -> Iterator:
+        return iter(self.fetchall())
+
+
+def _pg_error(exc: psycopg.Error, url: DbUrl) -> SeahorseError:
+    """The one-line error a failure of the server or the connection means for the user."""
+    msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if isinstance(exc, pgerr.LockNotAvailable):
+        return SeahorseError(f"database {url} stayed locked for {BUSY_TIMEOUT_S:.0f} s by another "
+                             "writer; retry when it finishes")
+    if isinstance(exc, (pgerr.DiskFull, pgerr.OutOfMemory)):
+        return StorageError(f"the PostgreSQL server of {url} is out of space ({msg}); the change "
+                            "was not saved", code="disk_full")
+    return StorageError(f"PostgreSQL {url}: {msg}", code="db_unavailable")
+
+
+def _value_error(exc: psycopg.DataError) -> InvalidInput:
+    """A value PostgreSQL cannot hold (a NUL character in a key, say): the caller's input."""
+    msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return InvalidInput(f"PostgreSQL cannot store this value ({msg}); nothing was saved")
+
+
+class _PgConnection:
+    """An sqlite3-like connection over psycopg: ``execute``/``executemany`` in SQLite's
+    dialect, ``in_transaction``, ``close``."""
+
+    damaged = None  # the SQLite store's "file is damaged" latch; a server has none
+
+    def __init__(self, connect: Callable[[], psycopg.Connection], url: DbUrl) -> None:
+        self._connect = connect
+        self.url = url
+        self._sql: dict[str, tuple[str | None, list[int] | None, bool]] = {}
+        self._tables: dict[str, tuple[list[str], list[str], bool]] | None = None
+        self.conn = self._open()
+
+    def _open(self) -> psycopg.Connection:
+        conn = self._connect()
+        for np_type in (np.int64, np.int32):
+            conn.adapters.register_dumper(np_type, IntDumper)
+        for np_type in (np.float32, np.float64):
+            conn.adapters.register_dumper(np_type, FloatDumper)
+        return conn
+
+    def _lost(self, exc: psycopg.Error, idle: bool) -> bool:
+        """After a failure: True when the session was lost between transactions (a server
+        restart, an idle connection cut) and a new one is open to retry the statement on.
+        Inside a transaction the work is gone: the caller gets the error, the next call
+        starts a new session."""
+        if not self.conn.broken:
+            return False
+        log.info("PostgreSQL connection lost (%s); opening a new one", str(exc).strip()[:120])
+        self.conn.close()
+        self.conn = self._open()
+        return idle
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != pq.TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def forget_tables(self) -> None:
+        """After a migration: conflict keys are read again."""
+        self._tables = None
+        self._sql.clear()
+
+    def tables(self) -> dict[str, tuple[list[str], list[str], bool]]:
+        """Per table: (columns in order, primary-key columns, has an identity ``id``)."""
+        if self._tables is None:
+            rows = self.conn.execute(
+                "SELECT c.table_name, c.column_name, c.is_identity, c.is_generated, "
+                "EXISTS (SELECT 1 FROM information_schema.key_column_usage k JOIN "
+                "information_schema.table_constraints t ON t.constraint_name = k.constraint_name "
+                "AND t.table_schema = k.table_schema AND t.table_name = k.table_name "
+                "WHERE t.constraint_type = 'PRIMARY KEY' AND k.table_schema = c.table_schema "
+                "AND k.table_name = c.table_name AND k.column_name = c.column_name) "
+                "FROM information_schema.columns c WHERE c.table_schema = current_schema() "
+                "ORDER BY c.table_name, c.ordinal_position").fetchall()
+            out: dict[str, tuple[list[str], list[str], bool]] = {}
+            for table, col, identity, generated, pk in rows:
+                cols, keys, _ = out.setdefault(table, ([], [], False))
+                if generated == "ALWAYS":
+                    continue
+                cols.append(col)
+                if pk:
+                    keys.append(col)
+                if col == "id" and identity == "YES":
+                    out[table] = (cols, keys, True)
+            self._tables = out
+        return self._tables
+
+    # ----- the dialect ------------------------------------------------------------------
+    def translate(self, sql: str) -> tuple[str | None, list[int] | None, bool]:
+        """(PostgreSQL text or None to skip, order of numbered parameters, returns an id)."""
+        hit = self._sql.get(sql)
+        if hit is None:
+            hit = self._sql[sql] = self._translate(sql)
+        return hit
+
+    def _translate(self, sql: str) -> tuple[str | None, list[int] | None, bool]:
+        text = " ".join(sql.split())
+        if re.match(r"(INSERT INTO|DELETE FROM) passages_fts\b", text):
+            return None, None, False  # nodes.tsv is the text index (pg_migrations 0008)
+        if text == "BEGIN IMMEDIATE":
+            return f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})", None, False
+        if text == "BEGIN":  # a snapshot: one view for every read in it
+            return "BEGIN ISOLATION LEVEL REPEATABLE READ", None, False
+        if text.startswith("PRAGMA table_info("):
+            table = text[len("PRAGMA table_info("):-1]
+            return ("SELECT ordinal_position, column_name FROM information_schema.columns WHERE "
+                    f"table_schema = current_schema() AND table_name = '{table}' "
+                    "AND is_generated = 'NEVER' ORDER BY ordinal_position"), None, False
+        for old, new in _REWRITES:
+            text = text.replace(old, new)
+        returning = False
+        m = re.match(r"INSERT OR (IGNORE|REPLACE) INTO (\w+)\s*(\(([^)]*)\))?", text)
+        if m:
+            table = m.group(2)
+            cols, keys, _ = self.tables()[table]
+            given = [c.strip() for c in m.group(4).split(",")] if m.group(4) else cols
+            head = f"INSERT INTO {table}({', '.join(given)})"
+            text = head + text[m.end():]
+            if m.group(1) == "IGNORE":
+                text += " ON CONFLICT DO NOTHING"
+            else:
+                rest = [c for c in given if c not in keys]
+                sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)
+                text += (f" ON CONFLICT ({', '.join(keys)}) "
+                         + (f"DO UPDATE SET {sets}" if sets else "DO NOTHING"))
+        m = re.match(r"INSERT INTO (\w+)", text)
+        if m and "RETURNING" not in text and self.tables().get(m.group(1), ([], [], False))[2]:
+            text += " RETURNING id"
+            returning = True
+        # psycopg formats every statement (params are always passed), so a % anywhere, string
+        # literals included ('memory:%'), is escaped; placeholders only outside literals.
+        parts = [p.replace("%", "%%") for p in _LITERAL.split(text)]
+        order: list[int] | None = None
+        for i in range(0, len(parts), 2):  # outside string literals
+            part = parts[i]
+            if _NUMBERED.search(part):
+                order = order or []
+                order += [int(n) - 1 for n in _NUMBERED.findall(part)]
+                part = _NUMBERED.sub("%s", part)
+            parts[i] = part.replace("?", "%s")
+        return "".join(parts), order, returning
+
+    def _params(self, params: Sequence, order: list[int] | None) -> Sequence:
+        return [params[i] for i in order] if order is not None else params
+
+    def execute(self, sql: str, params: Sequence = (), *, retry: bool = True) -> _Result:
+        text, order, returning = self.translate(sql)
+        if text is None:
+            return _Result(None)
+        idle = not self.in_transaction
+        try:
+            cur = self.conn.execute(text, list(self._params(params, order)))
+            if returning:
+                row = cur.fetchone()
+                return _Result(None, int(row[0]) if row else None)
+            return _Result(cur)
+        except (pgerr.LockNotAvailable, psycopg.OperationalError) as exc:
+            if self._lost(exc, idle) and retry:
+                return self.execute(sql, params, retry=False)
+            raise _pg_error(exc, self.url) from None
+        except psycopg.DataError as exc:
+            raise _value_error(exc) from None
+
+    def executemany(self, sql: str, seq: Sequence[Sequence], *, retry: bool = True) -> _Result:
+        text, order, returning = self.translate(sql)
+        if text is None:
+            return _Result(None)
+        if returning:
+            text = text[:-len(" RETURNING id")]
+        rows = [self._params(p, order) for p in seq]
+        if not rows:
+            return _Result(None)
+        idle = not self.in_transaction
+        try:
+            with self.conn.cursor() as cur:
+                cur.executemany(text, rows)
+                return _Result(cur)
+        except (pgerr.LockNotAvailable, psycopg.OperationalError) as exc:
+            if self._lost(exc, idle) and retry:
+                return self.executemany(sql, seq, retry=False)
+            raise _pg_error(exc, self.url) from None
+        except psycopg.DataError as exc:
+            raise _value_error(exc) from None
+
+
+# SQLite spellings with no PostgreSQL equivalent of the same words (the SQL of the store's
+# methods stays SQLite's; portable SQL needs no entry here).
+_REWRITES = (
+    ("SET value=CAST(value AS INTEGER) + 1", "SET value=(CAST(meta.value AS INTEGER) + 1)::text"),
+    ("SET weight = weight + excluded.weight", "SET weight = edges.weight + excluded.weight"),
+    ("instr(message || char(10), char(10))", "strpos(message || chr(10), chr(10))"),
+    ("WHERE +kind=", "WHERE kind="),  # SQLite's unary + keeps its planner off an index
+)
+
+
+def _tsquery(match: str) -> str:
+    """An FTS5 OR query of quoted terms (``text.fts_match``) as websearch_to_tsquery text."""
+    terms = [t.strip() for t in re.findall(r'"([^"]*)"', match) if t.strip()]
+    return " or ".join(f'"{t}"' for t in terms)
+
+
+def connect_error(exc: psycopg.Error, url: DbUrl) -> SeahorseError:
+    """The one-line error a failed connection means: what to check, never a traceback."""
+    msg = str(exc).strip()
+    low = msg.lower()
+    if "password authentication failed" in low or "no password supplied" in low:
+        return InvalidInput(f"PostgreSQL refused the credentials in {url}: check the user and "
+                            "password (or PGPASSWORD, ~/.pgpass)", field="db", code="db_auth")
+    if "database" in low and "does not exist" in low:
+        return NotFound(f"{url}: the database does not exist on that server; create it "
+                        "(`createdb NAME`) or fix the name in the URL", field="db")
+    if "role" in low and "does not exist" in low:
+        return InvalidInput(f"{url}: no such PostgreSQL user; fix the user in the URL",
+                            field="db", code="db_auth")
+    if "refused" in low or "no such file or directory" in low or "timeout" in low \
+            or "could not translate host" in low or "failed to resolve" in low:
+        first = msg.splitlines()[0] if msg else type(exc).__name__
+        return StorageError(f"cannot reach PostgreSQL at {url} ({first[:160]}); is the server "
+                            "running and the host and port right?", code="db_unavailable")
+    return StorageError(f"cannot open PostgreSQL {url}: {msg.splitlines()[0] if msg else exc}",
+                        code="db_unavailable")
+
+
+class PostgresStore(SQLiteStore):
+    """The store in a PostgreSQL database (``postgresql://`` URL): the same methods, the same
+    transactions (``atomic``), the same change log."""
+
+    def __init__(self, url: DbUrl, *, read_only: bool | None = None, create: bool = True) -> None:
+        self.path = url  # type: ignore[assignment]  (printed without the password)
+        self.url = url
+        self.create = create
+        self.fs_read_only = False
+        self.read_only = bool(read_only)
+        self._depth = 0
+        self._checked = True  # no file to quick_check
+        self.db = _PgConnection(self._connect_pg, url)  # type: ignore[assignment]
+        try:
+            self._open_pg_schema()
+        except BaseException:
+            self.db.close()
+            raise
+
+    # ----- connection -------------------------------------------------------------------
+    def _connect_pg(self, **kw) -> psycopg.Connection:
+        opts = {} if "connect_timeout" in self.url.url else {"connect_timeout": CONNECT_TIMEOUT_S}
+        try:
+            conn = psycopg.connect(self.url.url, autocommit=True, **opts, **kw)
+        except psycopg.Error as exc:
+            raise connect_error(exc, self.url) from None
+        conn.execute(f"SET lock_timeout = '{int(BUSY_TIMEOUT_S * 1000)}ms'")
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
+        return conn
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _why_read_only(self) -> str:
+        return f"database {self.url} is opened read-only; open it without read_only to write"
+
+    def _open_pg_schema(self) -> None:
+        tables = set(self.db.tables())
+        if "migrations" not in tables:
+            if tables - {"migrations"} and "meta" not in tables:
+                raise SchemaMismatch(f"{self.url} holds tables but not a Seahorse store; use another "
+                                     "database (or schema, via options=-csearch_path=NAME)")
+            if self.read_only or not self.create:
+                raise SchemaMismatch(f"{self.url} has never been initialised (no Seahorse store "
+                                     "in it yet); index something first")
+        done = self._done() if "migrations" in tables else set()
+        known = [name for name, _ in PG_MIGRATIONS]
+        unknown = done - set(known)
+        if unknown:
+            raise SchemaMismatch(f"{self.url} was written by a newer Seahorse (migrations "
+                                 f"{sorted(unknown)}); upgrade with `pip install -U seahorse-rag-mcp`")
+        if set(known) - done and not self.read_only:
+            self._migrate_pg()
+
+    def _done(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT name FROM migrations")}
+
+    def _migrate_pg(self) -> None:
+        """Apply the pending migrations in one transaction, under an advisory lock: of several
+        processes opening a new database at once, one migrates and the others find it done."""
+        conn = self.db.conn
+        try:
+            with conn.transaction():
+                conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+                conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, "
+                             "applied_at DOUBLE PRECISION)")
+                done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+                for name, script in PG_MIGRATIONS:
+                    if name in done:
+                        continue
+                    conn.execute(script)
+                    conn.execute("INSERT INTO migrations VALUES (%s, %s)", (name, time.time()))
+                conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT(key) "
+                             "DO UPDATE SET value = EXCLUDED.value", (str(len(PG_MIGRATIONS)),))
+        except pgerr.FeatureNotSupported as exc:
+            raise MissingExtra(f"PostgreSQL {self.url}: {str(exc).splitlines()[0]}") from None
+        except (pgerr.UndefinedFile, pgerr.InsufficientPrivilege) as exc:
+            if "vector" in str(exc):
+                raise MissingExtra(f"the PostgreSQL server of {self.url} lacks the pgvector extension "
+                                   f"(or the right to create it): {PGVECTOR_INSTALL}",
+                                   code="missing_pgvector") from None
+            raise StorageError(f"cannot set up {self.url}: {str(exc).splitlines()[0]}") from None
+        self.db.forget_tables()
+
+    def finish_load(self) -> None:
+        """After :meth:`load_rows`: identity counters moved past the ids copied (the text
+        index is a generated column, already filled), the change log restarted."""
+        for table, (_cols, _keys, identity) in self.db.tables().items():
+            if identity:
+                self.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                                f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)")
+        self._restart_change_log()
+
+    def optimize(self) -> None:
+        self.db.execute("ANALYZE")
+
+    def vacuum(self) -> None:
+        """Reclaim the space of deleted rows for reuse (the connection is in autocommit, as
+        VACUUM needs); the server, not this process, owns the files."""
+        self.db.execute("VACUUM ANALYZE")
+
+    def file_size(self) -> int:
+        """The bytes the database takes on the server."""
+        return int(self.db.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+
+    # ----- the change log -----------------------------------------------------------------
+    def change_seq(self) -> int:
+        """The last change logged: asked of the server before every search (one indexed
+        ``max``, a fraction of a millisecond). Not skipped while no NOTIFY came: a search sent
+        right after another host's commit can reach here before that commit's NOTIFY does."""
+        return int(self.db.execute("SELECT max(seq) FROM changes").fetchone()[0] or 0)
+
+    # ----- the text index: tsvector instead of FTS5 ------------------------------------
+    def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """Lexical candidates over every node but phrases; higher is better (ts_rank)."""
+        q = _tsquery(match)
+        if not q:
+            return []
+        rows = self.db.execute(
+            "SELECT id, ts_rank(tsv, q, 1) AS r FROM nodes, websearch_to_tsquery('english', ?) q "
+            "WHERE tsv @@ q ORDER BY r DESC, id LIMIT ?", (q, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def text_units(self) -> int:
+        return self.db.execute("SELECT count(*) FROM nodes WHERE tsv IS NOT NULL").fetchone()[0]
+
+    def text_matches(self, match: str) -> int:
+        q = _tsquery(match)
+        if not q:
+            return 0
+        return self.db.execute("SELECT count(*) FROM nodes WHERE tsv @@ websearch_to_tsquery('english', ?)",
+                               (q,)).fetchone()[0]
+
+    def repo_text_units(self, repo_id: int) -> int:
+        return self.db.execute(f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) "
+                               "AND n.tsv IS NOT NULL", (repo_id, repo_id)).fetchone()[0]
+
+    def repo_text_matches(self, repo_id: int, match: str) -> int:
+        q = _tsquery(match)
+        if not q:
+            return 0
+        return self.db.execute(
+            f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) AND "
+            "n.tsv @@ websearch_to_tsquery('english', ?)", (repo_id, repo_id, q)).fetchone()[0]
+
+    def commit_fts(self, repo_id: int | None, match: str, limit: int) -> list[tuple[int, float]]:
+        q = _tsquery(match)
+        if not q:
+            return []
+        scope = "" if repo_id is None else " AND c.repo_id = ?"
+        args = (q,) if repo_id is None else (q, repo_id)
+        rows = self.db.execute(
+            "SELECT n.id, ts_rank(n.tsv, q, 1) AS r FROM nodes n JOIN commits c ON c.node_id = n.id, "
+            "websearch_to_tsquery('english', ?) q WHERE n.tsv @@ q" + scope
+            + " ORDER BY r DESC, n.id LIMIT ?", (*args, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]

@@ -1,0 +1,398 @@
+"""The PostgreSQL store on a real server (pgserver, started by the session fixture): URLs,
+one-line errors, migrations under a lock, the change log across processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import _clean_env, new_pg_database
+
+from seahorse import Engine, Settings
+from seahorse.errors import InvalidInput, MissingExtra, SchemaMismatch, StorageError
+from seahorse.store import MIGRATIONS, open_store
+from seahorse.store.pg_migrations import PG_MIGRATIONS
+from seahorse.store.postgres import PostgresStore
+from seahorse.store.sqlite import COPY_TABLES
+
+
+def test_every_sqlite_migration_has_its_postgresql_twin() -> None:
+    assert [n for n, _ in PG_MIGRATIONS] == [n for n, _ in MIGRATIONS]
+
+
+def test_psycopg_is_imported_only_for_a_postgresql_url(tmp_path: Path) -> None:
+    code = ("import sys\nfrom seahorse import Engine, Settings\n"
+            f"Engine(Settings(db_path={str(tmp_path / 'kg.db')!r}, embedder='hash')).close()\n"
+            "from seahorse.adapters import cli, server\n"
+            "assert 'psycopg' not in sys.modules, 'psycopg imported for a SQLite file'\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_migrate_copies_every_table_a_store_has(backend: str) -> None:
+    """A table added by a migration is copied by `seahorse migrate`, or this fails."""
+    store = open_store(backend)
+    try:
+        if isinstance(store, PostgresStore):
+            tables = {r[0] for r in store.db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_type = 'BASE TABLE'")}
+        else:
+            tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                      if not r[0].startswith(("passages_fts", "sqlite_"))}
+    finally:
+        store.close()
+    assert tables - {"migrations", "changes", "meta"} == set(COPY_TABLES)
+
+
+def _cli(cwd: Path, db: str, *args: str, block_psycopg: bool = False) -> subprocess.CompletedProcess:
+    env = {**_clean_env(), "SEAHORSE_DB": db, "SEAHORSE_EMBEDDER": "hash"}
+    code = ("import sys\n" + ("sys.modules['psycopg'] = None\n" if block_psycopg else "")
+            + "from seahorse.adapters.cli import main\nsys.exit(main())\n")
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("url", ["mysql://u@h/db", "sqlite://kg.db", "file://kg.db"])
+def test_an_unknown_url_scheme_is_a_one_line_error_never_a_folder(tmp_path: Path, url: str) -> None:
+    line = _one_line_error(_cli(tmp_path, url, "add-document", "Some text."))
+    assert "postgresql://" in line and url.split("://")[0] in line
+    assert list(tmp_path.iterdir()) == []  # no folder named `mysql:` and no SQLite file in it
+
+
+def test_postgresql_support_not_installed_names_the_fix(tmp_path: Path) -> None:
+    line = _one_line_error(_cli(tmp_path, "postgresql://seahorse@db.invalid/seahorse",
+                                "add-document", "Some text.", block_psycopg=True))
+    assert "pip install 'seahorse-rag-mcp[postgres]'" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
+    url = "postgresql://seahorse@127.0.0.1:9/seahorse?connect_timeout=3"  # nothing listens on 9
+    line = _one_line_error(_cli(tmp_path, url, "stats"))
+    assert "cannot reach PostgreSQL at postgresql://seahorse@127.0.0.1:9" in line
+    with pytest.raises(StorageError, match="is the server running"):
+        open_store(url)
+
+
+def test_an_unknown_user_or_database_is_named(pg_server) -> None:
+    base = pg_server.get_uri()
+    with pytest.raises(InvalidInput, match="no such PostgreSQL user"):
+        open_store(base.replace("postgres:@", "nobody_here:@", 1))
+    with pytest.raises(Exception, match="database does not exist.*createdb"):
+        open_store(base.replace("/postgres?", "/no_such_db?", 1))
+
+
+def test_the_password_never_prints() -> None:
+    s = Settings(db_path="postgresql://me:s3cret@db.internal:5432/kg")
+    assert "s3cret" not in str(s.db_path) and "me:***@db.internal" in str(s.db_path)
+    assert s.db_path.url.endswith("me:s3cret@db.internal:5432/kg")
+
+
+def test_a_missing_pgvector_extension_names_the_command(pg_server) -> None:
+    """A user who may not create the extension (pgvector is not a trusted extension) on a
+    database without it: the error says how to install it."""
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname='plain') "
+                     "THEN CREATE ROLE plain LOGIN; END IF; END $$")
+    url = new_pg_database(pg_server, owner="plain").replace("postgres:@", "plain:@", 1)
+    with pytest.raises(MissingExtra, match=r"pgvector.*CREATE EXTENSION vector") as err:
+        open_store(url)
+    assert "\n" not in str(err.value)
+    with psycopg.connect(url.replace("plain:@", "postgres:@", 1), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE "
+                            "table_schema='public'").fetchone()[0] == 0  # nothing half-made
+
+
+def test_a_reader_never_initialises_an_empty_database(pg_url: str) -> None:
+    with pytest.raises(SchemaMismatch, match="never been initialised"):
+        open_store(pg_url, create=False)
+    with pytest.raises(SchemaMismatch, match="never been initialised"):
+        open_store(pg_url, read_only=True)
+
+
+def test_processes_opening_a_new_database_at_once_migrate_it_once(pg_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            open_store(pg_url).close()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    store = open_store(pg_url)
+    try:
+        assert isinstance(store, PostgresStore)
+        names = [r[0] for r in store.db.execute("SELECT name FROM migrations ORDER BY name")]
+        assert names == [n for n, _ in PG_MIGRATIONS]
+    finally:
+        store.close()
+
+
+def test_a_write_through_one_engine_is_found_by_another_at_once(pg_url: str) -> None:
+    """Two engines (as on two hosts): the reader's search state catches up from the change
+    log before each search (a NOTIFY may come later than the next search: it is not waited for)."""
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as writer, \
+            Engine(Settings(db_path=pg_url, embedder="hash")) as reader:
+        writer.add_document("The Raspberry Pi 5 throttles its CPU when it overheats.", source="a")
+        assert reader.search("Pi overheats").hits[0].source == "a"
+        state = reader.retrieval_index()
+        writer.upsert_memory("board", "zram keeps compressed pages in memory on small boards")
+        hits = reader.search("zram compressed pages").hits
+        assert hits and hits[0].kind == "memory"
+        assert reader.retrieval_index() is state  # caught up by the change, not reloaded
+        writer.delete_document("a")
+        assert all(h.source != "a" for h in reader.search("Pi overheats").hits)
+
+
+# ----- seahorse migrate -------------------------------------------------------------------
+DOCS = (("Raspberry Pi 5 users often enable zram so compressed pages stay in memory.", "doc:zram"),
+        ("The Raspberry Pi 5 throttles its CPU when the board overheats under load.", "doc:heat"),
+        ("Charles Babbage designed the Analytical Engine, a mechanical computer.", "doc:babbage"),
+        ("Sourdough bread rises with a starter of wild yeast and lactic bacteria.", "doc:bread"))
+QUERIES = ("How do I stop my Pi from overheating?", "zram compressed memory", "who designed an engine",
+           "which editor does the user like", "bread yeast", "parse the config file")
+
+
+def _answers(eng: Engine) -> list[list[tuple]]:
+    return [[(h.id, h.kind, h.source, h.score) for h in eng.search(q, top_k=5).hits] for q in QUERIES]
+
+
+def _build(db: Path, project: Path) -> None:
+    project.mkdir()
+    (project / "config.py").write_text(
+        "def parse_config(path):\n    \"\"\"Read the config file.\"\"\"\n    return load(path)\n\n\n"
+        "def load(path):\n    return open(path).read()\n")
+    with Engine(Settings(db_path=db, embedder="hash")) as eng:
+        for text, source in DOCS:
+            eng.add_document(text, source=source)
+        eng.upsert_memory("editor", "The user prefers the Helix editor.")
+        eng.upsert_memory("editor", "The user switched to the Emacs editor.")  # one in history
+        eng.index_repo(project)
+        eng.search("zram", session_id="s1")
+
+
+def test_migrate_both_ways_keeps_every_answer(tmp_path: Path, pg_url: str) -> None:
+    first, back = tmp_path / "first.db", tmp_path / "back.db"
+    _build(first, tmp_path / "project")
+    with Engine(Settings(db_path=first, embedder="hash")) as eng:
+        before = _answers(eng)
+        callers = eng.get_callers("load")
+    proc = _cli(tmp_path, "", "migrate", "--from", str(first), "--to", pg_url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    # 4 texts, a memory and its replaced value (a closed document), a file, its history
+    assert proc.stdout and '"documents": 8' in proc.stdout
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        on_pg = _answers(eng)
+        assert eng.get_callers("load") == callers
+        assert eng.store.memory_history("global", "editor")[0]["value"].endswith("Helix editor.")
+        eng.add_document("Herons nest by the lake.", source="doc:heron")  # ids go on past the copy
+        heron = eng.search("heron nest lake").hits[0]
+        assert heron.source == "doc:heron" and heron.id > max(h[0] for a in before for h in a)
+        eng.delete_document("doc:heron")
+    # The same hits; their order and scores may differ only by the lexical side (ts_rank with
+    # PostgreSQL's stemmer, not FTS5's BM25), which now counts even for a single full-text hit.
+    assert [sorted(h[:3] for h in a) for a in on_pg] == [sorted(h[:3] for h in a) for a in before]
+    assert sum(a[0][:3] == b[0][:3] for a, b in zip(on_pg, before)) >= len(QUERIES) - 1
+    # ... and back: every row as it was, every answer identical, scores included.
+    proc = _cli(tmp_path, "", "migrate", "--from", pg_url, "--to", str(back))
+    assert proc.returncode == 0 and proc.stdout.startswith("copied 8 documents"), proc.stderr
+    with Engine(Settings(db_path=back, embedder="hash")) as eng:
+        assert _answers(eng) == before
+    a_store, b_store = open_store(first, read_only=True), open_store(back, read_only=True)
+    try:
+        for table in COPY_TABLES:
+            cols, rows = a_store.dump_rows(table)
+            cols_b, rows_b = b_store.dump_rows(table)
+            assert cols == cols_b and sorted(rows, key=repr) == sorted(rows_b, key=repr), table
+        meta_a, meta_b = a_store.meta(), b_store.meta()
+        assert int(meta_b.pop("graph_version")) == int(meta_a.pop("graph_version")) + 2  # the heron
+        assert meta_a == meta_b
+    finally:
+        a_store.close()
+        b_store.close()
+
+
+def test_migrate_refuses_a_target_that_holds_a_store(tmp_path: Path, pg_url: str) -> None:
+    first = tmp_path / "first.db"
+    _build(first, tmp_path / "project")
+    assert _cli(tmp_path, "", "migrate", "--from", str(first), "--to", pg_url).returncode == 0
+    store = open_store(pg_url)
+    try:
+        before = store.counts()
+        line = _one_line_error(_cli(tmp_path, "", "migrate", "--from", str(first), "--to", pg_url))
+        assert "already holds a store" in line
+        assert store.counts() == before
+    finally:
+        store.close()
+    line = _one_line_error(_cli(tmp_path, "", "migrate", "--from", str(tmp_path / "none.db"),
+                                "--to", str(tmp_path / "x.db")))
+    assert "does not exist" in line and not (tmp_path / "x.db").exists()
+
+
+# ----- many processes on one store ---------------------------------------------------------
+WRITER = """
+import json, sys
+from seahorse import Engine, Settings
+k, n = int(sys.argv[1]), int(sys.argv[2])
+alive, memories = [], {}
+with Engine(Settings(db_path=sys.argv[3], embedder="hash")) as eng:
+    for i in range(n):
+        if i % 10 == 9:
+            eng.delete_document(alive.pop(0))
+        elif i % 5 == 0:
+            key = f"w{k}-m{i % 3}"
+            memories[key] = f"Writer {k} remembers value {i} for key {key}."
+            eng.upsert_memory(key, memories[key])
+        else:
+            eng.add_document(f"Writer {k} note {i} mentions token{k}x{i} and shared words.",
+                             source=f"w{k}:{i}")
+            alive.append(f"w{k}:{i}")
+print(json.dumps({"alive": alive, "memories": memories}))
+"""
+
+
+def test_four_writers_and_two_servers_on_one_store_lose_nothing(tmp_path: Path, pg_url: str) -> None:
+    """1,000 operations: 4 writer processes (200 each) and 2 MCP servers (100 each) on one
+    PostgreSQL store. No error reaches a caller, no write is lost, and a write through one
+    server is found through the other."""
+    import asyncio
+    import json
+
+    from test_server import serve
+
+    writers, per_writer, per_server = 4, 200, 100
+    open_store(pg_url).close()  # created once, before the crowd
+    env = {**_clean_env(), "OPENBLAS_NUM_THREADS": "1"}
+
+    async def writer(k: int) -> dict:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", WRITER, str(k), str(per_writer), pg_url, env=env, cwd=str(tmp_path),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 600)
+        assert proc.returncode == 0 and not err, err.decode()
+        return json.loads(out)
+
+    async def server_ops(a, b, name: str) -> list[str]:
+        added = []
+        for i in range(per_server):
+            if i % 4 == 0:  # written through a, found through b at once
+                text = f"Server {name} crossword {i} names the rare word quokka{name}{i}."
+                await a.ok("add_document", {"text": text, "source": f"{name}:{i}"})
+                added.append(f"{name}:{i}")
+                hits = (await b.ok("search", {"query": text, "top_k": 5}))["hits"]
+                assert f"{name}:{i}" in [h["source"] for h in hits], hits  # visible there already
+            elif i % 4 == 1:
+                await a.ok("upsert_memory", {"key": f"{name}-pref", "value": f"Server {name} setting {i}."})
+            else:
+                await a.ok("search", {"query": f"writer note token{i % writers}x{i} shared words"})
+        return added
+
+    async def main() -> tuple[list[dict], list[str]]:
+        async with serve(pg_url, workdir=tmp_path) as one, serve(pg_url, workdir=tmp_path) as two:
+            jobs = [asyncio.create_task(writer(k)) for k in range(writers)]
+            served = await asyncio.gather(server_ops(one, two, "a"), server_ops(two, one, "b"))
+            done = await asyncio.gather(*jobs)
+            for k in range(writers):  # the servers find every writer's last note
+                last = max(int(s.split(":")[1]) for s in done[k]["alive"])
+                hits = (await two.ok("search", {"query": f"Writer {k} note {last} mentions token{k}x{last}",
+                                                 "top_k": 5}))["hits"]
+                assert f"w{k}:{last}" in [h["source"] for h in hits], hits
+            return done, [s for part in served for s in part]
+
+    done, served = asyncio.run(main())
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        sources = {d[1] for d in eng.store.documents()}
+        want = {s for d in done for s in d["alive"]} | set(served)
+        assert {s for s in sources if not s.startswith("memory:")} == want  # none lost, none extra
+        for d in done:
+            for key, value in d["memories"].items():
+                assert eng.store.memory("global", key)[6] == value  # the last value of each key
+        assert eng.store.memory("global", "a-pref")[6] == f"Server a setting {per_server - 3}."
+
+
+def test_a_lost_connection_is_one_error_at_most_and_the_store_goes_on(pg_url: str) -> None:
+    """The server ends the session (a restart, an idle cut): between transactions the next
+    statement runs on a new session; inside one, the change is refused in one line and
+    nothing of it is kept."""
+    def cut(store: PostgresStore) -> None:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (store.db.conn.info.backend_pid,))
+
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        eng.add_document("Kestrels hover over the meadow before they dive.", source="a")
+        cut(eng.store)
+        assert eng.search("kestrels hover").hits[0].source == "a"  # a new session, unnoticed
+        store = eng.store
+        with pytest.raises(StorageError) as err:
+            with store.atomic():
+                store.insert_document("half", None, "h", None)
+                cut(store)
+                store.insert_document("other-half", None, "h", None)
+        assert "\n" not in str(err.value)
+        assert [d[1] for d in store.documents()] == ["a"]
+        eng.add_document("Herons wade in the shallows.", source="b")
+        assert eng.search("herons wade").hits[0].source == "b"
+
+
+def test_a_value_postgresql_cannot_hold_is_bad_input(pg_url: str) -> None:
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        with pytest.raises(InvalidInput, match="cannot store this value.*NUL"):
+            eng.upsert_memory("editor\x00", "The user prefers vim.")
+        assert eng.store.counts()["documents"] == 0  # nothing of it kept
+        assert eng.upsert_memory("editor", "The user prefers vim.")["status"] == "added"
+
+
+def test_wrong_credentials_are_one_line_and_right_ones_open(tmp_path: Path) -> None:
+    """A server that asks a role for its password (scram, as a real server does; a server of
+    its own, started with that rule): a wrong one is a one-line error naming the credentials
+    and never printing the password, the right one opens the store."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        data = tmp_path / "pg"
+        srv = pgserver.get_server(data, cleanup_mode="stop")
+        with psycopg.connect(srv.get_uri(), autocommit=True) as conn:
+            conn.execute("CREATE ROLE pwuser LOGIN SUPERUSER PASSWORD 'right-one'")
+        hba = data / "pg_hba.conf"
+        hba.write_text("local all pwuser scram-sha-256\n" + hba.read_text())
+        srv.cleanup()  # stopped: it reads the rule when it starts again
+        srv = pgserver.get_server(data, cleanup_mode="stop")
+    try:
+        url = new_pg_database(srv, owner="pwuser")
+        wrong = url.replace("postgres:@", "pwuser:wrong-one@", 1)
+        line = _one_line_error(_cli(tmp_path, wrong, "stats"))
+        assert "refused the credentials" in line and "wrong-one" not in line and "pwuser:***@" in line
+        with pytest.raises(InvalidInput, match="refused the credentials"):
+            open_store(wrong)
+        store = open_store(url.replace("postgres:@", "pwuser:right-one@", 1))
+        try:
+            assert store.counts()["documents"] == 0
+        finally:
+            store.close()
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            srv.cleanup()
