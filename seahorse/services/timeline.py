@@ -128,8 +128,9 @@ def recency(age_seconds: float) -> float:
 
 
 def rank_by_time(store: Store, hits: list, window: Window, code: bool = False) -> list:
-    """Hits re-scored by recency and re-sorted (stable, exact-token hits first); each gets ``evidence["time"]`` and
-    ``evidence["recency"]``; a replaced memory value found with ``as_of`` gets its fields.
+    """Hits re-scored by recency and re-sorted (stable, exact-token hits first); each gets
+    ``evidence["time"]`` and ``evidence["recency"]``; a replaced memory value found with
+    ``as_of`` gets its fields.
     Code hits (a repository search) keep their order: a file's age says nothing of its
     relevance."""
     if not hits:
