@@ -154,3 +154,63 @@ def test_prose_and_memories_are_not_drowned_by_an_indexed_repository(cli, tmp_pa
     out = cli.json("search", "quokkas and wombats", "--kind", "symbol", "--kind", "memory",
                    "--no-refuse", "--top-k", "10")
     assert out["hits"] and {h["kind"] for h in out["hits"]} <= {"symbol", "memory"}
+
+
+# A generated chat between two people: short "Speaker: words" turns, dated by their session
+# (the dates are metadata, not in the text), enough of them for the word rule to judge.
+CHAT_FACTS = [
+    ("Ana", "I finally adopted a puppy last weekend, we named him Biscuit."),
+    ("Ben", "I spend most evenings playing racing games on my PlayStation."),
+    ("Ana", "My grandmother taught me to bake sourdough bread when I was little."),
+    ("Ben", "We drove up the coast to Portland for my cousin's wedding."),
+    ("Ana", "I signed up for a pottery class at the community centre."),
+]
+CHAT_FILLER = ["how was your day", "work was busy again", "the weather turned cold",
+               "I watched a funny movie", "we had pasta for dinner", "my sister called me",
+               "I went for a long walk", "the train was late this morning", "I read a few pages",
+               "we cleaned the flat", "I am tired but happy", "the neighbours had a party",
+               "I tried a new coffee place", "my back hurts a little", "we laughed a lot"]
+
+
+def _chat_turns(n: int = 90, seed: int = 5) -> list[dict]:
+    rng = random.Random(seed)
+    turns = []
+    for i in range(n):
+        speaker = ("Ana", "Ben")[i % 2]
+        text = ", ".join(rng.sample(CHAT_FILLER, 2)).capitalize() + "."
+        turns.append({"speaker": speaker, "text": text})
+    for j, (speaker, text) in enumerate(CHAT_FACTS):
+        turns.insert(10 + j * 15, {"speaker": speaker, "text": text})
+    for i, t in enumerate(turns):
+        session = i // 20 + 1
+        t.update(id=f"D{session}:{i % 20 + 1}", session=str(session), time=f"2024-0{session}-1{session}")
+    return turns
+
+
+def test_conversation_questions_in_other_words_are_answered_absent_ones_refused(tmp_path: Path) -> None:
+    # Questions name speakers ("Ana's"), dates (the session's, absent from the text) and things
+    # in other words than the turns ("dog" for puppy, "console" for PlayStation): none of that
+    # is an absent subject. Questions about what nobody said are still refused.
+    answerable = {
+        "What is the name of Ana's dog she adopted in March 2024?": "Biscuit",
+        "What console does Ben play on in the evenings?": "PlayStation",
+        "Who taught Ana's baking, according to what she said on 12 February?": "grandmother",
+        "Which city did Ben travel to for a family wedding in April 2024?": "Portland",
+    }
+    absent = ["qwxz vbnm plokij zzkrt",
+              "How do I descale the boiler of an espresso machine with citric acid?",
+              "What torque should the carbon seatpost clamp on a road bike be tightened to?"]
+
+    async def main() -> None:
+        async with serve(tmp_path / "chat.db", embedder=None) as srv:
+            out = await srv.ok("add_conversation", {"turns": _chat_turns(), "conversation": "ana-ben"})
+            assert out["added"] == 95, out
+            for query, answer in answerable.items():
+                res = await srv.ok("search", {"query": query, "top_k": 5})
+                assert "refusal" not in res, (query, res.get("refusal"))
+                assert any(answer in h["text"] for h in res["hits"]), (query, res["hits"])
+            for query in absent:
+                res = await srv.ok("search", {"query": query, "top_k": 5})
+                assert res["hits"] == [] and res["refusal"]["reason"], (query, res)
+
+    asyncio.run(main())

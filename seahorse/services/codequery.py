@@ -24,6 +24,17 @@ MIN_DENSE = 0.1  # refuse when no top hit is similar in meaning either (cosine)
 # on the dev halves of the code rulers and the absent questions (README, Code retrieval).
 DENSE_VOUCH = 0.42
 ID_MAX = 2**63 - 1
+# A date in a question says when, not what: stores keep time as metadata (a turn's session
+# date, a memory's time) more often than in their text, so a missing month, weekday, day
+# number, ordinal or year is not a missing subject (found, it still counts).
+_MONTHS = ("january february march april may june july august september october november "
+           "december jan feb mar apr jun jul aug sep sept oct nov dec")
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
+TIME_WORDS = frozenset((_MONTHS + " " + _DAYS + " st nd rd th").split())
+_TIME_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th)?|[12]\d{3}s?")
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s\b")  # Caroline's -> Caroline
+_NEGATION = re.compile(r"\b\w+n['\u2019]t\b")  # hadn't, wouldn't: function words
+_TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only: café stays whole
 
 
 class CodeQueries:
@@ -103,7 +114,8 @@ class CodeQueries:
         for t in terms:
             n = counts(t)
             if n == 0:
-                absent.append(t)
+                if not is_time_word(t):
+                    absent.append(t)
             elif n / total <= COMMON_SHARE:
                 present.append(t)
         distinctive = len(present) + len(absent)
@@ -363,7 +375,14 @@ def fts_term(term: str) -> str:
 
 def refusal_terms(query: str) -> list[str]:
     """The query's content words, identifiers spelt out (``open_session`` -> open, session);
-    a hyphenated word counts once, by its parts."""
-    query = re.sub(r"(?<=\w)['\u2019]s\b", "", query)  # the user's file: user
-    words = query_terms(" ".join(split_identifier(query)) + " " + query.replace("-", " "))
-    return [t for t in dict.fromkeys(words) if not set("_.-") & set(t)]
+    a hyphenated word counts once, by its parts; a possessive counts as its noun (``Caroline's``
+    -> caroline) and a negated auxiliary (``hadn't``) not at all."""
+    query = _NEGATION.sub(" ", _POSSESSIVE.sub("", query))
+    parts = [p for w in _TOKEN.findall(query) if w.isascii() for p in split_identifier(w)]
+    words = query_terms(" ".join(parts) + " " + query.replace("-", " "))
+    return [t for t in dict.fromkeys(words) if not set("_.-'\u2019") & set(t)]
+
+
+def is_time_word(term: str) -> bool:
+    """A month, weekday, day number, ordinal or year (see TIME_WORDS)."""
+    return term in TIME_WORDS or _TIME_NUMBER.fullmatch(term) is not None
