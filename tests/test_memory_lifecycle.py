@@ -253,3 +253,16 @@ def test_time_parsing() -> None:
     for bad in ("soon", "", True, float("nan")):
         with pytest.raises(InvalidInput):
             timeline.parse_time(bad)
+
+
+def test_a_full_last_page_has_no_next_cursor(engine: Engine) -> None:
+    engine.upsert_memory("a", "The user likes tea.")
+    assert engine.list_memories(limit=1)["next_cursor"] is None
+    engine.upsert_memory("b", "The user likes coffee.")
+    first = engine.list_memories(limit=1)
+    assert first["next_cursor"] is not None
+    second = engine.list_memories(cursor=first["next_cursor"], limit=1)
+    assert [m["key"] for m in first["items"] + second["items"]] == ["a", "b"]
+    assert second["next_cursor"] is None
+    engine.add_document("Herons nest by the lake.", source="doc:heron")
+    assert engine.list_documents(limit=1)["next_cursor"] is None

@@ -214,3 +214,23 @@ def test_conversation_questions_in_other_words_are_answered_absent_ones_refused(
                 assert res["hits"] == [] and res["refusal"]["reason"], (query, res)
 
     asyncio.run(main())
+
+
+def test_more_exact_tokens_rank_first_through_recency(engine) -> None:
+    """A passage holding two of the query's rare tokens stays above one holding one, after the
+    time re-sort too (it once kept only "holds any" first)."""
+    engine.add_document("Ticket zq0123x mentions E1045 once.", source="a")
+    engine.add_document("The payment service checkout keeps failing with error E1045 again and again "
+                        "while the payment service checkout retries.", source="b")
+    hits = engine.search("payment service checkout failing error E1045 zq0123x", refuse=False).hits
+    assert hits[0].source == "a" and len(hits[0].evidence["exact"]) == 2, \
+        [(h.source, h.evidence.get("exact")) for h in hits]
+
+
+def test_a_small_store_refusal_says_words_were_not_judged(cli) -> None:
+    # MiniLM (embedder=None: the default), the model whose thresholds are calibrated.
+    cli.json("index", "--text", "Sourdough rises with a starter of wild yeast.", embedder=None)
+    out = cli.json("search", "xylophone quantum marmalade zeppelin", embedder=None)
+    assert out["hits"] == [] and out["refusal"]["evidence"].get("words_judged") is False
+    text = cli.run("search", "xylophone quantum marmalade zeppelin", embedder=None).stdout
+    assert "too few passages to judge by words" in text

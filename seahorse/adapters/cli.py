@@ -371,10 +371,10 @@ def _human(command: str, out: Any) -> str:
             if ref:
                 ev = ref.get("evidence", ref)
                 dense = f"; best similarity {ev['top_dense']}" if ev.get("top_dense") is not None else ""
-                lines.append(f"no results: {ref['reason']} (distinctive words missing: "
-                             f"{', '.join(ev.get('missing', [])) or 'none'}; found: "
-                             f"{', '.join(ev.get('found', [])) or 'none'}{dense}); "
-                             "--no-refuse answers anyway")
+                words = ("too few passages to judge by words" if ev.get("words_judged") is False
+                         else f"distinctive words missing: {', '.join(ev.get('missing', [])) or 'none'}"
+                              f"; found: {', '.join(ev.get('found', [])) or 'none'}")
+                lines.append(f"no results: {ref['reason']} ({words}{dense}); --no-refuse answers anyway")
             else:
                 lines.append("no results" + (f" ({out['reason']})" if out.get("reason") else ""))
         for rank, h in enumerate(out["hits"], 1):

@@ -60,11 +60,12 @@ class Records:
         check_int("limit", limit, 1, PAGE_MAX)
         store = self.store
         with store.snapshot():
-            rows = store.list_memories(
-                _cursor(cursor), limit, check_name("scope", scope) if scope is not None else None,
+            rows = store.list_memories(  # one row past the page says whether another follows
+                _cursor(cursor), limit + 1, check_name("scope", scope) if scope is not None else None,
                 check_name("kind", kind) if kind is not None else None,
                 check_tags(tag, "tag")[0] if tag is not None else None,
                 parse_time(since, "since"), parse_time(until, "until"), current)
+            more, rows = len(rows) > limit, rows[:limit]
             tags = store.tags_of([r[9] for r in rows])
             items = []
             for (_id, scope_, key, kind_, trust, strength, prov, created, updated, doc_id, t,
@@ -77,7 +78,7 @@ class Records:
                 if cut:
                     item["truncated"] = True
                 items.append(item)
-        return {"items": items, "next_cursor": str(rows[-1][0]) if len(rows) == limit else None}
+        return {"items": items, "next_cursor": str(rows[-1][0]) if more else None}
 
     def list_documents(self, cursor=None, limit: int = PAGE, source_prefix: str | None = None,
                        tag: str | None = None, since=None, until=None) -> dict:
@@ -85,13 +86,15 @@ class Records:
         check_int("limit", limit, 1, PAGE_MAX)
         with self.store.snapshot():
             rows = self.store.list_documents(
-                _cursor(cursor), limit, source_prefix, check_tags(tag, "tag")[0] if tag is not None else None,
+                _cursor(cursor), limit + 1, source_prefix,
+                check_tags(tag, "tag")[0] if tag is not None else None,
                 parse_time(since, "since"), parse_time(until, "until"), False)
+            more, rows = len(rows) > limit, rows[:limit]
             tags = self.store.tags_of([r[0] for r in rows])
         items = [{"id": r[0], "source": r[1], "title": r[2], "passages": r[9], "time": iso(r[5]),
                   "valid_to": iso(r[6]), "created_at": iso(r[3]), "updated_at": iso(r[4]),
                   "tags": tags.get(r[0], []), "code": bool(r[10])} for r in rows]
-        return {"items": items, "next_cursor": str(rows[-1][0]) if len(rows) == limit else None}
+        return {"items": items, "next_cursor": str(rows[-1][0]) if more else None}
 
     def get_document(self, ref) -> dict:
         """A document whole: fields, metadata, text, and its turn's place in a conversation."""

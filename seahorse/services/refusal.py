@@ -54,7 +54,8 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
         return None
     dense = [h.evidence["dense"] for h in hits[:DEPTH] if "dense" in h.evidence and h.kind != "commit"]
     top = max(dense) if dense else None
-    if terms and units() < WORDS_MIN_UNITS:
+    few = bool(terms) and units() < WORDS_MIN_UNITS  # too few units to judge words by
+    if few:
         terms = []
     limits = DENSE_THRESHOLDS.get(model)
     words = judge_words(terms, None) if terms else None
@@ -64,7 +65,8 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
         return None
     weak, doubtful, _strong = limits
     missing = [t for t in terms if count(t) == 0 and not is_time_word(t)]
-    detail = {"missing": missing, "found": [t for t in terms if t not in missing]}
+    detail = ({"words_judged": False} if few
+              else {"missing": missing, "found": [t for t in terms if t not in missing]})
     if top < weak:
         return _verdict("weak_match", detail, top, model)
     if top < doubtful and detail.get("missing"):
@@ -73,7 +75,7 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
 
 
 def _verdict(reason: str, detail: dict, top: float | None, model: str) -> dict:
-    evidence = {k: detail[k] for k in ("coverage", "missing", "found") if k in detail}
+    evidence = {k: detail[k] for k in ("coverage", "missing", "found", "words_judged") if k in detail}
     evidence["top_dense"] = None if top is None else round(top, 4)
     limits = DENSE_THRESHOLDS.get(model)
     if limits is not None:

@@ -201,7 +201,10 @@ class Search:
             if r.rerank_score is not None:
                 by_id[r.id].evidence["rerank"] = {"logit": _finite(r.rerank_score),
                                                   "fused": _finite(r.fused_score)}
-        result.hits = [by_id[r.id] for r in fused][:top_k]
+        # Fused order within each group; hits holding more of the query's exact tokens first.
+        fused_order = {r.id: i for i, r in enumerate(fused)}
+        result.hits = sorted((by_id[r.id] for r in fused),
+                             key=lambda h: (-len(h.evidence.get("exact") or ()), fused_order[h.id]))[:top_k]
         result.info["rerank"] = {"used": True, "model": str(settings.model_path),
                                  "method": settings.fusion_method,
                                  "scored": min(settings.top_n, len(fused)),

@@ -152,4 +152,10 @@ def rank_by_time(store: Store, hits: list, window: Window, code: bool = False) -
     if code:
         return hits
     # Passages holding a rare exact token of the query stay first (retrieval put them there).
-    return sorted(hits, key=lambda h: (not h.evidence.get("exact"), -h.score))
+    return sorted(hits, key=exact_first)
+
+
+def exact_first(hit) -> tuple[int, float]:
+    """Sort key: the most of the query's rare exact tokens first (as retrieval put them), then
+    the score."""
+    return -len(hit.evidence.get("exact") or ()), -hit.score
