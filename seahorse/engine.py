@@ -147,7 +147,7 @@ class Engine:
                kinds: Sequence[str] | None = None, refuse: bool | None = None,
                snippet_chars: int | None = None, token_budget: int | None = None,
                since: str | float | None = None, until: str | float | None = None,
-               as_of: str | float | None = None) -> SearchResult:
+               as_of: str | float | None = None, cursor: str | None = None) -> SearchResult:
         """Rank passages, memories and code symbols for ``query``.
 
         With ``session_id``, the phrases where earlier turns' walks settled seed this one too
@@ -159,21 +159,24 @@ class Engine:
         ``truncated``), or compact hits under ``token_budget`` tokens. ``since`` / ``until``
         keep hits whose time (event time, else when stored) is in that range; ``as_of``
         searches what was true then (replaced memory values included); dates are ISO 8601
-        or seconds."""
+        or seconds. ``info["next_cursor"]``, passed back as ``cursor`` with the same question,
+        gives the next page (None on the last)."""
         view = _view(snippet_chars, token_budget)
         window = Window.of(since, until, as_of)
-        res = self.searcher.search(query, top_k, session_id, kinds=kinds, refuse=refuse, window=window)
+        res = self.searcher.search(query, top_k, session_id, kinds=kinds, refuse=refuse, window=window,
+                                   cursor=cursor)
         res.view = view
         return res
 
     def search_code(self, query: str, repo: str | Path | None = None, top_k: int = 5, *,
                     kinds: Sequence[str] | None = None, refuse: bool = True,
-                    token_budget: int | None = None) -> SearchResult:
+                    token_budget: int | None = None, cursor: str | None = None) -> SearchResult:
         """Rank one repository's declarations, docs (and with ``kinds=["commit"]`` commits);
-        refusal is on by default. ``as_dict()`` gives compact hits under ``token_budget``."""
+        refusal is on by default. ``as_dict()`` gives compact hits under ``token_budget``;
+        ``cursor`` pages as in :meth:`search`."""
         view = _view(None, token_budget)
         res = self.searcher.search(query, top_k, repo=self.code_queries.repo_row(repo)[1], kinds=kinds,
-                                   refuse=refuse)
+                                   refuse=refuse, cursor=cursor)
         res.view = view
         return res
 

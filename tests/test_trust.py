@@ -234,3 +234,22 @@ def test_a_small_store_refusal_says_words_were_not_judged(cli) -> None:
     assert out["hits"] == [] and out["refusal"]["evidence"].get("words_judged") is False
     text = cli.run("search", "xylophone quantum marmalade zeppelin", embedder=None).stdout
     assert "too few passages to judge by words" in text
+
+
+def test_search_pages_with_a_cursor(cli) -> None:
+    """Pages through the CLI: the next page continues the same ranking, the last has no cursor,
+    a cursor from another question is refused in one line."""
+    for i in range(7):
+        cli.json("index", "--text", f"Herons {i} wade in the shallow lake hunting fish number {i}.",
+                 "--source", f"heron{i}")
+    whole = cli.json("search", "herons wading in the lake", "--top-k", "6", "--no-refuse")
+    first = cli.json("search", "herons wading in the lake", "--top-k", "3", "--no-refuse")
+    assert first["next_cursor"]
+    second = cli.json("search", "herons wading in the lake", "--top-k", "3", "--no-refuse",
+                      "--cursor", first["next_cursor"])
+    assert [h["source"] for h in first["hits"] + second["hits"]] == [h["source"] for h in whole["hits"]]
+    last = cli.json("search", "herons wading in the lake", "--top-k", "3", "--no-refuse",
+                    "--cursor", second["next_cursor"])
+    assert len(last["hits"]) == 1 and last["next_cursor"] is None
+    bad = cli.run("search", "another question", "--cursor", first["next_cursor"])
+    assert bad.returncode != 0 and "cursor belongs to another question" in bad.stderr

@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     se = sub.add_parser("search", parents=[common], help="ask a question")
     se.add_argument("query", help="the question")
     se.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    se.add_argument("--cursor", help="the next page: the next_cursor of the same question's last page")
     se.add_argument("--repo", help="search one indexed repository (path or name); refusal on")
     se.add_argument("--kind", action="append", choices=["passage", "memory", "symbol", "commit"],
                     help="node kinds that may be hits (repeatable; default passage, memory, symbol)")
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("query", help="the question")
     sc.add_argument("--repo", help="indexed repository (path or name; default the only one)")
     sc.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    sc.add_argument("--cursor", help="the next page: the next_cursor of the same question's last page")
     sc.add_argument("--kind", action="append", choices=["symbol", "commit"],
                     help="node kinds that may be hits (repeatable; commit for history)")
     sc.add_argument("--no-refuse", action="store_true",
@@ -263,13 +265,15 @@ def cmd_search(args: argparse.Namespace) -> Any:
     with _engine(args) as eng:
         return eng.search(args.query, top_k=args.top_k, kinds=args.kind, refuse=refuse,
                           snippet_chars=args.snippet_chars, token_budget=args.token_budget,
-                          since=args.since, until=args.until, as_of=args.as_of).as_dict()
+                          since=args.since, until=args.until, as_of=args.as_of,
+                          cursor=args.cursor).as_dict()
 
 
 def cmd_search_code(args: argparse.Namespace) -> Any:
     with _engine(args) as eng:
         return eng.search_code(args.query, repo=args.repo, top_k=args.top_k, kinds=args.kind,
-                               refuse=not args.no_refuse, token_budget=args.token_budget).as_dict()
+                               refuse=not args.no_refuse, token_budget=args.token_budget,
+                               cursor=args.cursor).as_dict()
 
 
 def cmd_get(args: argparse.Namespace) -> Any:

@@ -148,14 +148,15 @@ def build_server(db: str | None = None) -> MCPServer:
     @server.tool(annotations=SEARCH)
     def search(query: str, session_id: str | None = None, top_k: int = 5, refuse: bool = True,
                kinds: list[NodeKind] | None = None, since: str | None = None, until: str | None = None,
-               as_of: str | None = None) -> dict[str, Any]:
-        """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included)."""
+               as_of: str | None = None, cursor: str | None = None) -> dict[str, Any]:
+        """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included). next_cursor, passed back as cursor with the same query, gives the next page (null on the last)."""
         from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
         if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
             raise ToolError(f"top_k is at most {MCP_TOP_K_MAX} here; narrow the question or use since/until")
         return rt.call("search", query, top_k=top_k, session_id=session_id, refuse=refuse, kinds=kinds,
-                       snippet_chars=SNIPPET_CHARS, since=since, until=until, as_of=as_of).as_dict()
+                       snippet_chars=SNIPPET_CHARS, since=since, until=until, as_of=as_of,
+                       cursor=cursor).as_dict()
 
     @server.tool(annotations=WRITES)
     def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind = "fact",
@@ -230,10 +231,10 @@ def build_server(db: str | None = None) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def search_code(query: str, repo: str | None = None, token_budget: int = 2000,
-                    top_k: int = 10, refuse: bool = True) -> dict[str, Any]:
-        """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code."""
+                    top_k: int = 10, refuse: bool = True, cursor: str | None = None) -> dict[str, Any]:
+        """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code; next_cursor (passed back as cursor) gives the next page."""
         return rt.call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
-                       token_budget=token_budget).as_dict()
+                       token_budget=token_budget, cursor=cursor).as_dict()
 
     @server.tool(annotations=READ_ONLY)
     def find_symbol(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:

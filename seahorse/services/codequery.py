@@ -340,8 +340,8 @@ def estimate_tokens(text: str) -> int:
 def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
     """What an agent needs to decide whether to expand: what, where, a few lines."""
     text = hit.get("text", "")
-    keys = ("id", "kind", "score", "source", "title", "path", "symbol", "symbol_kind", "start_line",
-            "end_line", "signature", "dirty", "commit", "subject")
+    keys = ("id", "kind", "score", "confidence", "source", "title", "path", "symbol", "symbol_kind",
+            "start_line", "end_line", "signature", "dirty", "commit", "subject")
     out = {k: hit.get(k) for k in keys if hit.get(k) is not None}
     if hit.get("doc"):
         out["doc"] = hit["doc"]

@@ -5,6 +5,7 @@ services/codequery.py's)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -24,6 +25,7 @@ from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
 from .timeline import Window, combine, pool_depth, rank_by_time, window_filter
 
+PAGE_DEPTH_MAX = 1000  # hits a question can be paged to
 SESSION_DECAY = 0.5  # an earlier turn's phrase weighs half as much each turn it is carried
 SESSION_PHRASES = 12
 NO_MATCH_DEPTH = 3  # refusal "no_match": none of the top 3 hits is close in meaning
@@ -65,13 +67,32 @@ class Search:
 
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
                repo: str | Path | None = None, kinds: Sequence[str] | None = None,
-               refuse: bool | None = None, window: Window | None = None) -> SearchResult:
+               refuse: bool | None = None, window: Window | None = None,
+               cursor: str | None = None) -> SearchResult:
+        """One page of hits; ``info["next_cursor"]`` asks for the next page (None on the last).
+        A page past the first is the same question ranked again, deeper (not a new turn of a
+        session); one row past the page says whether another follows."""
+        check_int("top_k", top_k, 1, 1000)
+        offset = 0 if cursor is None else page_offset(cursor, query)
+        if offset + top_k > PAGE_DEPTH_MAX:
+            raise InvalidInput(f"pages end at hit {PAGE_DEPTH_MAX}; ask a narrower question",
+                               field="cursor")
+        result = self._search(query, offset + top_k + 1, session_id if not offset else None,
+                              repo=repo, kinds=kinds, refuse=refuse, window=window)
+        more = len(result.hits) > offset + top_k
+        result.hits = result.hits[offset:offset + top_k]
+        result.info["next_cursor"] = page_cursor(query, offset + top_k) if more else None
+        return result
+
+    def _search(self, query: str, top_k: int, session_id: str | None, *,
+                repo: str | Path | None, kinds: Sequence[str] | None,
+                refuse: bool | None, window: Window | None) -> SearchResult:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty: ask a question", field="query", code="empty")
         query = check_text("query", query)
         if len(query) > 10_000:
             raise InvalidInput("query is over 10,000 characters; shorten it", field="query")
-        check_int("top_k", top_k, 1, 1000)
+        check_int("top_k", top_k, 1, PAGE_DEPTH_MAX + 1)
         if session_id is not None:
             session_id = check_name("session_id", session_id)
         want = tuple(kinds) if kinds else RETRIEVABLE
@@ -250,3 +271,18 @@ class Search:
 def _finite(x: float | None) -> float | None:
     """JSON has no NaN: a non-finite score is reported as null."""
     return x if x is not None and math.isfinite(x) else None
+
+
+def page_cursor(query: str, offset: int) -> str:
+    """An opaque cursor: the offset of the next page and a digest of the question it pages."""
+    return f"{offset}.{hashlib.sha256(query.strip().encode()).hexdigest()[:12]}"
+
+
+def page_offset(cursor: str, query: str) -> int:
+    offset, _, digest = str(cursor).partition(".")
+    if not offset.isdigit() or int(offset) > PAGE_DEPTH_MAX or not digest:
+        raise InvalidInput(f"cursor {str(cursor)[:40]!r} is not one a search returned", field="cursor")
+    if page_cursor(query, int(offset)) != f"{int(offset)}.{digest}":
+        raise InvalidInput("cursor belongs to another question: page with the question that gave it",
+                           field="cursor")
+    return int(offset)
