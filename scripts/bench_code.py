@@ -1,11 +1,11 @@
 """Code retrieval benchmark: Seahorse, BM25 over declaration bodies, a grep loop (and rag-your-code
 1.5.3 when installed), side by side in one run, on every ruler.
 
-Corpora (rebuilt offline from package registries into --data, default /work/benchdata):
+Corpora (rebuilt offline from package registries into --data, default ../benchdata beside the project):
 
     pip download flask==3.1.3 --no-deps --no-binary :all: && tar xzf flask-3.1.3.tar.gz
     apt-get download golang-github-spf13-cobra-dev && dpkg -x golang-github-spf13-cobra-dev_*.deb cobra
-    sh scripts/rulers/fetch.sh /work/benchdata     # requests 2.32.3, gorilla/mux 1.8.0, semver 7.6.3
+    sh scripts/rulers/fetch.sh ../benchdata        # requests 2.32.3, gorilla/mux 1.8.0, semver 7.6.3
 
     python scripts/bench_code.py --split dev        # tuning: dev halves only
     python scripts/bench_code.py --split all        # reporting: dev and test apart
@@ -308,7 +308,7 @@ CORPORA = {
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path("/work/benchdata"),
+    ap.add_argument("--data", type=Path, default=HERE.parent.parent / "benchdata",
                     help="folder holding the unpacked corpora (scripts/rulers/fetch.sh DIR fills it)")
     ap.add_argument("--corpus", action="append", choices=sorted(CORPORA),
                     help="run only these corpora (default: every one found under --data)")

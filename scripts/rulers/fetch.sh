@@ -1,8 +1,8 @@
 #!/bin/sh
 # Fetch the sources the rulers in this folder were written for, check their sha256 and unpack
-# them under DEST (default /work/benchdata). Nothing of this lands in the repository.
+# them under DEST (default ../benchdata beside the project). Nothing of this lands in the repository.
 set -eu
-DEST=${1:-/work/benchdata}
+DEST=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/benchdata}
 mkdir -p "$DEST" && cd "$DEST"
 [ -f requests-2.32.3.tar.gz ] || pip download requests==2.32.3 --no-deps --no-binary :all: -d .
 [ -f semver-7.6.3.tgz ] || npm pack semver@7.6.3
