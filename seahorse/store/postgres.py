@@ -207,25 +207,21 @@ class _PgConnection:
     def _params(self, params: Sequence, order: list[int] | None) -> Sequence:
         return [params[i] for i in order] if order is not None else params
 
-    def execute(self, sql: str, params: Sequence = (), *, retry: bool = True) -> _Result:
+    def execute(self, sql: str, params: Sequence = ()) -> _Result:
         text, order, returning = self.translate(sql)
         if text is None:
             return _Result(None)
-        idle = not self.in_transaction
-        try:
-            cur = self.conn.execute(text, list(self._params(params, order)))
+        args = list(self._params(params, order))
+
+        def run() -> _Result:
+            cur = self.conn.execute(text, args)
             if returning:
                 row = cur.fetchone()
                 return _Result(None, int(row[0]) if row else None)
             return _Result(cur)
-        except (pgerr.LockNotAvailable, psycopg.OperationalError) as exc:
-            if self._lost(exc, idle) and retry:
-                return self.execute(sql, params, retry=False)
-            raise _pg_error(exc, self.url) from None
-        except psycopg.DataError as exc:
-            raise _value_error(exc) from None
+        return self._guarded(run)
 
-    def executemany(self, sql: str, seq: Sequence[Sequence], *, retry: bool = True) -> _Result:
+    def executemany(self, sql: str, seq: Sequence[Sequence]) -> _Result:
         text, order, returning = self.translate(sql)
         if text is None:
             return _Result(None)
@@ -234,17 +230,26 @@ class _PgConnection:
         rows = [self._params(p, order) for p in seq]
         if not rows:
             return _Result(None)
-        idle = not self.in_transaction
-        try:
+
+        def run() -> _Result:
             with self.conn.cursor() as cur:
                 cur.executemany(text, rows)
                 return _Result(cur)
-        except (pgerr.LockNotAvailable, psycopg.OperationalError) as exc:
-            if self._lost(exc, idle) and retry:
-                return self.executemany(sql, seq, retry=False)
-            raise _pg_error(exc, self.url) from None
-        except psycopg.DataError as exc:
-            raise _value_error(exc) from None
+        return self._guarded(run)
+
+    def _guarded(self, run: Callable[[], _Result]) -> _Result:
+        """``run()``, retried once on a new session when the old one was lost between
+        transactions (:meth:`_lost`); any other failure as the one-line error it means."""
+        idle = not self.in_transaction
+        for first in (True, False):
+            try:
+                return run()
+            except (pgerr.LockNotAvailable, psycopg.OperationalError) as exc:
+                if not (first and self._lost(exc, idle)):
+                    raise _pg_error(exc, self.url) from None
+            except psycopg.DataError as exc:
+                raise _value_error(exc) from None
+        raise AssertionError("unreachable")
 
 
 # SQLite spellings with no PostgreSQL equivalent of the same words (the SQL of the store's
