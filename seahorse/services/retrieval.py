@@ -159,12 +159,14 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
            context: dict[int, float] | None = None, kinds: tuple[str, ...] = RETRIEVABLE,
            doc_filter: np.ndarray | None = None, code: bool = False,
            repo_id: int | None = None,
-           code_lexical: dict[int, float] | None = None) -> SearchResult:
+           code_lexical: dict[int, float] | None = None,
+           doc_exclude: np.ndarray | None = None) -> SearchResult:
     """Rank retrievable nodes for ``query``; ``context`` maps graph indices of an earlier
     turn's phrases to weights, and is used only if this query's walk reaches them.
 
     ``kinds`` are the node kinds that may be hits; ``doc_filter`` (document ids) keeps hits
-    to those documents (one repository), while the walk still crosses the whole graph.
+    to those documents (one repository, a time window) and ``doc_exclude`` leaves those out
+    (closed values), while the walk still crosses the whole graph.
     When commits may be hits, they are also seeded by their own words (BM25 over the commit
     messages of ``repo_id``, or of every repository): they have no vector, and among the
     store's full-text candidates a commit is easily outranked by code."""
@@ -217,6 +219,8 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     rankable = index.kind_mask(kinds).copy()
     if doc_filter is not None:
         rankable &= np.isin(g.doc_ids, doc_filter)
+    if doc_exclude is not None:
+        rankable &= ~np.isin(g.doc_ids, doc_exclude)
     cand = np.flatnonzero(rankable)
     if kinds != RETRIEVABLE:  # nodes without a vector (commits) need a share of the walk
         cand = cand[scores[cand] > 0]

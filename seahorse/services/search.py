@@ -116,13 +116,15 @@ class Search:
                 evidence = self.lexicons.evidence(index.version, repo_id, query)
             # Time (services/timeline.py): what the window lets through, then recency.
             window = window or Window()
-            doc_filter = combine(doc_filter, window_filter(self.store, window))
+            keep, leave_out = window_filter(self.store, window)
+            doc_filter = combine(doc_filter, keep)
             encoder = self.cross_encoder()
             depth = max(top_k, self.rt.rerank.top_n) if encoder is not None else top_k
             rt = self.rt
             result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(),
                             pool_depth(depth), self.budget().node_budget, context, want, doc_filter,
-                            code=repo is not None, repo_id=repo_id, code_lexical=evidence)
+                            code=repo is not None, repo_id=repo_id, code_lexical=evidence,
+                            doc_exclude=leave_out)
             result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None)[:depth]
             refuse = True if refuse is None else bool(refuse)
             self._finish_code_hits(result, query, refuse and repo is not None, repo_id, index.version)

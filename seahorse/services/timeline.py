@@ -7,8 +7,9 @@ conversation turn's time / session date) or, without one, when it was stored. A 
 Search calls two functions here, at one point each (``services/search.py``):
 
 * :func:`window_filter` -> the documents a search may return: time in [since, until] and
-  valid at ``as_of`` (default: valid now, so a replaced value never answers for the current
-  one). None when nothing is excluded (no window and nothing ever closed).
+  valid at ``as_of``, as ids to keep; with no window, the closed documents as ids to leave out
+  (valid now, so a replaced value never answers for the current one; closed values are few,
+  so a search does not read every document id).
 * :func:`rank_by_time` -> each hit's score times its recency factor (TECH_SPEC "Ranking")::
 
       recency = 1 - RECENCY_WEIGHT + RECENCY_WEIGHT * 0.5 ** (age_days / HALF_LIFE_DAYS)
@@ -102,11 +103,13 @@ class Window:
         return self.as_of if self.as_of is not None else self.until if self.until is not None else time.time()
 
 
-def window_filter(store: Store, window: Window) -> np.ndarray | None:
-    """Document ids a search may return, or None for all of them."""
-    if window.empty and not store.has_closed_documents():
-        return None
-    return np.array(sorted(store.docs_in_time(window.since, window.until, window.as_of)), dtype=np.int64)
+def window_filter(store: Store, window: Window) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(document ids a search may return, document ids it must leave out); None: no limit."""
+    if window.empty:
+        closed = store.closed_documents()
+        return None, np.array(closed, dtype=np.int64) if closed else None
+    return np.array(sorted(store.docs_in_time(window.since, window.until, window.as_of)),
+                    dtype=np.int64), None
 
 
 def combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:

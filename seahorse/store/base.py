@@ -375,7 +375,7 @@ class Store(Protocol):
     def docs_in_time(self, since: float | None, until: float | None, as_of: float | None) -> list[int]:
         ...
 
-    def has_closed_documents(self) -> bool:
+    def closed_documents(self) -> list[int]:
         ...
 
     def set_tags(self, doc_id: int, tags: Sequence[str]) -> None:

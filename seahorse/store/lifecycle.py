@@ -62,9 +62,9 @@ class Lifecycle:
             args += [as_of, as_of]
         return [r[0] for r in self.db.execute("SELECT d.id FROM documents d WHERE " + where, args)]
 
-    def has_closed_documents(self) -> bool:
-        return self.db.execute(
-            "SELECT 1 FROM documents WHERE valid_to IS NOT NULL LIMIT 1").fetchone() is not None
+    def closed_documents(self) -> list[int]:
+        """Ids of the documents no longer valid (replaced or superseded memory values)."""
+        return [r[0] for r in self.db.execute("SELECT id FROM documents WHERE valid_to IS NOT NULL")]
 
     # ----- tags -------------------------------------------------------------------------
     def set_tags(self, doc_id: int, tags: Sequence[str]) -> None:
