@@ -94,6 +94,26 @@ def test_commit_search_finds_this_projects_commits_by_their_words(tmp_path: Path
         assert found >= max(10, int(0.8 * len(recent))), (found, len(recent))
 
 
+def test_commit_search_puts_the_commit_its_words_match_before_one_the_walk_reached(tmp_path: Path) -> None:
+    # Two commits: an import touching every symbol the question's words seed (the walk's
+    # favourite through its touched edges) and a small one whose subject holds the question's
+    # words. With two candidates the scaled scores tie; the words must decide, with and
+    # without --repo.
+    root = tmp_path / "lib"
+    root.mkdir()
+    git(root, "init", "-q")
+    files = {f"pkg/m{i}.py": f"def parse_loose_{i}(text, loose=True):\n    \"\"\"Loose parsing of "
+             f"version {i}.\"\"\"\n    return text.strip() if loose else text\n" for i in range(12)}
+    commit(root, "Import the package sources", files)
+    sha = commit(root, "Helper gains a trailing comment about loose parsing",
+                 {"README.md": "Notes.\n"})
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(root)
+        for res in (eng.search_code("loose parsing comment", repo=root, kinds=["commit"], top_k=5),
+                    eng.search("loose parsing comment", kinds=["commit"], top_k=5)):
+            assert [h.code["commit"] for h in res.hits][:1] == [sha], [h.code for h in res.hits]
+
+
 def test_cli_commit_search_carries_the_full_sha(cli, tmp_path: Path) -> None:
     root = tmp_path / "demo"
     root.mkdir()

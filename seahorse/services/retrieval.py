@@ -231,10 +231,13 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
         rank_scores = np.zeros(g.n)
         rank_scores[cand] = _code_scores(index, seeds, scores, cand, settings, query, code_lexical)
     exact = {} if code else exact_holders(store, index, query)
+    held = np.zeros(g.n)
     if exact:  # passages holding the query's rare tokens first, the most tokens first
-        held = np.zeros(g.n)
         for v, toks in exact.items():
             held[v] = len(toks)
+    elif set(kinds) == {"commit"}:  # commits the question's words match before those only walked to
+        held[[v for v in lexical if index.graph.kinds[v] == "commit"]] = 1.0
+    if held.any():
         order = np.lexsort((-rank_scores[cand], -held[cand]))[:top_k]
     else:
         order = np.argsort(-rank_scores[cand], kind="stable")[:top_k]

@@ -125,7 +125,8 @@ class Search:
                             pool_depth(depth), self.budget().node_budget, context, want, doc_filter,
                             code=repo is not None, repo_id=repo_id, code_lexical=evidence,
                             doc_exclude=leave_out)
-            result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None)[:depth]
+            result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None,
+                                       words_first=set(want) == {"commit"})[:depth]
             refuse = True if refuse is None else bool(refuse)
             self._finish_code_hits(result, query, refuse and repo is not None, repo_id, index.version)
             if refuse and repo is None:

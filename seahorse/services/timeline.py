@@ -130,8 +130,10 @@ def recency(age_seconds: float) -> float:
     return 1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_DAYS)
 
 
-def rank_by_time(store: Store, hits: list, window: Window, code: bool = False) -> list:
-    """Hits re-scored by recency and re-sorted (stable, exact-token hits first); each gets
+def rank_by_time(store: Store, hits: list, window: Window, code: bool = False,
+                 words_first: bool = False) -> list:
+    """Hits re-scored by recency and re-sorted (stable, exact-token hits first, then with
+    ``words_first`` — a search for commits only — those the question's words matched); each gets
     ``evidence["time"]`` and ``evidence["recency"]``; a replaced memory value found with
     ``as_of`` gets its fields. Code hits (a repository search) keep their order: a file's age
     says nothing of its relevance."""
@@ -155,10 +157,10 @@ def rank_by_time(store: Store, hits: list, window: Window, code: bool = False) -
     if code:
         return hits
     # Passages holding a rare exact token of the query stay first (retrieval put them there).
-    return sorted(hits, key=exact_first)
+    return sorted(hits, key=lambda h: exact_first(h, words_first))
 
 
-def exact_first(hit) -> tuple[int, float]:
+def exact_first(hit, words_first: bool = False) -> tuple[int, int, float]:
     """Sort key: the most of the query's rare exact tokens first (as retrieval put them), then
-    the score."""
-    return -len(hit.evidence.get("exact") or ()), -hit.score
+    with ``words_first`` the hits the question's words matched (BM25), then the score."""
+    return -len(hit.evidence.get("exact") or ()), -int(words_first and "bm25" in hit.evidence), -hit.score
