@@ -112,6 +112,9 @@ def test_commit_search_puts_the_commit_its_words_match_before_one_the_walk_reach
         for res in (eng.search_code("loose parsing comment", repo=root, kinds=["commit"], top_k=5),
                     eng.search("loose parsing comment", kinds=["commit"], top_k=5)):
             assert [h.code["commit"] for h in res.hits][:1] == [sha], [h.code for h in res.hits]
+            # What symbols and commits sent is in paths; phrases names phrases only.
+            assert all(p["phrase"] for h in res.hits for p in h.evidence["phrases"])
+            assert any(h.evidence["paths"] for h in res.hits)
 
 
 def test_cli_commit_search_carries_the_full_sha(cli, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ what each neighbour sent along its edge (:class:`~seahorse.mechanisms.graph.Flow
   that sent the most, each traced back through the neighbour that sent *it* the most until a
   vertex whose own seed mass is larger than any single inflow (or MAX_HOPS); ``mass`` is what
   the last hop carried into the hit and ``share`` that over ``x_v``;
-* ``phrases``: the neighbours that sent the most, as before (share of ``x_v``; the kind of
-  the edge they sent it by).
+* ``phrases``: the phrase neighbours among those that sent the most (share of ``x_v``; the
+  kind of the edge they sent it by); what a passage, symbol or commit sent is in ``paths``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],
         phrases = []
         for p in r["paths"]:
             j = p["verts"][-2]
-            entry = {"phrase": labels[j]["label"] if labels[j]["kind"] == "phrase" else "",
+            if labels[j]["kind"] != "phrase":  # a passage, symbol or commit sent it: see paths
+                continue
+            entry = {"phrase": labels[j]["label"],
                      "share": share(p["masses"][-1]), "seed": j in phrase_seed, "edge": edge(j, v)}
             if len(p["verts"]) > 2 and labels[p["verts"][0]]["kind"] == "phrase":
                 entry["via"] = {"phrase": labels[p["verts"][0]]["label"],
