@@ -95,9 +95,7 @@ def commit(root: Path, message: str, files: dict[str, str | None]) -> str:
 
 @pytest.fixture
 def demo_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "demo"
-    root.mkdir()
-    git(root, "init", "-q")
+    root = new_repo(tmp_path / "demo")
     commit(root, "Add cookie sessions\n\nSessions are signed so clients cannot forge them.",
            {"app/sessions.py": SESSIONS, "README.md": README})
     commit(root, "Add the router", {"app/routing.py": ROUTING})
@@ -510,10 +508,15 @@ CALL_FILES = {
 }
 
 
-def test_calls_on_unknown_receivers_are_not_guessed(tmp_path: Path) -> None:
-    root = tmp_path / "calls"
+def new_repo(root: Path) -> Path:
+    """An empty git repository at ``root``."""
     root.mkdir()
     git(root, "init", "-q")
+    return root
+
+
+def test_calls_on_unknown_receivers_are_not_guessed(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "calls")
     commit(root, "calls", CALL_FILES)
     with make_engine(tmp_path) as eng:
         eng.index_repo(root)
@@ -539,9 +542,7 @@ def test_calls_on_unknown_receivers_are_not_guessed(tmp_path: Path) -> None:
 
 
 def test_one_method_named_like_a_list_method_gets_no_list_callers(tmp_path: Path) -> None:
-    root = tmp_path / "one"
-    root.mkdir()
-    git(root, "init", "-q")
+    root = new_repo(tmp_path / "one")
     commit(root, "one", {"m.py": textwrap.dedent('''\
         class Matrix:
             def append(self, row):
@@ -565,9 +566,7 @@ def test_one_method_named_like_a_list_method_gets_no_list_callers(tmp_path: Path
 
 
 def test_go_methods_are_named_by_receiver_type_and_receiver_calls_stay_on_it(tmp_path: Path) -> None:
-    root = tmp_path / "gopkg"
-    root.mkdir()
-    git(root, "init", "-q")
+    root = new_repo(tmp_path / "gopkg")
     commit(root, "go", {
         "cmd.go": "package p\n\ntype Command struct{}\n\nfunc (c *Command) Execute() error {\n"
                   "\treturn c.run()\n}\n\nfunc (c *Command) run() error { return nil }\n",
@@ -577,3 +576,36 @@ def test_go_methods_are_named_by_receiver_type_and_receiver_calls_stay_on_it(tmp
         assert {s["symbol"] for s in eng.find_symbol("run", root)} == {"Command.run", "Flag.run"}
         assert {c["symbol"] for c in eng.symbol("Command.Execute")["callees"]} == {"Command.run"}
         assert eng.get_callers("Flag.run")["callers"] == []
+
+
+def test_commonjs_require_binds_what_a_call_means(tmp_path: Path) -> None:
+    # Two files define `compare`; each caller means the one its require() names. A renamed
+    # destructuring binds nothing known, and a call on an unknown object stays unresolved.
+    root = new_repo(tmp_path / "jslib")
+    commit(root, "js", {
+        "lib/compare.js": "const SemVer = require('../classes/semver')\n"
+                          "const compare = (a, b) => new SemVer(a).compare(new SemVer(b))\n"
+                          "module.exports = compare\n",
+        "other/compare.js": "const compare = (x, y) => x.length - y.length\nmodule.exports = compare\n",
+        "classes/semver.js": "class SemVer {\n  constructor (v) { this.v = v }\n"
+                             "  compare (o) { return this.v < o.v ? -1 : 1 }\n}\nmodule.exports = SemVer\n",
+        "lib/gt.js": "const compare = require('./compare')\nconst gt = (a, b) => compare(a, b) > 0\n"
+                     "module.exports = gt\n",
+        "lib/by-length.js": "const { compare } = require('../other/compare')\n"
+                            "const longer = (a, b) => compare(a, b) > 0\nmodule.exports = longer\n",
+        "lib/renamed.js": "const { compare: cmp } = require('./compare')\n"
+                          "function shorter (a, b, list) { list.compare(a); return cmp(a, b) < 0 }\n"
+                          "module.exports = shorter\n"})
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(root)
+
+        def callers(sym: str, path: str) -> set[str]:  # PATH:NAME picks one file's declaration
+            out = eng.get_callers(f"{path}:{sym}", root)
+            assert out["symbol"]["path"] == path, out
+            return {c["symbol"] for c in out["callers"]}
+
+        assert callers("compare", "lib/compare.js") == {"gt"}
+        assert callers("compare", "other/compare.js") == {"longer"}
+        assert callers("SemVer.compare", "classes/semver.js") == {"compare"}
+        refs = eng.get_references("SemVer.compare")["references"]
+        assert [r["resolved"] for r in refs if r["symbol"] == "shorter"] == [False]

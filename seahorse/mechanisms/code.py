@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-10"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-11"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -440,6 +440,11 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             continue
         if t in _BINDINGS and spec.python_doc:
             _bind(node, source, typed.setdefault(id(owner), {}))
+        if t == "variable_declarator" and language in _REQUIRE_LANGUAGES:
+            required = _require_refs(node, source)
+            if required is not None:  # const x = require("./m"): an import, not a call of require
+                owner.refs.extend(required)
+                continue
         if t in spec.calls:
             got = _callee(node, spec, source, selfnames)
             if got is not None:
@@ -487,6 +492,31 @@ def _bind(node, src: bytes, types: dict[str, str]) -> None:
         types[var] = typ.strip("\"'") + "()"
     else:
         types.pop(var, None)
+
+
+_REQUIRE_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+
+
+def _require_refs(node, src: bytes) -> list[Ref] | None:
+    """CommonJS ``const x = require("./m")`` and ``const {f, g} = require("./m")``: the names
+    bound, each an import from ``./m`` (a renamed ``{f: h}`` binds nothing known); None when the
+    value is not a call of ``require`` with one string."""
+    value, name = node.child_by_field_name("value"), node.child_by_field_name("name")
+    if value is None or name is None or value.type != "call_expression":
+        return None
+    fn, args = value.child_by_field_name("function"), value.child_by_field_name("arguments")
+    if fn is None or args is None or _text(fn, src) != "require":
+        return None
+    strings = [c for c in args.named_children if c.type == "string"]
+    if len(strings) != 1 or len(args.named_children) != 1:
+        return None
+    origin, line = _text(strings[0], src).strip("\"'`"), node.start_point[0] + 1
+    if name.type == "identifier":
+        return [Ref(_text(name, src), "import", line, receiver=origin)]
+    if name.type == "object_pattern":
+        return [Ref(_text(c, src), "import", line, receiver=origin) for c in name.named_children
+                if c.type == "shorthand_property_identifier_pattern"]
+    return []
 
 
 def _import_refs(node, src: bytes) -> list[Ref]:

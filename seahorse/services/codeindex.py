@@ -491,20 +491,26 @@ class Resolver:
         if origins is None:
             return None
         cands = [c for c in self._top(name, kinds) if c[1] != path]
-        named = [c for c in cands if any(o and _module_holds(o, c[1]) for o in origins)]
+        named = [c for c in cands if any(o and _module_holds(o, c[1], importer=path) for o in origins)]
         if not named and any(origins):  # re-exported by a package: `from pkg import f`, f in pkg/x.py
-            named = [c for c in cands if any(o and _module_holds(o, c[1], package=True) for o in origins)]
+            named = [c for c in cands if any(o and _module_holds(o, c[1], package=True, importer=path)
+                                             for o in origins)]
         elif not named:  # the module is not recorded (Java, C#): the only candidate
             named = cands
         return named[0][0] if len(named) == 1 else None
 
     def _from_module(self, src: tuple, module: str, name: str) -> int | None:
         """``module.f()`` where ``module`` is a name this file imports."""
-        if module not in self.imports.get(src[1], {}):
+        origins = self.imports.get(src[1], {}).get(module)
+        if origins is None:
             return None
         cands = [c for c in self._top(name, _TOP_KINDS) if c[1] != src[1]]
-        named = [c for c in cands if _module_holds(module, c[1])] or \
-            [c for c in cands if _module_holds(module, c[1], package=True)]
+        relative = [o for o in origins if o.startswith(_RELATIVE)]  # const m = require("./m")
+        if relative:
+            named = [c for c in cands if any(_module_holds(o, c[1], importer=src[1]) for o in relative)]
+        else:
+            named = [c for c in cands if _module_holds(module, c[1])] or \
+                [c for c in cands if _module_holds(module, c[1], package=True)]
         return named[0][0] if len(named) == 1 else None
 
     def _enclosing_class(self, src: tuple) -> int | None:
@@ -533,10 +539,21 @@ class Resolver:
         return None
 
 
-def _module_holds(module: str, path: str, package: bool = False) -> bool:
+_RELATIVE = ("./", "../")
+
+
+def _module_holds(module: str, path: str, package: bool = False, importer: str = "") -> bool:
     """Whether a module as imported (``..services.codeindex``, ``./mod``, ``github.com/x/cobra``)
     can be the file ``path`` (its stem) or the package folder holding it (with ``package``:
-    any folder above it)."""
+    any folder above it). A path relative to the importing file (``./m``, ``../lib/m.js``)
+    means that one file (or its folder's ``index``)."""
+    if importer and module.startswith(_RELATIVE):
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), module))
+        target = _SOURCE_SUFFIX.sub("", target)
+        if package:
+            return path.startswith(target + "/")
+        stem = _SOURCE_SUFFIX.sub("", path)
+        return stem in (target, target + "/index")
     parts = [p for p in re.split(r"[./\\]+", _SOURCE_SUFFIX.sub("", module)) if p]
     if not parts:
         return False

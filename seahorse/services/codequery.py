@@ -134,10 +134,14 @@ class CodeQueries:
     # ----- symbols ------------------------------------------------------------------
     def find(self, name: str, repo_id: int | None = None, limit: int = 20) -> list[dict]:
         """Declarations named ``name``: an exact qualified name, a bare name, or a dotted tail
-        (``wsgi_app`` and ``Flask.wsgi_app`` both find ``Flask.wsgi_app``)."""
+        (``wsgi_app`` and ``Flask.wsgi_app`` both find ``Flask.wsgi_app``), optionally after
+        ``PATH:`` to pick one file's (``src/a.js:compare``)."""
         name = name.strip()
         if not name:
             raise InvalidInput("symbol name is empty", field="name", code="empty")
+        path, sep, rest = name.rpartition(":")
+        if sep and path and rest and "::" not in name:
+            return [f for f in self.find(rest, repo_id, 1000) if f["path"] == path][:limit]
         ids = self.store.find_symbols(name, repo_id, "qualname")
         if not ids:
             ids = self.store.find_symbols(name, repo_id, "tail")
