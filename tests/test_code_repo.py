@@ -442,6 +442,8 @@ def test_cli_symbol_body_compact_snippets_clean_paths_and_symbol_counts(cli, dem
     for h in hits:  # path is relative and clean; source is the document: root//path
         assert not h["path"].startswith("/") and "//" not in h["path"]
         assert h["source"] == f"{root}//{h['path']}"
+        if h.get("signature"):  # the snippet does not repeat the signature field
+            assert h["snippet"].splitlines()[0].strip() != h["signature"].strip(), h
     stats = cli.json("stats")
     # the setup.cfg line window is a passage, not a symbol: both counts agree
     assert stats["repos"][0]["symbols"] == stats["nodes"]["symbol"] == 10

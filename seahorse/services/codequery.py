@@ -352,6 +352,8 @@ def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
     if hit.get("memory"):
         out["memory"] = {k: hit["memory"].get(k) for k in ("scope", "key", "kind")}
     lines = [ln for ln in text.splitlines()[1:] if ln.strip()] if hit.get("symbol") else text.splitlines()
+    if hit.get("symbol") and lines and lines[0].strip() == (hit.get("signature") or "").strip():
+        lines = lines[1:]  # the signature is its own field
     out["snippet"] = "\n".join(lines[:snippet_lines])[:600]
     out["expand"] = {"tool": "expand", "id": hit["id"]}
     return out
