@@ -1,7 +1,7 @@
 #!/bin/sh
 # Ablation of code ranking and refusal on the DEV halves only (issue 14): one bench_code.py run
-# per variant, each over a copy of this checkout's package with one part switched off or
-# re-weighted. Variants:
+# per variant, each over a copy of this checkout's package with one part switched off,
+# re-weighted or replaced. Variants:
 #   main-rank  services/{codequery,retrieval,search}.py as at MAIN (default be03346): main's
 #              ranking and refusal, everything else (parser, naming) as here
 #   full       this checkout as it is
@@ -10,8 +10,17 @@
 #   bm25f-0.25 / bm25f-1.0  LEXICAL_WEIGHT changed, the rest as here
 #   class-0.7  services/{coderank,retrieval,search}.py as at CLASS (default bf18003): classes
 #              ranked at 0.7 of their score, the rule this ablation removed
+#   rrf        the seeds, the walk's lift and BM25F fused by reciprocal rank (1 / (60 + rank),
+#              BM25F weighted LEXICAL_WEIGHT) instead of summed min-max scores
+#   no-test-prior  tests and examples not halved (the prior against test/example paths off)
+#   walk-0.5   the walk's lift at half the weight of the seeds
+#   question-words  the leading question words ("how does", "where is", ...) dropped from the
+#              text embedded for the dense seed
+#   no-lexical-vouch  refusal without LEXICAL_VOUCH (only the cosine vouches for a question with
+#              a missing word), the rest as here
 # Usage: sh scripts/ablate_code.sh OUT [DB_DIR]   (DB_DIR: databases to copy per variant, so a
 # run re-uses an index built by the same parser version; without it each variant indexes anew)
+# VARIANTS="full rrf" runs only those.
 set -eu
 OUT=$1
 DB=${2:-}
@@ -19,6 +28,9 @@ MAIN=${MAIN:-be03346}
 CLASS=${CLASS:-bf18003}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PY:-python}
+ALL="main-rank full no-bm25f main-refusal bm25f-0.25 bm25f-1.0 class-0.7 rrf no-test-prior walk-0.5
+question-words no-lexical-vouch"
+VARIANTS=${VARIANTS:-$ALL}
 mkdir -p "$OUT"
 variant() {
   rm -rf "$OUT/$1" && mkdir -p "$OUT/$1"
@@ -26,25 +38,69 @@ variant() {
   find "$OUT/$1" -name __pycache__ -prune -exec rm -rf {} +
   if [ -n "$DB" ]; then cp -r "$DB" "$OUT/$1/db"; fi
 }
-rank="$OUT/VAR/seahorse/services/coderank.py"
-variant main-rank
-for f in codequery retrieval search; do
-  git -C "$HERE" show "$MAIN:seahorse/services/$f.py" > "$OUT/main-rank/seahorse/services/$f.py"
+# patch VARIANT FILE OLD NEW: replace the one line-exact occurrence of OLD (fails if not one)
+patch() {
+  "$PY" - "$OUT/$1/seahorse/services/$2" "$3" "$4" <<'EOF'
+import sys
+from pathlib import Path
+path, old, new = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+text = path.read_text()
+if text.count(old) != 1:
+    sys.exit(f"ablate_code.sh: {old!r} occurs {text.count(old)} times in {path}, not once")
+path.write_text(text.replace(old, new))
+EOF
+}
+weight() {  # weight VARIANT VALUE: LEXICAL_WEIGHT set to VALUE
+  sed -i "s/^LEXICAL_WEIGHT = [0-9.]*/LEXICAL_WEIGHT = $2/" "$OUT/$1/seahorse/services/coderank.py"
+}
+for v in $VARIANTS; do
+  variant "$v"
+  case $v in
+    main-rank)
+      for f in codequery retrieval search; do
+        git -C "$HERE" show "$MAIN:seahorse/services/$f.py" > "$OUT/$v/seahorse/services/$f.py"
+      done ;;
+    full) ;;
+    no-bm25f) weight "$v" 0.0 ;;
+    main-refusal)
+      git -C "$HERE" show "$MAIN:seahorse/services/codequery.py" > "$OUT/$v/seahorse/services/codequery.py"
+      patch "$v" search.py "self.repo_term_count(version, repo_id, None),
+                                    self.lexicons.lexicon(version, repo_id).held(query, top))" \
+        "self.repo_term_count(version, repo_id, None))" ;;
+    bm25f-0.25) weight "$v" 0.25 ;;
+    bm25f-1.0) weight "$v" 1.0 ;;
+    class-0.7)
+      for f in coderank retrieval search; do
+        git -C "$HERE" show "$CLASS:seahorse/services/$f.py" > "$OUT/$v/seahorse/services/$f.py"
+      done ;;
+    rrf)
+      patch "$v" retrieval.py "out = minmax(seeds[cand], FLAT) + minmax(lift, FLAT)" \
+        "out = _rrf(seeds[cand]) + _rrf(lift)"
+      patch "$v" retrieval.py "out = out + coderank.LEXICAL_WEIGHT * minmax(lex[cand], FLAT)" \
+        "out = out + coderank.LEXICAL_WEIGHT * _rrf(lex[cand])"
+      cat >> "$OUT/$v/seahorse/services/retrieval.py" <<'EOF'
+
+
+def _rrf(x: np.ndarray) -> np.ndarray:
+    rank = np.empty(len(x))
+    rank[np.argsort(-x, kind="stable")] = np.arange(len(x))
+    return np.where(x > 0, 1.0 / (60 + rank), 0.0)
+EOF
+      ;;
+    no-test-prior)
+      patch "$v" retrieval.py "out = np.where(index.secondary[cand], out * SECONDARY_WEIGHT, out)" "" ;;
+    walk-0.5)
+      patch "$v" retrieval.py "out = minmax(seeds[cand], FLAT) + minmax(lift, FLAT)" \
+        "out = minmax(seeds[cand], FLAT) + 0.5 * minmax(lift, FLAT)" ;;
+    question-words)
+      patch "$v" retrieval.py "q = embedder.embed([query])[0]" \
+        "q = embedder.embed([re.sub(r'^\s*(how|what|where|which|why|when|who)\b(\s+(does|do|is|are|was|were|can|should|would|will|did))?\s*', '', query, flags=re.I) if code else query])[0]" ;;
+    no-lexical-vouch)
+      sed -i 's/^LEXICAL_VOUCH = [0-9]*/LEXICAL_VOUCH = 10**9/' "$OUT/$v/seahorse/services/codequery.py" ;;
+    *) echo "unknown variant $v" >&2; exit 2 ;;
+  esac
 done
-variant full
-variant no-bm25f
-sed -i 's/^LEXICAL_WEIGHT = [0-9.]*/LEXICAL_WEIGHT = 0.0/' "$(echo "$rank" | sed s/VAR/no-bm25f/)"
-variant main-refusal
-git -C "$HERE" show "$MAIN:seahorse/services/codequery.py" > "$OUT/main-refusal/seahorse/services/codequery.py"
-variant bm25f-0.25
-sed -i 's/^LEXICAL_WEIGHT = [0-9.]*/LEXICAL_WEIGHT = 0.25/' "$(echo "$rank" | sed s/VAR/bm25f-0.25/)"
-variant bm25f-1.0
-sed -i 's/^LEXICAL_WEIGHT = [0-9.]*/LEXICAL_WEIGHT = 1.0/' "$(echo "$rank" | sed s/VAR/bm25f-1.0/)"
-variant class-0.7
-for f in coderank retrieval search; do
-  git -C "$HERE" show "$CLASS:seahorse/services/$f.py" > "$OUT/class-0.7/seahorse/services/$f.py"
-done
-for v in main-rank full no-bm25f main-refusal bm25f-0.25 bm25f-1.0 class-0.7; do
+for v in $VARIANTS; do
   dbarg=""
   if [ -n "$DB" ]; then dbarg="--db-dir $OUT/$v/db"; fi
   # shellcheck disable=SC2086
