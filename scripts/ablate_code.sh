@@ -3,13 +3,16 @@
 # per variant, each over a copy of this checkout's package with one part switched off,
 # re-weighted or replaced. Variants:
 #   main-rank  services/{codequery,retrieval,search}.py as at MAIN (default be03346): main's
-#              ranking and refusal, everything else (parser, naming) as here
+#              ranking and refusal, everything else (parser, naming) as at BASE (default
+#              47d2ce5, the tree this variant was first measured in: later trees changed the
+#              services' interfaces, e.g. search pages)
 #   full       this checkout as it is
 #   no-bm25f   LEXICAL_WEIGHT 0 (no keyword scoring), refusal as here
-#   main-refusal  services/codequery.py as at MAIN (main's coverage refusal), ranking as here
+#   main-refusal  main's coverage refusal (under half the distinctive words found, or two or
+#              more missing and over a quarter), no vouching by meaning or words; the rest as here
 #   bm25f-0.25 / bm25f-1.0  LEXICAL_WEIGHT changed, the rest as here
-#   class-0.7  services/{coderank,retrieval,search}.py as at CLASS (default bf18003): classes
-#              ranked at 0.7 of their score, the rule this ablation removed
+#   class-0.7  services/{coderank,retrieval,search}.py as at CLASS (default bf18003), the rest
+#              as at BASE: classes ranked at 0.7 of their score, a rule this ablation removed
 #   rrf        the seeds, the walk's lift and BM25F fused by reciprocal rank (1 / (60 + rank),
 #              BM25F weighted LEXICAL_WEIGHT) instead of summed min-max scores
 #   no-test-prior  tests and examples not halved (the prior against test/example paths off)
@@ -18,6 +21,9 @@
 #              text embedded for the dense seed
 #   no-lexical-vouch  refusal without LEXICAL_VOUCH (only the cosine vouches for a question with
 #              a missing word), the rest as here
+#   cos-0.5 / cos-0.5-no-lexical-vouch  a stress of the refusal, not a candidate: DENSE_VOUCH
+#              0.5 (as if the embedder's cosines ran 0.08 lower on a repository than on the
+#              dev halves), with and without the lexical voucher
 # Usage: sh scripts/ablate_code.sh OUT [DB_DIR]   (DB_DIR: databases to copy per variant, so a
 # run re-uses an index built by the same parser version; without it each variant indexes anew)
 # VARIANTS="full rrf" runs only those.
@@ -26,15 +32,20 @@ OUT=$1
 DB=${2:-}
 MAIN=${MAIN:-be03346}
 CLASS=${CLASS:-bf18003}
+BASE=${BASE:-47d2ce5}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PY:-python}
 ALL="main-rank full no-bm25f main-refusal bm25f-0.25 bm25f-1.0 class-0.7 rrf no-test-prior walk-0.5
-question-words no-lexical-vouch"
+question-words no-lexical-vouch cos-0.5 cos-0.5-no-lexical-vouch"
 VARIANTS=${VARIANTS:-$ALL}
 mkdir -p "$OUT"
-variant() {
+variant() {  # variant NAME [TREE]: this checkout's package, or the one at commit TREE
   rm -rf "$OUT/$1" && mkdir -p "$OUT/$1"
-  cp -r "$HERE/seahorse" "$OUT/$1/seahorse"
+  if [ -n "${2:-}" ]; then
+    git -C "$HERE" archive "$2" seahorse | tar -x -C "$OUT/$1"
+  else
+    cp -r "$HERE/seahorse" "$OUT/$1/seahorse"
+  fi
   find "$OUT/$1" -name __pycache__ -prune -exec rm -rf {} +
   if [ -n "$DB" ]; then cp -r "$DB" "$OUT/$1/db"; fi
 }
@@ -53,8 +64,14 @@ EOF
 weight() {  # weight VARIANT VALUE: LEXICAL_WEIGHT set to VALUE
   sed -i "s/^LEXICAL_WEIGHT = [0-9.]*/LEXICAL_WEIGHT = $2/" "$OUT/$1/seahorse/services/coderank.py"
 }
+novouch() {  # novouch VARIANT: no lexical voucher
+  sed -i 's/^LEXICAL_VOUCH = [0-9]*/LEXICAL_VOUCH = 10**9/' "$OUT/$1/seahorse/services/codequery.py"
+}
+cosine() {  # cosine VARIANT VALUE: DENSE_VOUCH set to VALUE
+  sed -i "s/^DENSE_VOUCH = [0-9.]*/DENSE_VOUCH = $2/" "$OUT/$1/seahorse/services/codequery.py"
+}
 for v in $VARIANTS; do
-  variant "$v"
+  case $v in main-rank|class-0.7) variant "$v" "$BASE" ;; *) variant "$v" ;; esac
   case $v in
     main-rank)
       for f in codequery retrieval search; do
@@ -63,10 +80,7 @@ for v in $VARIANTS; do
     full) ;;
     no-bm25f) weight "$v" 0.0 ;;
     main-refusal)
-      git -C "$HERE" show "$MAIN:seahorse/services/codequery.py" > "$OUT/$v/seahorse/services/codequery.py"
-      patch "$v" search.py "self.repo_term_count(version, repo_id, None),
-                                    self.lexicons.lexicon(version, repo_id).held(query, top))" \
-        "self.repo_term_count(version, repo_id, None))" ;;
+      patch "$v" codequery.py "if scoped and top_dense is not None:" "if False:" ;;
     bm25f-0.25) weight "$v" 0.25 ;;
     bm25f-1.0) weight "$v" 1.0 ;;
     class-0.7)
@@ -95,8 +109,9 @@ EOF
     question-words)
       patch "$v" retrieval.py "q = embedder.embed([query])[0]" \
         "q = embedder.embed([re.sub(r'^\s*(how|what|where|which|why|when|who)\b(\s+(does|do|is|are|was|were|can|should|would|will|did))?\s*', '', query, flags=re.I) if code else query])[0]" ;;
-    no-lexical-vouch)
-      sed -i 's/^LEXICAL_VOUCH = [0-9]*/LEXICAL_VOUCH = 10**9/' "$OUT/$v/seahorse/services/codequery.py" ;;
+    no-lexical-vouch) novouch "$v" ;;
+    cos-0.5) cosine "$v" 0.5 ;;
+    cos-0.5-no-lexical-vouch) cosine "$v" 0.5 && novouch "$v" ;;
     *) echo "unknown variant $v" >&2; exit 2 ;;
   esac
 done
