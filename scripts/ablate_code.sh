@@ -21,6 +21,8 @@
 #              text embedded for the dense seed
 #   no-lexical-vouch  refusal without LEXICAL_VOUCH (only the cosine vouches for a question with
 #              a missing word), the rest as here
+#   class-lift / class-yield  a class (or Go type) in the ranked pool scored by its best member
+#              there (lift: the higher of the two; yield: just behind that member), then re-sorted
 #   cos-0.5 / cos-0.5-no-lexical-vouch  a stress of the refusal, not a candidate: DENSE_VOUCH
 #              0.5 (as if the embedder's cosines ran 0.08 lower on a repository than on the
 #              dev halves), with and without the lexical voucher
@@ -36,7 +38,7 @@ BASE=${BASE:-47d2ce5}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PY:-python}
 ALL="main-rank full no-bm25f main-refusal bm25f-0.25 bm25f-1.0 class-0.7 rrf no-test-prior walk-0.5
-question-words no-lexical-vouch cos-0.5 cos-0.5-no-lexical-vouch"
+question-words class-lift class-yield no-lexical-vouch cos-0.5 cos-0.5-no-lexical-vouch"
 VARIANTS=${VARIANTS:-$ALL}
 mkdir -p "$OUT"
 variant() {  # variant NAME [TREE]: this checkout's package, or the one at commit TREE
@@ -63,6 +65,28 @@ EOF
 }
 weight() {  # weight VARIANT VALUE: LEXICAL_WEIGHT set to VALUE
   sed -i "s/^LEXICAL_WEIGHT = [0-9.]*/LEXICAL_WEIGHT = $2/" "$OUT/$1/seahorse/services/coderank.py"
+}
+members() {  # members VARIANT lift|yield: classes scored by their best member in the pool
+  patch "$1" search.py "                h.code = fields[h.id]" "                h.code = fields[h.id]
+        _by_members(result.hits, \"$2\")"
+  cat >> "$OUT/$1/seahorse/services/search.py" <<'EOF'
+
+
+def _by_members(hits: list, mode: str) -> None:
+    import os
+    best: dict = {}
+    for h in hits:
+        sym = (h.code or {}).get("symbol")
+        if sym and "." in sym:
+            key = (os.path.dirname(h.code["path"]), sym.rsplit(".", 1)[0])
+            best[key] = max(best.get(key, float("-inf")), h.score)
+    for h in hits:
+        if (h.code or {}).get("symbol_kind") == "class":
+            m = best.get((os.path.dirname(h.code["path"]), h.code["symbol"]))
+            if m is not None:
+                h.score = max(h.score, m) if mode == "lift" else min(h.score, m - 1e-9)
+    hits.sort(key=lambda h: -h.score)
+EOF
 }
 novouch() {  # novouch VARIANT: no lexical voucher
   sed -i 's/^LEXICAL_VOUCH = [0-9]*/LEXICAL_VOUCH = 10**9/' "$OUT/$1/seahorse/services/codequery.py"
@@ -109,6 +133,7 @@ EOF
     question-words)
       patch "$v" retrieval.py "q = embedder.embed([query])[0]" \
         "q = embedder.embed([re.sub(r'^\s*(how|what|where|which|why|when|who)\b(\s+(does|do|is|are|was|were|can|should|would|will|did))?\s*', '', query, flags=re.I) if code else query])[0]" ;;
+    class-lift|class-yield) members "$v" "${v#class-}" ;;
     no-lexical-vouch) novouch "$v" ;;
     cos-0.5) cosine "$v" 0.5 ;;
     cos-0.5-no-lexical-vouch) cosine "$v" 0.5 && novouch "$v" ;;
