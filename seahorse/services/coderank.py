@@ -106,6 +106,16 @@ class CodeLexicon:
                 acc[unit] = acc.get(unit, 0.0) + idf * weighted / (K1 + weighted)
         return {self.ids[u]: s for u, s in acc.items()}
 
+    def held(self, query: str, node_ids: list[int]) -> int:
+        """The most distinct words of ``query`` that one of ``node_ids`` holds (any field)."""
+        want = set(node_ids)
+        count: dict[int, int] = {}
+        for w in query_tokens(query):
+            for unit, _tf in self.postings.get(w, ()):
+                if self.ids[unit] in want:
+                    count[unit] = count.get(unit, 0) + 1
+        return max(count.values(), default=0)
+
 
 class CodeLexicons:
     """One :class:`CodeLexicon` per repository, for the current graph version only."""
@@ -114,10 +124,13 @@ class CodeLexicons:
         self.store = store
         self._built: dict[tuple[int, int], CodeLexicon] = {}
 
-    def evidence(self, version: int, repo_id: int, query: str) -> dict[int, float]:
-        """node id -> BM25F of the repository's declarations holding a word of ``query``."""
+    def lexicon(self, version: int, repo_id: int) -> CodeLexicon:
         key = (version, repo_id)
         if key not in self._built:
             self._built = {k: v for k, v in self._built.items() if k[0] == version}
             self._built[key] = CodeLexicon(self.store.repo_symbol_texts(repo_id))
-        return self._built[key].scores(query)
+        return self._built[key]
+
+    def evidence(self, version: int, repo_id: int, query: str) -> dict[int, float]:
+        """node id -> BM25F of the repository's declarations holding a word of ``query``."""
+        return self.lexicon(version, repo_id).scores(query)

@@ -250,9 +250,11 @@ class Search:
         if repo_id is None:
             why = self.code.refusal(terms, max(dense) if dense else None)
         else:
+            top = [h.id for h in result.hits[:NO_MATCH_DEPTH]]
             why = self.code.refusal(terms, max(dense) if dense else None,
                                     lambda t: self.repo_term_count(version, repo_id, t),
-                                    self.repo_term_count(version, repo_id, None))
+                                    self.repo_term_count(version, repo_id, None),
+                                    self.lexicons.lexicon(version, repo_id).held(query, top))
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)
