@@ -305,21 +305,9 @@ class CodeIndex:
         refs = store.link_refs(repo_id)
         res = Resolver(syms, refs)
         edges: dict[tuple[int, int, str], float] = {}
-        # inherits first: a call on self may name a method a base class defines
-        for kind in ("inherit", "import", "call"):
-            for node, name, rkind, self_call, receiver in refs:
-                src = res.info.get(node)
-                if src is None or rkind != kind:
-                    continue
-                if kind == "call":
-                    target = res.call(src, name, bool(self_call), receiver)
-                else:
-                    target = resolve(src, name, bool(self_call), res.by_name, res.by_qual, kind)
-                if target is not None and target != node:
-                    ek = {"call": "calls", "inherit": "inherits", "import": "imports"}[kind]
-                    edges[(node, target, ek)] = EDGE_WEIGHT[ek]
-                    if kind == "inherit":
-                        res.bases[node].append(target)
+        for i, target in ref_targets(res, refs).items():
+            ek = {"call": "calls", "inherit": "inherits", "import": "imports"}[refs[i][2]]
+            edges[(refs[i][0], target, ek)] = EDGE_WEIGHT[ek]
         by_name, qual_any, by_qual = res.by_name, res.qual_any, res.by_qual
         # docs name symbols: ``open_session``, `Flask.wsgi_app`, SecureCookieSessionInterface
         docs = store.doc_passages(repo_id)
@@ -531,6 +519,27 @@ class Resolver:
                 return hit
             todo[0:0] = self.bases.get(c, [])
         return None
+
+
+def ref_targets(res: Resolver, refs: list[tuple]) -> dict[int, int]:
+    """The declaration each reference of ``refs`` (rows of ``link_refs``) resolves to, by its
+    index in ``refs``; the unresolved ones are absent. Inherits first: a call on ``self`` may
+    name a method a base class defines."""
+    out: dict[int, int] = {}
+    for kind in ("inherit", "import", "call"):
+        for i, (node, name, rkind, self_call, receiver) in enumerate(refs):
+            src = res.info.get(node)
+            if src is None or rkind != kind:
+                continue
+            if kind == "call":
+                target = res.call(src, name, bool(self_call), receiver)
+            else:
+                target = resolve(src, name, bool(self_call), res.by_name, res.by_qual, kind)
+            if target is not None and target != node:
+                out[i] = target
+                if kind == "inherit":
+                    res.bases[node].append(target)
+    return out
 
 
 def _module_holds(module: str, path: str, package: bool = False) -> bool:
