@@ -1,5 +1,6 @@
-"""The call graph does not guess (issue 14): scripts/bench_calls.py, which grades resolved calls
-against call sites judged by hand, run as a subprocess on a real index."""
+"""The call graph does not guess (issue 14): patterns where a call was linked to the wrong
+declaration, found by judging samples with scripts/bench_calls.py, each through the real index
+(a folder, a real SQLite file); and the benchmark script itself, run as a subprocess."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from seahorse import Engine, Settings
+
 PROJECT = Path(__file__).resolve().parent.parent
 
 
@@ -18,6 +21,112 @@ def write(root: Path, files: dict[str, str]) -> None:
         p = root / path
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text))
+
+
+def callees(eng: Engine, sym: str) -> set[str]:
+    return {f'{c["path"]}:{c["symbol"]}' for c in eng.symbol(sym)["callees"]}
+
+
+def test_standard_library_module_is_not_a_same_named_subpackage(tmp_path: Path) -> None:
+    # Flask's json/provider.py does `import json` (the standard library) beside flask/json/:
+    # json.dumps() there was linked to flask/json/__init__.py:dumps.
+    root = tmp_path / "proj"
+    write(root, {
+        "pkg/__init__.py": "",
+        "pkg/json/__init__.py": "def dumps(obj):\n    return str(obj)\n\n\ndef loads(s):\n    return s\n",
+        "pkg/provider.py": '''\
+            import json
+            from json import loads
+
+
+            def dump(obj):
+                return json.dumps(obj), loads("1")
+            ''',
+        "pkg/app.py": '''\
+            from . import json
+
+
+            class App:
+                def __init__(self):
+                    self.json = None
+
+                def dump(self, obj):
+                    return json.dumps(obj), self.json.loads("1")
+            ''',
+        "pkg/full.py": "import pkg.json\n\n\ndef full():\n    return pkg.json.loads('1')\n",
+    })
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root)
+        assert callees(eng, "dump") == set()
+        # the package's own json, imported relatively, still resolves; self.json is no module
+        assert callees(eng, "App.dump") == {"pkg/json/__init__.py:dumps"}
+        assert callees(eng, "full") == {"pkg/json/__init__.py:loads"}
+        refs = eng.get_references("loads")["references"]
+        assert {(r["symbol"], r["resolved"]) for r in refs if r["kind"] == "calls"} == {
+            ("dump", False), ("App.dump", False), ("full", True)}
+
+
+def test_a_rebound_name_no_longer_holds_the_class(tmp_path: Path) -> None:
+    # `s = Stack()` at module level or earlier in the function: a parameter `s`, a local
+    # `s = make()`, `for s in`, `t, u = ...`, `with ... as v` rebind the name, so s.push() is unknown.
+    root = tmp_path / "proj"
+    write(root, {
+        "app/stack.py": '''\
+            class Stack:
+                def push(self, x):
+                    return x
+
+
+            class Queue:
+                def push(self, x):
+                    return x
+            ''',
+        "app/use.py": '''\
+            from app.stack import Stack
+
+            s = Stack()
+
+
+            def param(s):
+                return s.push(1)
+
+
+            def local():
+                s = make()
+                return s.push(2)
+
+
+            def loops(items):
+                for s in items:
+                    s.push(3)
+                t = Stack()
+                t, u = pair()
+                v = Stack()
+                with open("f") as v:
+                    v.push(4)
+                return t.push(5)
+
+
+            def typed(q: Stack, w=None):
+                return q.push(6), s.push(7)
+
+
+            def make():
+                return None
+
+
+            def pair():
+                return None, None
+            ''',
+    })
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root)
+        assert callees(eng, "param") == set()
+        assert callees(eng, "local") == {"app/use.py:make"}
+        assert callees(eng, "loops") == {"app/stack.py:Stack", "app/use.py:pair"}
+        # an annotated parameter and the module's own `s = Stack()` still resolve
+        assert callees(eng, "typed") == {"app/stack.py:Stack.push"}
+        assert {c["symbol"] for c in eng.get_callers("Stack.push")["callers"]} == {"typed"}
 
 
 def test_bench_calls_grades_judged_call_sites(tmp_path: Path) -> None:

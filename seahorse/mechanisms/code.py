@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-10"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-11"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -444,7 +444,8 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             got = _callee(node, spec, source, selfnames)
             if got is not None:
                 name, self_call, receiver = got
-                known = typed.get(id(owner), {}).get(receiver) or typed.get(id(module), {}).get(receiver)
+                local = typed.get(id(owner), {})  # a name bound in the function hides the module's
+                known = local[receiver] if receiver in local else typed.get(id(module), {}).get(receiver)
                 if known:  # x = Flask(...) / x: Flask, then x.run(): a call on a Flask
                     receiver = known
                 owner.refs.append(Ref(name, "call", node.start_point[0] + 1, self_call, receiver))
@@ -456,17 +457,31 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
     return [module] + _dedupe(_merge_impls(symbols))
 
 
-_BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter"})
+_BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter", "parameters",
+                       "for_statement", "as_pattern", "augmented_assignment", "named_expression"})
 _CLASS_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*")
 
 
 def _bind(node, src: bytes, types: dict[str, str]) -> None:
     """Python ``x = Name(...)``, ``x: Name`` and ``x: Name = ...`` (a parameter or an assignment):
-    ``x`` holds a ``Name``, recorded as the receiver ``Name()``. A later plain rebinding of ``x``
-    forgets it."""
+    ``x`` holds a ``Name``, recorded as the receiver ``Name()``. Any other binding of ``x`` (a
+    plain parameter, ``x, y = ...``, ``for x in``, ``with ... as x``, ``x += 1``, ``(x := ...)``)
+    forgets it: ``""``, which also hides a module-level ``x`` from the function."""
+    if node.type not in ("assignment", "typed_parameter", "typed_default_parameter"):
+        targets = {"for_statement": "left", "as_pattern": "alias", "augmented_assignment": "left",
+                   "named_expression": "name"}
+        bound = node.named_children if node.type == "parameters" else \
+            [node.child_by_field_name(targets[node.type])]
+        for b in bound:
+            if b is not None and b.type not in ("typed_parameter", "typed_default_parameter"):
+                for var in _bound_names(b.child_by_field_name("name") or b, src):
+                    types[var] = ""
+        return
     if node.type == "assignment":
         left, right, ann = (node.child_by_field_name(f) for f in ("left", "right", "type"))
         if left is None or left.type != "identifier":
+            for var in _bound_names(left, src) if left is not None else []:
+                types[var] = ""
             return
         var = _text(left, src)
         typ = None
@@ -486,7 +501,17 @@ def _bind(node, src: bytes, types: dict[str, str]) -> None:
     if typ and _CLASS_NAME.fullmatch(typ.strip("\"'")):
         types[var] = typ.strip("\"'") + "()"
     else:
-        types.pop(var, None)
+        types[var] = ""
+
+
+def _bound_names(node, src: bytes) -> list[str]:
+    """The variables a binding target names: ``x``, ``x, (y, *z)``; not ``a.b`` or ``a[0]``."""
+    if node.type == "identifier":
+        return [_text(node, src)]
+    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern",
+                     "dictionary_splat_pattern", "as_pattern_target", "parenthesized_expression"):
+        return [v for c in node.named_children for v in _bound_names(c, src)]
+    return []
 
 
 def _import_refs(node, src: bytes) -> list[Ref]:

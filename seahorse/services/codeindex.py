@@ -402,6 +402,15 @@ class Resolver:
             if kind == "import" and node in self.info:
                 self.imports[self.info[node][1]][name].add(receiver)
         self.bases: dict[int, list[int]] = defaultdict(list)  # class -> resolved base classes
+        # Python: the names an absolute import can mean here, the modules and packages in a
+        # folder that is no package: ``json`` of ``pkg/json/`` is not one. A package is a folder
+        # with an indexed (non-empty) __init__.py or a file importing relatively (``from . import``)
+        py = {s[1] for s in syms if language_for(s[1]) == "python"}
+        packages = {posixpath.dirname(p) for p in py if posixpath.basename(p) == "__init__.py" or any(
+            o.startswith(".") for origins in self.imports.get(p, {}).values() for o in origins)}
+        packages.discard("")  # a checkout of the package folder itself: its name is not known here
+        self.py_tops = {_SOURCE_SUFFIX.sub("", part) for p in py for i, part in enumerate(p.split("/"))
+                        if "/".join(p.split("/")[:i]) not in packages}
 
     def call(self, src: tuple, name: str, self_call: bool, receiver: str) -> int | None:
         path = src[1]
@@ -439,14 +448,14 @@ class Resolver:
         cls = self._class(src, receiver)
         if cls is not None:
             return self._member(cls, name)
-        return self._from_module(src, receiver.rsplit(".", 1)[-1], name)
+        return self._from_module(src, receiver, name)
 
     def _class(self, src: tuple, dotted: str) -> int | None:
         """The class ``C`` or ``mod.C`` names in this file, if it resolves."""
         parts = dotted.rsplit(".", 1)
         cls = self._bare(src, parts[-1], ("class",), scopes=False)
         if cls is None and len(parts) == 2:
-            hit = self._from_module(src, parts[0].rsplit(".", 1)[-1], parts[-1])
+            hit = self._from_module(src, parts[0], parts[-1])
             cls = hit if hit is not None and self.info[hit][4] == "class" else None
         return cls
 
@@ -475,8 +484,8 @@ class Resolver:
                     and language_for(c[1]) == lang]
             if len(same) == 1:
                 return same[0][0]
-        origins = self.imports.get(path, {}).get(name)
-        if origins is None:
+        origins = {o for o in self.imports.get(path, {}).get(name, ()) if not self._outside(path, o or name)}
+        if not origins:
             return None
         cands = [c for c in self._top(name, kinds) if c[1] != path]
         named = [c for c in cands if any(o and _module_holds(o, c[1]) for o in origins)]
@@ -486,14 +495,26 @@ class Resolver:
             named = cands
         return named[0][0] if len(named) == 1 else None
 
-    def _from_module(self, src: tuple, module: str, name: str) -> int | None:
-        """``module.f()`` where ``module`` is a name this file imports."""
-        if module not in self.imports.get(src[1], {}):
+    def _from_module(self, src: tuple, dotted: str, name: str) -> int | None:
+        """``module.f()`` / ``pkg.module.f()`` where ``module`` is a name this file imports, from
+        this repository; not ``self.module.f()`` (``x.module`` is no module unless imported as
+        ``import x.module``)."""
+        imports = self.imports.get(src[1], {})
+        head, module = dotted.split(".")[0], dotted.rsplit(".", 1)[-1]
+        origins = imports.get(module)
+        if origins is None or (head != module and head not in imports and "" not in origins) or \
+                all(self._outside(src[1], o or head) for o in origins):
             return None
         cands = [c for c in self._top(name, _TOP_KINDS) if c[1] != src[1]]
         named = [c for c in cands if _module_holds(module, c[1])] or \
             [c for c in cands if _module_holds(module, c[1], package=True)]
         return named[0][0] if len(named) == 1 else None
+
+    def _outside(self, path: str, module: str) -> bool:
+        """Python: an absolute import of ``module`` that no module or package of this repository
+        can be (``import json`` beside ``pkg/json/`` is the standard library's)."""
+        return language_for(path) == "python" and not module.startswith(".") \
+            and module.split(".")[0] not in self.py_tops
 
     def _enclosing_class(self, src: tuple) -> int | None:
         if src[4] == "file":
