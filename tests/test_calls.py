@@ -68,7 +68,8 @@ def test_standard_library_module_is_not_a_same_named_subpackage(tmp_path: Path) 
 
 def test_a_rebound_name_no_longer_holds_the_class(tmp_path: Path) -> None:
     # `s = Stack()` at module level or earlier in the function: a parameter `s`, a local
-    # `s = make()`, `for s in`, `t, u = ...`, `with ... as v` rebind the name, so s.push() is unknown.
+    # `s = make()`, `for s in`, `t, u = ...`, `with ... as v` rebind the name, so s.push() is unknown;
+    # likewise make() where make is a parameter.
     root = tmp_path / "proj"
     write(root, {
         "app/stack.py": '''\
@@ -111,6 +112,11 @@ def test_a_rebound_name_no_longer_holds_the_class(tmp_path: Path) -> None:
                 return q.push(6), s.push(7)
 
 
+            def callback(make, pair=None):
+                fn = pair
+                return make(), fn(), pair()
+
+
             def make():
                 return None
 
@@ -122,6 +128,8 @@ def test_a_rebound_name_no_longer_holds_the_class(tmp_path: Path) -> None:
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
         eng.index_repo(root)
         assert callees(eng, "param") == set()
+        # a parameter or variable called like a function is not the module's function of that name
+        assert callees(eng, "callback") == set()
         assert callees(eng, "local") == {"app/use.py:make"}
         assert callees(eng, "loops") == {"app/stack.py:Stack", "app/use.py:pair"}
         # an annotated parameter and the module's own `s = Stack()` still resolve

@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-11"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-12"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -448,6 +448,8 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
                 known = local[receiver] if receiver in local else typed.get(id(module), {}).get(receiver)
                 if known:  # x = Flask(...) / x: Flask, then x.run(): a call on a Flask
                     receiver = known
+                elif not receiver and not self_call and name in local:  # f(), f a parameter or variable
+                    receiver = "?"
                 owner.refs.append(Ref(name, "call", node.start_point[0] + 1, self_call, receiver))
         elif t in spec.imports:
             owner.refs.extend(_import_refs(node, source))
