@@ -42,6 +42,7 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
+import seahorse  # noqa: E402
 from seahorse import __version__  # noqa: E402
 from seahorse.mechanisms.code import PARSER_VERSION  # noqa: E402
 from seahorse.mechanisms.repo import Repo  # noqa: E402
@@ -62,10 +63,13 @@ def project_commit() -> str:
 
 
 def index(root: Path, db: Path, exclude: list[str]) -> float:
+    """``seahorse index --repo`` with the very package this script replays the resolution of."""
     t = time.perf_counter()
+    here = str(Path(seahorse.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run([sys.executable, "-m", "seahorse", "index", "--repo", str(root), "--db", str(db),
                            "--no-history", "--json", *(a for e in exclude for a in ("--exclude", e))],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env, cwd=db.parent)
     if proc.returncode != 0:
         sys.exit(f"index {root} failed: {proc.stderr.strip().splitlines()[-1:]}")
     return time.perf_counter() - t
@@ -286,7 +290,8 @@ def main() -> None:
     args = ap.parse_args()
     args.tmp = tempfile.TemporaryDirectory()
     print("machine", benchlib.machine())
-    print("versions", {"seahorse": __version__, "parser": PARSER_VERSION, "commit": project_commit(),
+    print("versions", {"seahorse": __version__, "from": str(Path(seahorse.__file__).parent),
+                       "parser": PARSER_VERSION, "commit": project_commit(),
                        **benchlib.versions("tree-sitter")})
     results = [run(p, args) for p in (args.ruler or sorted(RULERS.glob("calls_*.json")))]
     if args.todo:
