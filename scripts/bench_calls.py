@@ -1,25 +1,26 @@
 """Call-graph precision benchmark: how many calls are resolved, and how many of the resolved
 ``calls`` edges are right, against call sites judged by hand (scripts/rulers/calls_*.json).
 
-Corpora as in ``scripts/rulers/fetch.sh`` (unpacked under --data, default ../benchdata):
+Corpora as in ``scripts/rulers/fetch.sh`` and PROVENANCE.md there (unpacked under --data,
+default ../benchdata; Flask: ``pip download flask==3.1.3 --no-deps --no-binary :all:``):
 
-    python scripts/bench_calls.py                           # every calls_*.json ruler
-    python scripts/bench_calls.py --ruler scripts/rulers/calls_requests.json --db-dir /tmp/calls
-    python scripts/bench_calls.py --todo /tmp/todo.json --context 3   # what is left to judge
+    PYTHONPATH=. python scripts/bench_calls.py --db-dir DIR     # every ruler, this checkout
+    PYTHONPATH=OTHER_TREE python scripts/bench_calls.py         # the same rulers, another resolver
+    PYTHONPATH=. python scripts/bench_calls.py --todo FILE --context 3   # what is left to judge
 
-Each corpus is indexed with ``seahorse index --repo`` (into --db-dir, reused and updated
-incrementally, or a temporary folder). Every call site (caller, path, line, name, receiver) is
-read from ``symbol_refs`` and resolved again by the indexer's own ``Resolver`` (the script checks
-that this gives exactly the stored ``calls`` edges). A seeded random sample of resolved and of
-unresolved call sites is drawn; a ruler holds, per judged call site, what the call really
-invokes (``truth``: ``PATH:QUALNAME`` of a project declaration, ``external`` when it is no
-declaration of the project, ``unknown`` when the code does not decide it). Every judged call
-site present in the index is graded, sampled or not:
+Each corpus is indexed with ``seahorse index --repo`` by the same package the script imports
+(into --db-dir, reused and updated incrementally, or a temporary folder). Every call site
+(path, caller, line, name, receiver) is read from ``symbol_refs`` and resolved again by the
+indexer's own ``Resolver``; the script checks that this gives exactly the stored ``calls``
+edges. A seeded draw of resolved and unresolved sites is made (plus up to ``per_form``
+resolved sites of each receiver form but bare calls). A ruler holds, per judged site, what the
+call really invokes (``truth``: ``PATH:QUALNAME`` of a declaration of the corpus, ``external``
+when it is none, ``unknown`` when the code does not decide it). Printed:
 
-* precision: resolved sites whose callee equals the truth, over resolved sites judged;
-* missed: unresolved sites whose truth is a project declaration, over unresolved sites judged.
-
-Sample items not judged yet are listed (``--todo`` writes them as ruler entries to fill in).
+* precision over the random draw: resolved sites whose callee equals the truth / judged;
+* missed over the random draw: unresolved sites whose truth is a declaration / judged;
+* per receiver form, over every judged site present; every wrong edge and every miss;
+* the drawn sites not judged yet (``--todo`` writes them as ruler entries to fill in).
 """
 
 from __future__ import annotations
