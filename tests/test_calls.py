@@ -177,3 +177,32 @@ def test_bench_calls_grades_judged_call_sites(tmp_path: Path) -> None:
     assert "(missed) 1 (0.500), external 1" in out
     result = json.loads(out[out.index("\n[") + 1:])
     assert result[0]["precision"] == [1, 2] and result[0]["missed"] == [1, 2] and result[0]["todo"] == []
+
+
+def test_a_go_parameter_or_local_hides_the_package_function(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    write(root, {
+        "go.mod": "module example.org/p\n",
+        "p/p.go": '''\
+            package p
+
+            func helper() int { return 1 }
+
+            func param(helper func() int) int {
+                return helper()
+            }
+
+            func local() int {
+                x, helper := 1, func() int { return 2 }
+                return helper() + x
+            }
+
+            func plain() int {
+                return helper()
+            }
+            ''',
+    })
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root)
+        assert callees(eng, "param") == set() and callees(eng, "local") == set()
+        assert callees(eng, "plain") == {"p/p.go:helper"}

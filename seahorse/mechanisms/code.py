@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-12"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-13"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -440,6 +440,11 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             continue
         if t in _BINDINGS and spec.python_doc:
             _bind(node, source, typed.setdefault(id(owner), {}))
+        elif t in _GO_BINDINGS and language == "go":  # a Go local or parameter hides the package's
+            for c in node.children_by_field_name("left") or node.children_by_field_name("name"):
+                for ident in ([c] if c.type == "identifier" else c.named_children):
+                    if ident.type == "identifier":
+                        typed.setdefault(id(owner), {})[_text(ident, source)] = ""
         if t in spec.calls:
             got = _callee(node, spec, source, selfnames)
             if got is not None:
@@ -461,6 +466,8 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
 
 _BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter", "parameters",
                        "for_statement", "as_pattern", "augmented_assignment", "named_expression"})
+_GO_BINDINGS = frozenset({"parameter_declaration", "variadic_parameter_declaration",
+                          "short_var_declaration", "var_spec", "const_spec", "range_clause"})
 _CLASS_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*")
 
 
