@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-11"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-14"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -440,6 +440,11 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             continue
         if t in _BINDINGS and spec.python_doc:
             _bind(node, source, typed.setdefault(id(owner), {}))
+        elif t in _GO_BINDINGS and language == "go":  # a Go local or parameter hides the package's
+            for c in node.children_by_field_name("left") or node.children_by_field_name("name"):
+                for ident in ([c] if c.type == "identifier" else c.named_children):
+                    if ident.type == "identifier":
+                        typed.setdefault(id(owner), {})[_text(ident, source)] = ""
         if t == "variable_declarator" and language in _REQUIRE_LANGUAGES:
             required = _require_refs(node, source)
             if required is not None:  # const x = require("./m"): an import, not a call of require
@@ -449,9 +454,12 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             got = _callee(node, spec, source, selfnames)
             if got is not None:
                 name, self_call, receiver = got
-                known = typed.get(id(owner), {}).get(receiver) or typed.get(id(module), {}).get(receiver)
+                local = typed.get(id(owner), {})  # a name bound in the function hides the module's
+                known = local[receiver] if receiver in local else typed.get(id(module), {}).get(receiver)
                 if known:  # x = Flask(...) / x: Flask, then x.run(): a call on a Flask
                     receiver = known
+                elif not receiver and not self_call and name in local:  # f(), f a parameter or variable
+                    receiver = "?"
                 owner.refs.append(Ref(name, "call", node.start_point[0] + 1, self_call, receiver))
         elif t in spec.imports:
             owner.refs.extend(_import_refs(node, source))
@@ -461,17 +469,33 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
     return [module] + _dedupe(_merge_impls(symbols))
 
 
-_BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter"})
+_BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter", "parameters",
+                       "for_statement", "as_pattern", "augmented_assignment", "named_expression"})
+_GO_BINDINGS = frozenset({"parameter_declaration", "variadic_parameter_declaration",
+                          "short_var_declaration", "var_spec", "const_spec", "range_clause"})
 _CLASS_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*")
 
 
 def _bind(node, src: bytes, types: dict[str, str]) -> None:
     """Python ``x = Name(...)``, ``x: Name`` and ``x: Name = ...`` (a parameter or an assignment):
-    ``x`` holds a ``Name``, recorded as the receiver ``Name()``. A later plain rebinding of ``x``
-    forgets it."""
+    ``x`` holds a ``Name``, recorded as the receiver ``Name()``. Any other binding of ``x`` (a
+    plain parameter, ``x, y = ...``, ``for x in``, ``with ... as x``, ``x += 1``, ``(x := ...)``)
+    forgets it: ``""``, which also hides a module-level ``x`` from the function."""
+    if node.type not in ("assignment", "typed_parameter", "typed_default_parameter"):
+        targets = {"for_statement": "left", "as_pattern": "alias", "augmented_assignment": "left",
+                   "named_expression": "name"}
+        bound = node.named_children if node.type == "parameters" else \
+            [node.child_by_field_name(targets[node.type])]
+        for b in bound:
+            if b is not None and b.type not in ("typed_parameter", "typed_default_parameter"):
+                for var in _bound_names(b.child_by_field_name("name") or b, src):
+                    types[var] = ""
+        return
     if node.type == "assignment":
         left, right, ann = (node.child_by_field_name(f) for f in ("left", "right", "type"))
         if left is None or left.type != "identifier":
+            for var in _bound_names(left, src) if left is not None else []:
+                types[var] = ""
             return
         var = _text(left, src)
         typ = None
@@ -491,7 +515,17 @@ def _bind(node, src: bytes, types: dict[str, str]) -> None:
     if typ and _CLASS_NAME.fullmatch(typ.strip("\"'")):
         types[var] = typ.strip("\"'") + "()"
     else:
-        types.pop(var, None)
+        types[var] = ""
+
+
+def _bound_names(node, src: bytes) -> list[str]:
+    """The variables a binding target names: ``x``, ``x, (y, *z)``; not ``a.b`` or ``a[0]``."""
+    if node.type == "identifier":
+        return [_text(node, src)]
+    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern",
+                     "dictionary_splat_pattern", "as_pattern_target", "parenthesized_expression"):
+        return [v for c in node.named_children for v in _bound_names(c, src)]
+    return []
 
 
 _REQUIRE_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})

@@ -305,21 +305,9 @@ class CodeIndex:
         refs = store.link_refs(repo_id)
         res = Resolver(syms, refs)
         edges: dict[tuple[int, int, str], float] = {}
-        # inherits first: a call on self may name a method a base class defines
-        for kind in ("inherit", "import", "call"):
-            for node, name, rkind, self_call, receiver in refs:
-                src = res.info.get(node)
-                if src is None or rkind != kind:
-                    continue
-                if kind == "call":
-                    target = res.call(src, name, bool(self_call), receiver)
-                else:
-                    target = resolve(src, name, bool(self_call), res.by_name, res.by_qual, kind)
-                if target is not None and target != node:
-                    ek = {"call": "calls", "inherit": "inherits", "import": "imports"}[kind]
-                    edges[(node, target, ek)] = EDGE_WEIGHT[ek]
-                    if kind == "inherit":
-                        res.bases[node].append(target)
+        for i, target in ref_targets(res, refs).items():
+            ek = {"call": "calls", "inherit": "inherits", "import": "imports"}[refs[i][2]]
+            edges[(refs[i][0], target, ek)] = EDGE_WEIGHT[ek]
         by_name, qual_any, by_qual = res.by_name, res.qual_any, res.by_qual
         # docs name symbols: ``open_session``, `Flask.wsgi_app`, SecureCookieSessionInterface
         docs = store.doc_passages(repo_id)
@@ -414,6 +402,15 @@ class Resolver:
             if kind == "import" and node in self.info:
                 self.imports[self.info[node][1]][name].add(receiver)
         self.bases: dict[int, list[int]] = defaultdict(list)  # class -> resolved base classes
+        # Python: the names an absolute import can mean here, the modules and packages in a
+        # folder that is no package: ``json`` of ``pkg/json/`` is not one. A package is a folder
+        # with an indexed (non-empty) __init__.py or a file importing relatively (``from . import``)
+        py = {s[1] for s in syms if language_for(s[1]) == "python"}
+        packages = {posixpath.dirname(p) for p in py if posixpath.basename(p) == "__init__.py" or any(
+            o.startswith(".") for origins in self.imports.get(p, {}).values() for o in origins)}
+        packages.discard("")  # a checkout of the package folder itself: its name is not known here
+        self.py_tops = {_SOURCE_SUFFIX.sub("", part) for p in py for i, part in enumerate(p.split("/"))
+                        if "/".join(p.split("/")[:i]) not in packages}
 
     def call(self, src: tuple, name: str, self_call: bool, receiver: str) -> int | None:
         path = src[1]
@@ -451,14 +448,14 @@ class Resolver:
         cls = self._class(src, receiver)
         if cls is not None:
             return self._member(cls, name)
-        return self._from_module(src, receiver.rsplit(".", 1)[-1], name)
+        return self._from_module(src, receiver, name)
 
     def _class(self, src: tuple, dotted: str) -> int | None:
         """The class ``C`` or ``mod.C`` names in this file, if it resolves."""
         parts = dotted.rsplit(".", 1)
         cls = self._bare(src, parts[-1], ("class",), scopes=False)
         if cls is None and len(parts) == 2:
-            hit = self._from_module(src, parts[0].rsplit(".", 1)[-1], parts[-1])
+            hit = self._from_module(src, parts[0], parts[-1])
             cls = hit if hit is not None and self.info[hit][4] == "class" else None
         return cls
 
@@ -487,8 +484,8 @@ class Resolver:
                     and language_for(c[1]) == lang]
             if len(same) == 1:
                 return same[0][0]
-        origins = self.imports.get(path, {}).get(name)
-        if origins is None:
+        origins = {o for o in self.imports.get(path, {}).get(name, ()) if not self._outside(path, o or name)}
+        if not origins:
             return None
         cands = [c for c in self._top(name, kinds) if c[1] != path]
         named = [c for c in cands if any(o and _module_holds(o, c[1], importer=path) for o in origins)]
@@ -499,10 +496,15 @@ class Resolver:
             named = cands
         return named[0][0] if len(named) == 1 else None
 
-    def _from_module(self, src: tuple, module: str, name: str) -> int | None:
-        """``module.f()`` where ``module`` is a name this file imports."""
-        origins = self.imports.get(src[1], {}).get(module)
-        if origins is None:
+    def _from_module(self, src: tuple, dotted: str, name: str) -> int | None:
+        """``module.f()`` / ``pkg.module.f()`` where ``module`` is a name this file imports, from
+        this repository; not ``self.module.f()`` (``x.module`` is no module unless imported as
+        ``import x.module``)."""
+        imports = self.imports.get(src[1], {})
+        head, module = dotted.split(".")[0], dotted.rsplit(".", 1)[-1]
+        origins = imports.get(module)
+        if origins is None or (head != module and head not in imports and "" not in origins) or \
+                all(self._outside(src[1], o or head) for o in origins):
             return None
         cands = [c for c in self._top(name, _TOP_KINDS) if c[1] != src[1]]
         relative = [o for o in origins if o.startswith(_RELATIVE)]  # const m = require("./m")
@@ -512,6 +514,12 @@ class Resolver:
             named = [c for c in cands if _module_holds(module, c[1])] or \
                 [c for c in cands if _module_holds(module, c[1], package=True)]
         return named[0][0] if len(named) == 1 else None
+
+    def _outside(self, path: str, module: str) -> bool:
+        """Python: an absolute import of ``module`` that no module or package of this repository
+        can be (``import json`` beside ``pkg/json/`` is the standard library's)."""
+        return language_for(path) == "python" and not module.startswith(".") \
+            and module.split(".")[0] not in self.py_tops
 
     def _enclosing_class(self, src: tuple) -> int | None:
         if src[4] == "file":
@@ -537,6 +545,27 @@ class Resolver:
                 return hit
             todo[0:0] = self.bases.get(c, [])
         return None
+
+
+def ref_targets(res: Resolver, refs: list[tuple]) -> dict[int, int]:
+    """The declaration each reference of ``refs`` (rows of ``link_refs``) resolves to, by its
+    index in ``refs``; the unresolved ones are absent. Inherits first: a call on ``self`` may
+    name a method a base class defines."""
+    out: dict[int, int] = {}
+    for kind in ("inherit", "import", "call"):
+        for i, (node, name, rkind, self_call, receiver) in enumerate(refs):
+            src = res.info.get(node)
+            if src is None or rkind != kind:
+                continue
+            if kind == "call":
+                target = res.call(src, name, bool(self_call), receiver)
+            else:
+                target = resolve(src, name, bool(self_call), res.by_name, res.by_qual, kind)
+            if target is not None and target != node:
+                out[i] = target
+                if kind == "inherit":
+                    res.bases[node].append(target)
+    return out
 
 
 _RELATIVE = ("./", "../")
