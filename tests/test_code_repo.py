@@ -611,3 +611,21 @@ def test_commonjs_require_binds_what_a_call_means(tmp_path: Path) -> None:
         assert callers("SemVer.compare", "classes/semver.js") == {"compare"}
         refs = eng.get_references("SemVer.compare")["references"]
         assert [r["resolved"] for r in refs if r["symbol"] == "shorter"] == [False]
+
+
+def test_javascript_parameters_and_locals_hide_the_module_function(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "jsshadow")
+    commit(root, "js", {"lib/run.js": (
+        "function helper () { return 1 }\n"
+        "function viaParam (helper) { return helper() }\n"
+        "const viaArrow = helper => helper()\n"
+        "function viaLocal (list) { const [helper] = list; return helper() }\n"
+        "function viaDefault ({ helper = null }) { return helper() }\n"
+        "function direct () { return helper() }\n"
+        "function localRequire () { const other = require('./other'); return other() }\n"
+        "module.exports = { helper, viaParam, viaArrow, viaLocal, viaDefault, direct, localRequire }\n"),
+        "lib/other.js": "const other = () => 2\nmodule.exports = other\n"})
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(root)
+        assert {c["symbol"] for c in eng.get_callers("helper", root)["callers"]} == {"direct"}
+        assert {c["symbol"] for c in eng.get_callers("other", root)["callers"]} == {"localRequire"}

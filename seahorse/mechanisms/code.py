@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-14"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-15"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -445,11 +445,16 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
                 for ident in ([c] if c.type == "identifier" else c.named_children):
                     if ident.type == "identifier":
                         typed.setdefault(id(owner), {})[_text(ident, source)] = ""
-        if t == "variable_declarator" and language in _REQUIRE_LANGUAGES:
-            required = _require_refs(node, source)
+        if t in _JS_BINDINGS and language in _REQUIRE_LANGUAGES:
+            required = _require_refs(node, source) if t == "variable_declarator" else None
             if required is not None:  # const x = require("./m"): an import, not a call of require
                 owner.refs.extend(required)
                 continue
+            if owner is not module:  # a parameter or local of the function hides the module's
+                target = node.child_by_field_name({"variable_declarator": "name",
+                                                   "arrow_function": "parameter"}.get(t, "")) or node
+                for ident in _js_bound(target, source):
+                    typed.setdefault(id(owner), {})[ident] = ""
         if t in spec.calls:
             got = _callee(node, spec, source, selfnames)
             if got is not None:
@@ -529,6 +534,25 @@ def _bound_names(node, src: bytes) -> list[str]:
 
 
 _REQUIRE_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+
+
+_JS_BINDINGS = frozenset({"variable_declarator", "formal_parameters", "arrow_function"})
+
+
+def _js_bound(node, src: bytes) -> list[str]:
+    """The names a JavaScript/TypeScript binding target or parameter list binds: ``x``,
+    ``{a, b: c}``, ``[d, ...e]``, ``f = 1`` (not the default's own names)."""
+    t = node.type
+    if t in ("identifier", "shorthand_property_identifier_pattern"):
+        return [_text(node, src)]
+    sub = {"assignment_pattern": "left", "object_assignment_pattern": "left", "pair_pattern": "value",
+           "required_parameter": "pattern", "optional_parameter": "pattern"}.get(t)
+    if sub is not None:
+        c = node.child_by_field_name(sub)
+        return _js_bound(c, src) if c is not None else []
+    if t in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters"):
+        return [n for c in node.named_children for n in _js_bound(c, src)]
+    return []
 
 
 def _require_refs(node, src: bytes) -> list[Ref] | None:
