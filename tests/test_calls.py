@@ -206,3 +206,44 @@ def test_a_go_parameter_or_local_hides_the_package_function(tmp_path: Path) -> N
         eng.index_repo(root)
         assert callees(eng, "param") == set() and callees(eng, "local") == set()
         assert callees(eng, "plain") == {"p/p.go:helper"}
+
+
+def test_javascript_patterns_judged_right_in_semver(tmp_path: Path) -> None:
+    # The CommonJS shapes semver's judged sites rest on: a require written at the bottom of the
+    # file (bound before any call runs), a path with `.js` spelled out, a name destructured from
+    # an object `module.exports`, `this` inside an arrow in a constructor, a method on `new C()`;
+    # and recursion through `this`, which the index never links to itself.
+    root = tmp_path / "proj"
+    write(root, {
+        "internal/ids.js": '''\
+            const compareIds = (a, b) => a - b
+            const reverseIds = (a, b) => compareIds(b, a)
+            module.exports = { compareIds, reverseIds }
+            ''',
+        "classes/version.js": '''\
+            const { compareIds } = require('../internal/ids')
+            class Version {
+              constructor (raw) {
+                this.parts = raw.split('.').map(p => this.parsePart(p))
+              }
+              parsePart (p) { return Number(p) }
+              bump (n) { return n > 0 ? this.bump(n - 1) : this }
+              compare (other) { return compareIds(this.parts[0], other.parts[0]) }
+            }
+            module.exports = Version
+            ''',
+        "classes/span.js": '''\
+            class Span {
+              has (v) { return new Version(v).compare(new Version('1.0')) >= 0 }
+            }
+            module.exports = Span
+            const Version = require('./version.js')
+            ''',
+    })
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root)
+        version = "classes/version.js:Version"
+        assert callees(eng, "Span.has") == {version, f"{version}.compare"}
+        assert callees(eng, "Version.constructor") == {"classes/version.js:Version.parsePart"}
+        assert callees(eng, "Version.compare") == {"internal/ids.js:compareIds"}
+        assert callees(eng, "Version.bump") == set()  # the same `this` resolves in the constructor
