@@ -595,6 +595,9 @@ def test_commonjs_require_binds_what_a_call_means(tmp_path: Path) -> None:
                      "module.exports = gt\n",
         "lib/by-length.js": "const { compare } = require('../other/compare')\n"
                             "const longer = (a, b) => compare(a, b) > 0\nmodule.exports = longer\n",
+        "lib/gte.js": "const SemVer = require('../classes/semver')\n"
+                      "function gte (x, y) { const a = new SemVer(x); return a.compare(y) >= 0 }\n"
+                      "module.exports = gte\n",
         "lib/renamed.js": "const { compare: cmp } = require('./compare')\n"
                           "function shorter (a, b, list) { list.compare(a); return cmp(a, b) < 0 }\n"
                           "module.exports = shorter\n"})
@@ -608,7 +611,7 @@ def test_commonjs_require_binds_what_a_call_means(tmp_path: Path) -> None:
 
         assert callers("compare", "lib/compare.js") == {"gt"}
         assert callers("compare", "other/compare.js") == {"longer"}
-        assert callers("SemVer.compare", "classes/semver.js") == {"compare"}
+        assert callers("SemVer.compare", "classes/semver.js") == {"compare", "gte"}  # a = new SemVer()
         refs = eng.get_references("SemVer.compare")["references"]
         assert [r["resolved"] for r in refs if r["symbol"] == "shorter"] == [False]
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-15"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-16"  # bump when extraction changes: cached parses are keyed by it
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -455,6 +455,9 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
                                                    "arrow_function": "parameter"}.get(t, "")) or node
                 for ident in _js_bound(target, source):
                     typed.setdefault(id(owner), {})[ident] = ""
+            held = _js_new(node, source) if t == "variable_declarator" else None
+            if held:  # const v = new C(...): v.f() is a call on a C
+                typed.setdefault(id(owner), {})[held[0]] = held[1]
         if t in spec.calls:
             got = _callee(node, spec, source, selfnames)
             if got is not None:
@@ -553,6 +556,17 @@ def _js_bound(node, src: bytes) -> list[str]:
     if t in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters"):
         return [n for c in node.named_children for n in _js_bound(c, src)]
     return []
+
+
+def _js_new(node, src: bytes) -> tuple[str, str] | None:
+    """``const v = new C(...)`` / ``new m.C(...)``: (``v``, ``"C()"``), the receiver a call on
+    ``v`` records; None for any other declarator."""
+    name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+    if name is None or value is None or name.type != "identifier" or value.type != "new_expression":
+        return None
+    ctor = value.child_by_field_name("constructor")
+    text = _clean_name(_text(ctor, src)) if ctor is not None else ""
+    return (_text(name, src), text + "()") if _CLASS_NAME.fullmatch(text) else None
 
 
 def _require_refs(node, src: bytes) -> list[Ref] | None:
