@@ -109,7 +109,8 @@ def listing(corpus: dict) -> tuple[int, str]:
 
 
 def touch(corpus: dict) -> str:
-    """Append a comment line to the first listed Python file outside tests; commit it in a clone."""
+    """Append a small function to the first listed Python file outside tests (so one new
+    declaration is embedded and the rest of the file re-used); commit it in a clone."""
     from seahorse.mechanisms.code import SECONDARY_PATH
     from seahorse.mechanisms.repo import Repo
 
@@ -117,7 +118,7 @@ def touch(corpus: dict) -> str:
     listed = Repo(path, exclude=tuple(corpus["flags"][1::2])).list_files().files
     rel = sorted(f.path for f in listed if f.path.endswith(".py") and not SECONDARY_PATH.search(f.path))[0]
     with (path / rel).open("a") as f:
-        f.write("\n# touched by bench_index.py\n")
+        f.write("\n\ndef bench_index_touched():\n    return 1\n")
     if corpus["git"]:
         subprocess.run(["git", "-C", str(path), "-c", "user.name=bench", "-c", "user.email=bench@localhost",
                         "commit", "-qam", "bench_index: touch one file"], check=True)
@@ -125,11 +126,12 @@ def touch(corpus: dict) -> str:
 
 
 def run_index(tree: Path, db: Path, corpus: dict) -> dict:
+    # cwd is the tree: `python -m` and `-c` put the working folder first on sys.path
     env = {**os.environ, "PYTHONPATH": str(tree), "SEAHORSE_DB": str(db)}
     cmd = [sys.executable, "-m", "seahorse", "index", "--repo", str(corpus["path"]), "--json",
            *corpus["flags"]]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"index failed with {tree}: {proc.stderr.strip()[-500:]}")
@@ -143,7 +145,7 @@ def tokens_embedded(tree: Path, corpus: dict) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("SEAHORSE_EMBEDDER", None)
     proc = subprocess.run([sys.executable, "-c", COUNT_TOKENS, str(corpus["path"]),
-                           *corpus["flags"][1::2]], env=env, capture_output=True, text=True)
+                           *corpus["flags"][1::2]], env=env, cwd=tree, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"token count failed with {tree}: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -151,7 +153,7 @@ def tokens_embedded(tree: Path, corpus: dict) -> dict:
 
 def declarations(tree: Path, db: Path) -> int:
     env = {**os.environ, "PYTHONPATH": str(tree), "SEAHORSE_DB": str(db)}
-    proc = subprocess.run([sys.executable, "-m", "seahorse", "stats", "--json"], env=env,
+    proc = subprocess.run([sys.executable, "-m", "seahorse", "stats", "--json"], env=env, cwd=tree,
                           capture_output=True, text=True, check=True)
     return sum(r["symbols"] for r in json.loads(proc.stdout)["repos"])
 
