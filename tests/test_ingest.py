@@ -235,3 +235,12 @@ def test_the_cli_reports_progress_inside_a_big_file_on_stderr_only(cli, tmp_path
     out = cli.run("index", "--file", str(big), "--json")  # unchanged; --json: stdout is JSON only
     assert out.returncode == 0 and out.stderr == ""
     assert json.loads(out.stdout)["status"] == "unchanged"
+
+
+def test_identical_texts_in_a_batch_run_the_model_once() -> None:
+    emb = Counting()
+    texts = ["a b", "c d", "a b", "e", "c d"]
+    vecs, pooled = ingest._embed_once(emb, texts, [[]] * 5)
+    assert emb.texts == ["a b", "c d", "e"]
+    np.testing.assert_array_equal(vecs, HashEmbedder().embed(texts))
+    assert len(pooled) == 5

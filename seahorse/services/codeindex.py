@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from ..mechanisms.code import PARSER_VERSION, Symbol, language_for, parse_symbols, symbol_text
+from ..mechanisms.code import PARSER_VERSION, SECONDARY_PATH, Symbol, language_for, parse_symbols, symbol_text
 from ..mechanisms.extract import Phrase
 from ..mechanisms.repo import Commit, Repo, RepoFile
 from ..text import clean, decode_text, normalise_phrase
@@ -44,6 +44,16 @@ HISTORY_BATCH = 100  # commits whose blobs are read and parsed together
 # What stored touches were computed with (the parser, and what is recorded per commit: "h2" =
 # every touched symbol, no cap); a change to either recomputes them.
 HISTORY_PARSER = f"{PARSER_VERSION}/h2"
+# A declaration of a test or example file (SECONDARY_PATH) is embedded as its path and passage cut
+# after SECONDARY_EMBED_TOKENS tokens (``cap_tokens``: its path, kind, name and signature): such
+# declarations rank behind the code they exercise, they are most of a tested project's
+# declarations, and embedding is nearly all of an index's time. Their full passage is still what
+# full-text search reads and what hits show. Other declarations are embedded whole.
+SECONDARY_EMBED_TOKENS = 32
+# What a stored file was indexed with (the end of its document digest): the parser, and how its
+# declarations are embedded ("e2": secondary ones capped; bump it when that changes). A file
+# indexed with another version is redone and re-embedded, never mixed.
+INDEX_VERSION = f"{PARSER_VERSION}/e2"
 
 
 def file_source(root: Path | str, path: str) -> str:
@@ -106,7 +116,7 @@ class CodeIndex:
 
     def _stale(self, doc_id: int) -> bool:
         row = self.store.document(doc_id)
-        return row is None or not row[3].endswith(":" + PARSER_VERSION)
+        return row is None or not row[3].endswith(":" + INDEX_VERSION)
 
     # ----- files ----------------------------------------------------------------------
     def _index_batch(self, repo_id: int, root: Path, batch: list[RepoFile], contents: dict[str, bytes],
@@ -126,8 +136,10 @@ class CodeIndex:
                 continue
             if f.kind == "doc":
                 text = clean(text).rstrip()  # leading lines kept: spans are line numbers
-            prep = Prepared(file_source(root, f.path), f.path, text, f"blob:{f.blob}:{PARSER_VERSION}",
+            prep = Prepared(file_source(root, f.path), f.path, text, f"blob:{f.blob}:{INDEX_VERSION}",
                             {"repo": str(root), "path": f.path, "dirty": f.dirty}, node_kind="symbol")
+            if f.path in known and self._stale(known[f.path][0]):
+                prep.reuse_vectors = False  # its vectors were embedded from other texts
             try:
                 spans = self._analyse(prep, f, data, text)
             except Exception as exc:  # a grammar crash on hostile input must not stop the run
@@ -147,6 +159,8 @@ class CodeIndex:
         spans: list[tuple[Symbol, str]] = []
         if language is not None:
             prep.extractor = f"tree-sitter:{PARSER_VERSION}"
+            if SECONDARY_PATH.search(f.path):
+                prep.embed_tokens = SECONDARY_EMBED_TOKENS
             symbols = self._parse_cached(f.blob, data, language, f.path)
             children: dict[str | None, list[str]] = defaultdict(list)
             for s in symbols[1:]:

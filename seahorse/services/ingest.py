@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.budget import release_free_memory
+from ..mechanisms.embed import cap_tokens
 from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
@@ -122,6 +123,11 @@ class Prepared:
     norm_hash: str | None = None  # digest of its normalised words: duplicates
     tags: list[str] = field(default_factory=list)
     extractor: str | None = None  # the extractor that produced the phrases (None: none ran)
+    # Each passage is embedded as ``embed_input(title, passage)``, cut after this many tokens
+    # (``cap_tokens``; None: the embedder's own limit). Code indexing sets it for declarations
+    # of tests and examples.
+    embed_tokens: int | None = None
+    reuse_vectors: bool = True  # False: the stored vectors were embedded another way, redo all
     _title_phrases: list[Phrase] = field(default_factory=list, repr=False)
     _failures: int = 0
 
@@ -339,7 +345,7 @@ class Ingest:
         """Content hash of each passage the document has now -> its node id (empty when the
         title changed: the title is part of what a passage is embedded as)."""
         old = self.store.document_by_source(prep.source)
-        if old is None or (old[2] or None) != prep.title:
+        if old is None or (old[2] or None) != prep.title or not prep.reuse_vectors:
             return {}
         return {content_hash(text): node for node, text in self.store.document_nodes(old[0])}
 
@@ -358,12 +364,12 @@ class Ingest:
                 parts.append(Part(passage, prep.phrases[k], facts, *reused))
                 continue
             text, shift = embed_input(prep.title, passage)
-            texts.append(text)
+            texts.append(cap_tokens(text, prep.embed_tokens) if prep.embed_tokens else text)
             spans.append(fact_spans(passage, shift, [i for i, _t, _k in facts]))
             owners.append(len(parts))
             parts.append(None)
         if texts:
-            vecs, pooled = embedder.embed_spans(texts, spans)
+            vecs, pooled = _embed_once(embedder, texts, spans)
             for at, v, f in zip(owners, vecs, pooled):
                 prep, k, _r = batch[at]
                 parts[at] = Part(prep.passages[k], prep.phrases[k], prep.facts[k], v,
@@ -519,6 +525,22 @@ def embed_input(title: str | None, passage: str) -> tuple[str, int]:
     if title:
         return f"{title}\n{passage}", len(title) + 1
     return passage, 0
+
+
+def _embed_once(embedder, texts: list[str], spans: list) -> tuple[np.ndarray, list]:
+    """``embedder.embed_spans`` running the model once per distinct (text, spans)."""
+    first: dict[tuple[str, str], int] = {}
+    uniq: list[int] = []
+    at: list[int] = []
+    for i, key in enumerate(zip(texts, map(repr, spans))):
+        if key not in first:
+            first[key] = len(uniq)
+            uniq.append(i)
+        at.append(first[key])
+    if len(uniq) == len(texts):
+        return embedder.embed_spans(texts, spans)
+    vecs, pooled = embedder.embed_spans([texts[i] for i in uniq], [spans[i] for i in uniq])
+    return vecs[at], [pooled[n] for n in at]
 
 
 def fact_spans(passage: str, shift: int, sentence_ids: list[int]) -> list[list[tuple[int, int]]]:
