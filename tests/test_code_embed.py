@@ -14,7 +14,7 @@ import numpy as np
 from seahorse import Engine, Settings
 from seahorse.mechanisms.code import PARSER_VERSION, parse_symbols, symbol_text
 from seahorse.mechanisms.embed import _TOKEN, HashEmbedder, cap_tokens
-from seahorse.services.codeindex import INDEX_VERSION, SECONDARY_EMBED_TOKENS, file_source
+from seahorse.services.codeindex import EMBED_VERSION, INDEX_VERSION, SECONDARY_EMBED_TOKENS, file_source
 
 CODE = textwrap.dedent('''\
     def grow(n, factor):
@@ -73,6 +73,8 @@ def test_a_tests_declarations_are_embedded_capped_and_another_version_is_re_embe
         (root / rel).write_text(text)
     assert cli.json("index", "--repo", str(root))["added"] == 2
     _check_vectors(cli, root)
+    cli.json("reembed")  # re-embedding the store keeps the same rule
+    _check_vectors(cli, root)
     # the passage (what full-text search reads and hits show) still holds the whole test
     with Engine(Settings(db_path=cli.db, embedder="hash")) as eng:
         doc = eng.store.document_by_source(file_source(root, "tests/test_maths.py"))
@@ -100,3 +102,23 @@ def test_a_tests_declarations_are_embedded_capped_and_another_version_is_re_embe
     redone = cli.json("index", "--repo", str(root))
     assert (redone["updated"], redone["unchanged"]) == (2, 0)
     _check_vectors(cli, root)
+
+
+def test_a_parser_change_alone_reparses_but_reuses_unchanged_vectors(cli, tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "maths.py").write_text(CODE)
+    cli.json("index", "--repo", str(root))
+    with Engine(Settings(db_path=cli.db, embedder="hash")) as eng, eng.store.atomic():
+        zero = np.zeros(eng.embedder.dim, dtype=np.float32)  # a marker a re-embedding would undo
+        doc = eng.store.document_by_source(file_source(root, "pkg/maths.py"))
+        eng.store.set_vectors("dense", [(n, zero) for n, _t in eng.store.document_nodes(doc[0])])
+    con = sqlite3.connect(cli.db)
+    with con:  # as written by another parser version with the same embedding rule
+        n = con.execute("UPDATE documents SET content_hash = replace(content_hash, ?1, ?2)"
+                        " WHERE content_hash LIKE '%' || ?1",
+                        (":" + INDEX_VERSION, ":ts-0/" + EMBED_VERSION)).rowcount
+    con.close()
+    assert n == 1
+    assert cli.json("index", "--repo", str(root))["updated"] == 1  # re-parsed ...
+    assert not _vectors(cli.db, root, "pkg/maths.py")["grow"].any()  # ... its vectors reused

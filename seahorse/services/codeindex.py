@@ -45,15 +45,24 @@ HISTORY_BATCH = 100  # commits whose blobs are read and parsed together
 # every touched symbol, no cap); a change to either recomputes them.
 HISTORY_PARSER = f"{PARSER_VERSION}/h2"
 # A declaration of a test or example file (SECONDARY_PATH) is embedded as its path and passage cut
-# after SECONDARY_EMBED_TOKENS tokens (``cap_tokens``: its path, kind, name and signature): such
+# after SECONDARY_EMBED_TOKENS tokens (``cap_tokens``: its path, kind and name, and the start of
+# its signature when the path is short): such
 # declarations rank behind the code they exercise, they are most of a tested project's
 # declarations, and embedding is nearly all of an index's time. Their full passage is still what
 # full-text search reads and what hits show. Other declarations are embedded whole.
 SECONDARY_EMBED_TOKENS = 32
 # What a stored file was indexed with (the end of its document digest): the parser, and how its
-# declarations are embedded ("e2": secondary ones capped; bump it when that changes). A file
-# indexed with another version is redone and re-embedded, never mixed.
-INDEX_VERSION = f"{PARSER_VERSION}/e2"
+# declarations are embedded (EMBED_VERSION "e2": secondary ones capped; bump it when that
+# changes). A file indexed with another parser is redone; one embedded another way is also
+# re-embedded (its stored vectors are not reused), so the two are never mixed.
+EMBED_VERSION = "e2"
+INDEX_VERSION = f"{PARSER_VERSION}/{EMBED_VERSION}"
+
+
+def embed_tokens(path: str) -> int | None:
+    """How many tokens of a repository code file's declarations are embedded: SECONDARY_EMBED_TOKENS
+    for a test's or example's, None (whole) for the rest. Index and ``reembed`` both ask here."""
+    return SECONDARY_EMBED_TOKENS if language_for(path) and SECONDARY_PATH.search(path) else None
 
 
 def file_source(root: Path | str, path: str) -> str:
@@ -118,6 +127,12 @@ class CodeIndex:
         row = self.store.document(doc_id)
         return row is None or not row[3].endswith(":" + INDEX_VERSION)
 
+    def _embedded_otherwise(self, doc_id: int) -> bool:
+        """Whether a stored file's vectors were embedded by another rule than EMBED_VERSION's
+        (a parser change alone keeps them: unchanged passages reuse their vectors)."""
+        row = self.store.document(doc_id)
+        return row is None or not row[3].endswith("/" + EMBED_VERSION)
+
     # ----- files ----------------------------------------------------------------------
     def _index_batch(self, repo_id: int, root: Path, batch: list[RepoFile], contents: dict[str, bytes],
                      known: dict, skipped: list, counts: dict) -> None:
@@ -138,7 +153,7 @@ class CodeIndex:
                 text = clean(text).rstrip()  # leading lines kept: spans are line numbers
             prep = Prepared(file_source(root, f.path), f.path, text, f"blob:{f.blob}:{INDEX_VERSION}",
                             {"repo": str(root), "path": f.path, "dirty": f.dirty}, node_kind="symbol")
-            if f.path in known and self._stale(known[f.path][0]):
+            if f.path in known and self._embedded_otherwise(known[f.path][0]):
                 prep.reuse_vectors = False  # its vectors were embedded from other texts
             try:
                 spans = self._analyse(prep, f, data, text)
@@ -159,8 +174,7 @@ class CodeIndex:
         spans: list[tuple[Symbol, str]] = []
         if language is not None:
             prep.extractor = f"tree-sitter:{PARSER_VERSION}"
-            if SECONDARY_PATH.search(f.path):
-                prep.embed_tokens = SECONDARY_EMBED_TOKENS
+            prep.embed_tokens = embed_tokens(f.path)
             symbols = self._parse_cached(f.blob, data, language, f.path)
             children: dict[str | None, list[str]] = defaultdict(list)
             for s in symbols[1:]:

@@ -363,8 +363,8 @@ class Ingest:
             if reused is not None:
                 parts.append(Part(passage, prep.phrases[k], facts, *reused))
                 continue
-            text, shift = embed_input(prep.title, passage)
-            texts.append(cap_tokens(text, prep.embed_tokens) if prep.embed_tokens else text)
+            text, shift = embed_input(prep.title, passage, prep.embed_tokens)
+            texts.append(text)
             spans.append(fact_spans(passage, shift, [i for i, _t, _k in facts]))
             owners.append(len(parts))
             parts.append(None)
@@ -520,11 +520,11 @@ class _Many:
             self.rt.phrase_cache = None
 
 
-def embed_input(title: str | None, passage: str) -> tuple[str, int]:
-    """The text a passage is embedded as (its document's title first) and the title's length."""
-    if title:
-        return f"{title}\n{passage}", len(title) + 1
-    return passage, 0
+def embed_input(title: str | None, passage: str, tokens: int | None = None) -> tuple[str, int]:
+    """The text a passage is embedded as (its document's title first, cut after ``tokens``
+    tokens when given: ``cap_tokens``) and the title's length."""
+    text, shift = (f"{title}\n{passage}", len(title) + 1) if title else (passage, 0)
+    return (cap_tokens(text, tokens) if tokens else text), shift
 
 
 def _embed_once(embedder, texts: list[str], spans: list) -> tuple[np.ndarray, list]:

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
 from ..text import split_sentences
 from ..version import __version__
+from .codeindex import embed_tokens
 from .ingest import embed_input, fact_spans
 from .runtime import Runtime
 
@@ -62,12 +63,12 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
     for start in range(0, len(rows), BATCH):
         batch = rows[start:start + BATCH]
         texts, spans = [], []
-        for node, passage, title in batch:
-            text, shift = embed_input(title, passage)
+        for node, passage, title, kind in batch:  # a test's declaration is embedded capped, as indexed
+            text, shift = embed_input(title, passage, embed_tokens(title or "") if kind == "symbol" else None)
             texts.append(text)
             spans.append(fact_spans(passage, shift, _sentence_ids(passage, [t for _f, t in facts[node]])))
         vecs, pooled = engine.embedder.embed_spans(texts, spans)
-        for (node, _p, _t), v, f in zip(batch, vecs, pooled):
+        for (node, _p, _t, _k), v, f in zip(batch, vecs, pooled):
             vectors.append((node, v))
             fact_vecs += [(fid, f[n]) for n, (fid, _t) in enumerate(facts[node])]
         if progress:

@@ -181,7 +181,7 @@ class Store(Protocol):
                              ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
         ...
 
-    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None]]:
+    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
         ...
 
     def fact_texts(self) -> list[tuple[int, int, str]]:

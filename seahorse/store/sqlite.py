@@ -692,10 +692,10 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle):
         return (np.array([r[0] for r in rows], dtype=np.int64), [json.loads(r[1]) for r in rows],
                 _from_blobs([r[2] for r in rows], dim))
 
-    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None]]:
-        """(node id, text, document title) of every node with a vector in ``space``."""
+    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
+        """(node id, text, document title, node kind) of every node with a vector in ``space``."""
         return self.db.execute(
-            "SELECT n.id, n.text, d.title FROM nodes n JOIN vectors v ON v.node_id = n.id "
+            "SELECT n.id, n.text, d.title, n.kind FROM nodes n JOIN vectors v ON v.node_id = n.id "
             "JOIN documents d ON d.id = n.doc_id WHERE v.space=? ORDER BY n.doc_id, n.ordinal",
             (space,)).fetchall()
 
