@@ -632,3 +632,23 @@ def test_javascript_parameters_and_locals_hide_the_module_function(tmp_path: Pat
         eng.index_repo(root)
         assert {c["symbol"] for c in eng.get_callers("helper", root)["callers"]} == {"direct"}
         assert {c["symbol"] for c in eng.get_callers("other", root)["callers"]} == {"localRequire"}
+
+
+def test_javascript_packages_and_builtins_are_not_the_repositorys_files(tmp_path: Path) -> None:
+    # require("util") is Node's util and import from "path" Node's path, even beside a
+    # lib/util.js and a lib/path.js of the same names.
+    root = new_repo(tmp_path / "jsbuiltin")
+    commit(root, "js", {
+        "lib/util.js": "function inherits (a, b) { return a }\nmodule.exports = { inherits }\n",
+        "lib/path.js": "function join (a, b) { return a + b }\nmodule.exports = { join }\n",
+        "lib/app.js": "const util = require('util')\nconst { join } = require('path')\n"
+                      "function run (x) { util.inherits(x, x); return join('a', 'b') }\n"
+                      "module.exports = run\n",
+        "lib/esm.mjs": "import { join } from 'path'\nexport function glue (a) { return join(a, a) }\n",
+        "lib/local.js": "const { join } = require('./path')\nfunction near (a) { return join(a, a) }\n"
+                        "module.exports = near\n"})
+    with make_engine(tmp_path) as eng:
+        eng.index_repo(root)
+        assert eng.symbol("run", root)["callees"] == []
+        assert eng.symbol("glue", root)["callees"] == []
+        assert {c["symbol"] for c in eng.symbol("near", root)["callees"]} == {"join"}

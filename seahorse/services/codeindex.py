@@ -545,9 +545,13 @@ class Resolver:
 
     def _outside(self, path: str, module: str) -> bool:
         """Python: an absolute import of ``module`` that no module or package of this repository
-        can be (``import json`` beside ``pkg/json/`` is the standard library's)."""
-        return language_for(path) == "python" and not module.startswith(".") \
-            and module.split(".")[0] not in self.py_tops
+        can be (``import json`` beside ``pkg/json/`` is the standard library's). JavaScript /
+        TypeScript: any module not named by a path (``require("util")``, ``from "lodash"``: a
+        built-in or a package, whatever files of that name the repository holds)."""
+        lang = language_for(path)
+        if lang in _JS_LANGUAGES:
+            return not module.startswith((".", "/"))
+        return lang == "python" and not module.startswith(".") and module.split(".")[0] not in self.py_tops
 
     def _enclosing_class(self, src: tuple) -> int | None:
         if src[4] == "file":
@@ -597,6 +601,7 @@ def ref_targets(res: Resolver, refs: list[tuple]) -> dict[int, int]:
 
 
 _RELATIVE = ("./", "../")
+_JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 
 
 def _module_holds(module: str, path: str, package: bool = False, importer: str = "") -> bool:
