@@ -595,6 +595,9 @@ def test_commonjs_require_binds_what_a_call_means(tmp_path: Path) -> None:
                      "module.exports = gt\n",
         "lib/by-length.js": "const { compare } = require('../other/compare')\n"
                             "const longer = (a, b) => compare(a, b) > 0\nmodule.exports = longer\n",
+        "index.js": "function top () { return 1 }\nmodule.exports = { top }\n",
+        "root.js": "const lib = require('./')\nfunction viaRoot () { return lib.top() }\n"
+                   "module.exports = viaRoot\n",
         "lib/gte.js": "const SemVer = require('../classes/semver')\n"
                       "function gte (x, y) { const a = new SemVer(x); return a.compare(y) >= 0 }\n"
                       "module.exports = gte\n",
@@ -611,7 +614,13 @@ def test_commonjs_require_binds_what_a_call_means(tmp_path: Path) -> None:
 
         assert callers("compare", "lib/compare.js") == {"gt"}
         assert callers("compare", "other/compare.js") == {"longer"}
+        assert callers("top", "index.js") == {"viaRoot"}  # require("./") at the root
         assert callers("SemVer.compare", "classes/semver.js") == {"compare", "gte"}  # a = new SemVer()
+        # PATH:NAME takes a bare name, a tail or a qualified name, with ./ or \\ in the path
+        for name in ("./classes/semver.js:compare", "classes\\semver.js:compare",
+                     "classes/semver.js:SemVer.compare"):
+            assert eng.symbol(name, root)["symbol"] == "SemVer.compare", name
+        assert eng.symbol("lib/compare.js:compare", root)["path"] == "lib/compare.js"
         refs = eng.get_references("SemVer.compare")["references"]
         assert [r["resolved"] for r in refs if r["symbol"] == "shorter"] == [False]
 
@@ -652,3 +661,20 @@ def test_javascript_packages_and_builtins_are_not_the_repositorys_files(tmp_path
         assert eng.symbol("run", root)["callees"] == []
         assert eng.symbol("glue", root)["callees"] == []
         assert {c["symbol"] for c in eng.symbol("near", root)["callees"]} == {"join"}
+
+
+@pytest.mark.parametrize("path, language, source, qual", [
+    ("a.js", "javascript", "function shrinkNumber(n, factor) {\n  return n / factor\n}\n", "shrinkNumber"),
+    ("a.js", "javascript", "const compare = (a, b, loose) =>\n  a - b\n", "compare"),
+    ("a.go", "go", "package p\n\nfunc (r *Router) Use(mwf ...string) {\n\tr.m = mwf\n}\n", "Router.Use"),
+    ("a.py", "python", 'def grow(n, factor):\n    """Double a number."""\n    return n * factor\n', "grow"),
+    ("a.py", "python", "def grow(\n    n,\n    factor,\n):\n    return n * factor\n", "grow"),
+])
+def test_compact_snippets_do_not_repeat_the_signature(path, language, source, qual) -> None:
+    from seahorse.mechanisms.code import parse_symbols, symbol_text
+    from seahorse.services.codequery import compact_hit
+    sym = next(s for s in parse_symbols(source.encode(), language, path) if s.qualname == qual)
+    hit = {"id": 1, "symbol": qual, "signature": sym.signature, "text": symbol_text(path, sym, [])}
+    snippet = " ".join(compact_hit(hit)["snippet"].split())
+    assert " ".join(sym.signature.split()) not in snippet, (sym.signature, snippet)
+    assert snippet, hit["text"]  # the body is still there

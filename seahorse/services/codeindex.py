@@ -612,10 +612,10 @@ def _module_holds(module: str, path: str, package: bool = False, importer: str =
     if importer and module.startswith(_RELATIVE):
         target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), module))
         target = _SOURCE_SUFFIX.sub("", target)
+        folder = "" if target == "." else target + "/"  # require("./") at the root: its index
         if package:
-            return path.startswith(target + "/")
-        stem = _SOURCE_SUFFIX.sub("", path)
-        return stem in (target, target + "/index")
+            return bool(folder) and path.startswith(folder)
+        return _SOURCE_SUFFIX.sub("", path) in ((target, folder + "index") if folder else ("index",))
     parts = [p for p in re.split(r"[./\\]+", _SOURCE_SUFFIX.sub("", module)) if p]
     if not parts:
         return False

@@ -5,6 +5,7 @@ form of hits that both adapters hand to agents."""
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from pathlib import Path
 from typing import Callable
@@ -144,18 +145,26 @@ class CodeQueries:
     def find(self, name: str, repo_id: int | None = None, limit: int = 20) -> list[dict]:
         """Declarations named ``name``: an exact qualified name, a bare name, or a dotted tail
         (``wsgi_app`` and ``Flask.wsgi_app`` both find ``Flask.wsgi_app``), optionally after
-        ``PATH:`` to pick one file's (``src/a.js:compare``)."""
-        name = name.strip()
+        ``PATH:`` to pick one file's (``src/a.js:compare``; ``./`` and ``\\`` accepted). C++'s
+        ``ns::f`` is ``ns.f``."""
+        name = name.strip().replace("::", ".")
         if not name:
             raise InvalidInput("symbol name is empty", field="name", code="empty")
         path, sep, rest = name.rpartition(":")
-        if sep and path and rest and "::" not in name:
-            return [f for f in self.find(rest, repo_id, 1000) if f["path"] == path][:limit]
-        ids = self.store.find_symbols(name, repo_id, "qualname")
-        if not ids:
-            ids = self.store.find_symbols(name, repo_id, "tail")
-        if not ids and "." not in name:
-            ids = self.store.find_symbols(name, repo_id, "name")
+        if sep and path and rest:
+            name, path = rest, posixpath.normpath(path.replace("\\", "/"))
+        else:
+            path = None
+        ids: list[int] = []
+        for tier in ("qualname", "tail", "name"):
+            if tier == "name" and "." in name:
+                break
+            ids = self.store.find_symbols(name, repo_id, tier)
+            if path is not None:  # the file's own, whatever other files hold of that name
+                fields = self.code_fields(ids)
+                ids = [i for i in ids if i in fields and fields[i]["path"] == path]
+            if ids:
+                break
         fields = self.code_fields(ids[:limit])
         return [{"id": i, **fields[i]} for i in ids[:limit] if i in fields]
 
@@ -361,11 +370,28 @@ def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
     if hit.get("memory"):
         out["memory"] = {k: hit["memory"].get(k) for k in ("scope", "key", "kind")}
     lines = [ln for ln in text.splitlines()[1:] if ln.strip()] if hit.get("symbol") else text.splitlines()
-    if hit.get("symbol") and lines and lines[0].strip() == (hit.get("signature") or "").strip():
-        lines = lines[1:]  # the signature is its own field
+    if hit.get("symbol") and hit.get("signature"):  # the signature is its own field
+        for _ in range(2):  # the text's signature line, then the body's own `def ...:` lines
+            lines = _drop_signature(lines, hit["signature"])
     out["snippet"] = "\n".join(lines[:snippet_lines])[:600]
     out["expand"] = {"tool": "expand", "id": hit["id"]}
     return out
+
+
+def _drop_signature(lines: list[str], signature: str, within: int = 12, slack: int = 12) -> list[str]:
+    """``lines`` without the first run of lines (starting in the first ``within``) that spells
+    ``signature`` whitespace aside, give or take ``slack`` characters (``const``, ``{``, ``:``,
+    ``=>``): a multi-line ``def``, a JS arrow, a Go ``func ... {``."""
+    sig = " ".join(signature.split())
+    for i in range(min(len(lines), within)):
+        acc = ""
+        for j in range(i, len(lines)):
+            acc = " ".join(f"{acc} {lines[j]}".split())
+            if len(acc) > len(sig) + slack:
+                break
+            if sig in acc:
+                return lines[:i] + lines[j + 1:]
+    return lines
 
 
 def budget_hits(hits: list[dict], token_budget: int) -> dict:
