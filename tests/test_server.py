@@ -505,6 +505,13 @@ def test_code_tools_over_stdio_on_a_real_git_repository(tmp_path: Path) -> None:
             assert [c["subject"] for c in recent["commits"]] == ["Fix decode_payload on empty cookies"]
             err = await srv.error("find_symbol", {"name": "no_such_symbol"})
             assert "no symbol" in err
+            # Two files declare decode_payload: PATH:NAME picks one, and `first` is that one.
+            commit(root, "Add a raw decoder", {"app/raw.py": "def decode_payload(raw):\n    return raw\n"})
+            await srv.ok("index_repo", {"path": str(root)})
+            for path in ("app/raw.py", "app/sessions.py"):
+                sym = await srv.ok("find_symbol", {"name": f"{path}:decode_payload"})
+                assert [m["path"] for m in sym["matches"]] == [path]
+                assert sym["first"]["path"] == path, sym["first"]
 
     asyncio.run(main())
 

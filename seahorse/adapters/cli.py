@@ -35,6 +35,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"seahorse: error: {prefix}{message}; see `{self.prog} --help`\n")
 
 
+SYMBOL_NAME = "qualified or bare name (PATH:NAME picks one file's, e.g. src/app.py:run)"
+
+
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--db", help="SQLite file or postgresql:// URL (default $SEAHORSE_DB or "
@@ -109,24 +112,24 @@ def _parser() -> argparse.ArgumentParser:
 
     sy = sub.add_parser("symbol", parents=[common],
                         help="a code symbol: definition, signature, span, callers, callees")
-    sy.add_argument("name", help="qualified or bare name, e.g. Flask.wsgi_app")
+    sy.add_argument("name", help=SYMBOL_NAME)
     sy.add_argument("--repo", help="indexed repository (path or name)")
 
     fs = sub.add_parser("find-symbol", parents=[common],
                         help="declarations by qualified or bare name: path, span, signature, doc")
-    fs.add_argument("name", help="qualified or bare name, e.g. Flask.wsgi_app or wsgi_app")
+    fs.add_argument("name", help=SYMBOL_NAME)
     fs.add_argument("--repo", help="indexed repository (path or name)")
     fs.add_argument("--limit", type=int, default=20, help="most declarations to list (default 20)")
 
     for name, text in (("get-callers", "symbols whose calls resolve to it unambiguously"),
                        ("get-references", "every place naming it: calls, imports, subclasses, docs")):
         g = sub.add_parser(name, parents=[common], help=text)
-        g.add_argument("name", help="qualified or bare name")
+        g.add_argument("name", help=SYMBOL_NAME)
         g.add_argument("--repo", help="indexed repository (path or name)")
 
     hi = sub.add_parser("symbol-history", aliases=["history"], parents=[common],
                         help="the commits that changed a symbol, newest first")
-    hi.add_argument("name", help="qualified or bare name")
+    hi.add_argument("name", help=SYMBOL_NAME)
     hi.add_argument("--repo", help="indexed repository (path or name)")
     hi.add_argument("--limit", type=int, default=20, help="most commits to list (default 20)")
 

@@ -238,11 +238,12 @@ def build_server(db: str | None = None) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def find_symbol(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
-        """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app); returns path, span, signature and doc of each, with callers and callees of the first."""
+        """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app; PATH:NAME, e.g. src/app.py:run, picks one file's); returns path, span, signature and doc of each, with callers and callees of the first."""
         found = rt.call("find_symbol", name, repo=repo, limit=limit)
         if not found:
             raise ToolError(f"no symbol {name!r}; {HINTS['no_symbol']}")
-        first = rt.call("symbol", found[0]["symbol"], repo=repo)
+        # the first match itself, not another file's declaration of the same name
+        first = rt.call("symbol", f'{found[0]["path"]}:{found[0]["symbol"]}', repo=repo)
         return {"matches": found, "first": first}
 
     @server.tool(annotations=READ_ONLY)
