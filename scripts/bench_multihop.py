@@ -255,14 +255,14 @@ def main() -> None:
               f"{embed_s:.1f} s; ratio {index_s / embed_s:.2f}")
         if args.sweep:
             key, values = args.sweep.split("=", 1)
-            base = run.engine.settings
+            base = run.engine.settings  # read-only on the Engine: swap the runtime's copy
             for raw in values.split(","):
-                run.engine.settings = replace(base, **{key: type(getattr(base, key))(raw)})
+                run.engine.rt.settings = replace(base, **{key: type(getattr(base, key))(raw)})
                 rows, _t = run.rankings("seahorse", DEV)
                 m = benchlib.summarise(rows)
                 print(f"sweep {key}={raw:<8} dev R@2 {m['R@2']:.3f} R@5 {m['R@5']:.3f} "
                       f"all@5 {m['all@5']:.2f}")
-            run.engine.settings = base
+            run.engine.rt.settings = base
             run.engine.close()
             continue
         print(f"{'method':<12} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}"

