@@ -78,7 +78,7 @@ class CachedEmbedder:
         self.inner = inner
         self.name = inner.name
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(path))
+        self.db = sqlite3.connect(str(path), timeout=120)
         self.db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, vec BLOB, spans BLOB)")
         self.hits = self.misses = 0
 
@@ -328,7 +328,7 @@ def refusal_check(eng: Engine, questions, split: str) -> dict:
 # ----- conversations -------------------------------------------------------------------------
 def run_locomo(args, folder: Path, report: dict) -> None:
     path = args.bench_dir / "locomo_dev.json"
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text())[:args.conversations]
     fp = benchlib.fingerprint([path])
     systems = tuple(args.methods)
     rows: dict[str, dict[int, list]] = {s: defaultdict(list) for s in systems}
@@ -436,6 +436,7 @@ def main() -> None:
                     help="override a retrieval setting, e.g. passage_prior=0.1 (dev only)")
     ap.add_argument("--db-dir", type=Path, help="keep the stores here and reuse them on the next run: "
                     "for ranking-only changes (delete them after a change to indexing)")
+    ap.add_argument("--conversations", type=int, default=5, help="LoCoMo: the first N conversations")
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="systems to run (e.g. seahorse alone while sweeping a setting on dev)")
     ap.add_argument("--json", type=Path)

@@ -296,7 +296,7 @@ def test_other_embedder_on_a_hash_database_is_a_schema_mismatch(
 def test_meta_describes_the_artifact(engine: Engine) -> None:
     meta = engine.store.meta()
     assert meta["embedder"] == "hash-64" and meta["dim"] == "64"
-    assert meta["phrase_embedder"] == "hash-trigram-64" and meta["extractor"] == "rules-v1"
+    assert meta["phrase_embedder"] == "hash-trigram-64" and meta["extractor"] == "rules-v2"
     stats = engine.stats()
     assert stats["schema_version"] == SCHEMA_VERSION and stats["read_only"] is False
     assert stats["budget"]["node_budget"] >= 500

@@ -56,6 +56,20 @@ def test_extractor_yields_one_entity_key_for_the_pi_sentences() -> None:
     assert {"enable zram", "zram", "disk swap", "swap"} <= concepts
 
 
+def test_rule_extractor_names_the_words_of_a_multi_word_name() -> None:
+    """'The Oberoi Group' and 'the Oberoi family' meet on the phrase 'oberoi' (issue 22); a
+    one-word name, stopwords, connectors and digits give no extra phrase."""
+    ex = RuleExtractor()
+    group = {p.key: p.kind for p in ex.extract("The Oberoi Group has its head office in Delhi.")}
+    assert group["oberoi group"] == "entity" and group["oberoi"] == "concept"
+    family = {p.key for p in ex.extract("The Oberoi family is part of a hotel company.")}
+    assert "oberoi" in family
+    pi = {p.key for p in ex.extract("Students at the University of Copenhagen own a Raspberry Pi 5.")}
+    assert {"university of copenhagen", "university", "copenhagen", "raspberry"} <= pi
+    assert not {"of", "5", "pi"} & pi  # a connector, a digit, a two-letter word
+    assert {p.key for p in ex.extract("Delhi is large.")} == {"delhi", "large"}
+
+
 # ----- sentences -------------------------------------------------------------------------
 def test_split_sentences_basic() -> None:
     text = "Line one\nLine two. Three!  Four? five. Six"

@@ -19,6 +19,7 @@ from .timeline import iso, parse_time
 
 TURNS_MAX = 100_000
 NEIGHBOURS = 2  # turns either side that expand() returns
+TURN_WEIGHT = 1.0  # the edge between consecutive turns of a session (a context edge weighs 1)
 
 
 def check_turns(turns) -> list[dict]:
@@ -85,6 +86,7 @@ def add_conversation(ingest: Ingest, store: Store, conversation: str, turns) -> 
     def link(i: int, doc_id: int) -> None:
         t = turns[i]
         store.add_turn(doc_id, conversation, seqs[i], t["speaker"], t["id"] or str(seqs[i]), t["session"])
+        link_neighbours(store, conversation, seqs[i])
 
     with ingest.many():
         results: list[IndexResult] = ingest.add_many(items, after=link)
@@ -94,6 +96,21 @@ def add_conversation(ingest: Ingest, store: Store, conversation: str, turns) -> 
     return {"conversation": conversation, "turns": len(results), **{k: counts.get(k, 0) for k in
             ("added", "updated", "unchanged")},
             "sources": [r.source for r in results[:3]] + (["..."] if len(results) > 3 else [])}
+
+
+def link_neighbours(store: Store, conversation: str, seq: int) -> None:
+    """A turn and the turns just before and after it in the same session share an edge
+    (kind ``turn``, weight TURN_WEIGHT): an answer is often the reply to the turn that asked,
+    so the walk carries some of a matching turn's mass to its neighbours."""
+    if TURN_WEIGHT <= 0:
+        return
+    rows = store.turn_passages(conversation, seq - 1, seq + 1)
+    this = [r for r in rows if r[0] == seq]
+    if not this:
+        return
+    _seq, session, node = this[0]
+    store.put_edges("turn", [(node, other, TURN_WEIGHT) for s, ses, other in rows
+                             if s != seq and ses == session])
 
 
 def neighbours(store: Store, doc_id: int, k: int = NEIGHBOURS) -> dict | None:

@@ -421,6 +421,10 @@ class Store(Protocol):
     def turn(self, doc_id: int) -> tuple | None:
         ...
 
+    def turn_passages(self, conversation: str, lo: int, hi: int) -> list[tuple[int, str | None, int]]:
+        """(seq, session, first passage node id) of a conversation's turns lo..hi."""
+        ...
+
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
         ...
 

@@ -178,6 +178,14 @@ class Lifecycle:
         return self.db.execute("SELECT conversation, seq, speaker, turn_id, session FROM turns"
                                " WHERE doc_id=?", (doc_id,)).fetchone()
 
+    def turn_passages(self, conversation: str, lo: int, hi: int) -> list[tuple[int, str | None, int]]:
+        """(seq, session, first passage node id) of a conversation's turns lo..hi."""
+        return self.db.execute(
+            "SELECT t.seq, t.session, n.id FROM turns t"
+            " JOIN nodes n ON n.doc_id = t.doc_id AND n.ordinal = 0"
+            " WHERE t.conversation=? AND t.seq BETWEEN ? AND ? ORDER BY t.seq",
+            (conversation, lo, hi)).fetchall()
+
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
         """(doc_id, seq, speaker, turn_id, session, text) of a conversation's turns lo..hi."""
         return self.db.execute(

@@ -1,0 +1,48 @@
+"""Consecutive turns of a conversation's session share a ``turn`` edge (issue 22): the walk
+carries part of a matching turn's mass to the reply around it."""
+
+from __future__ import annotations
+
+from seahorse import Engine
+
+
+def _turn_edges(eng: Engine) -> set[tuple[str, str]]:
+    rows = eng.store.db.execute(
+        "SELECT da.source, db.source FROM edges e JOIN nodes a ON a.id = e.src"
+        " JOIN nodes b ON b.id = e.dst JOIN documents da ON da.id = a.doc_id"
+        " JOIN documents db ON db.id = b.doc_id WHERE e.kind = 'turn'").fetchall()
+    return {tuple(sorted((x.rsplit("#", 1)[-1], y.rsplit("#", 1)[-1]))) for x, y in rows}
+
+
+TURNS = [
+    {"text": "Where did you go on Saturday?", "speaker": "Ann", "id": "a1", "session": "1"},
+    {"text": "To the pottery class by the river.", "speaker": "Bo", "id": "a2", "session": "1"},
+    {"text": "Nice, did you make a bowl?", "speaker": "Ann", "id": "a3", "session": "1"},
+    {"text": "A month later: how is the new job?", "speaker": "Ann", "id": "b1", "session": "2"},
+]
+
+
+def test_consecutive_turns_of_a_session_are_linked(engine: Engine) -> None:
+    engine.add_conversation(TURNS, conversation="chat")
+    assert _turn_edges(engine) == {("a1", "a2"), ("a2", "a3")}  # none across sessions
+    engine.add_conversation(TURNS, conversation="chat")  # unchanged: nothing added twice
+    assert _turn_edges(engine) == {("a1", "a2"), ("a2", "a3")}
+    weights = {w for (w,) in engine.store.db.execute("SELECT weight FROM edges WHERE kind = 'turn'")}
+    assert weights == {1.0}
+
+
+def test_a_turn_added_later_links_to_the_last_one(engine: Engine) -> None:
+    engine.add_conversation(TURNS[:2], conversation="chat")
+    engine.add_conversation([{"text": "Yes, a blue one.", "speaker": "Bo", "id": "a4", "session": "1"}],
+                            conversation="chat")
+    assert ("a2", "a4") in _turn_edges(engine)
+
+
+def test_the_reply_is_found_through_the_question_it_answers(engine: Engine) -> None:
+    """The reply shares no word with the question; its best path comes from the turn that
+    asked, along the turn edge."""
+    engine.add_conversation(TURNS, conversation="chat")
+    hits = {h.source.rsplit("#", 1)[-1]: h for h in
+            engine.search("where did you go on saturday", top_k=4, refuse=False).hits}
+    best = hits["a2"].evidence["paths"][0]["hops"][-1]
+    assert best["edge"] == "turn" and best["from"]["label"].startswith("Ann: Where did you go")
