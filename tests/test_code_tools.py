@@ -369,3 +369,17 @@ def test_version_rows_are_beside_the_head_index(demo, tmp_path: Path) -> None:
     assert versions == 2 and nodes == decls  # no node for a version's declaration
     assert shared == 9  # 7 files of v1 + old.py's and core.py's new blobs; helpers.py re-parsed at its path
     assert json.loads(json.dumps(eng.index_status()))["repos"][0]["counts"]["versions"] == 2
+
+
+def test_each_tool_on_each_backend(tmp_path: Path, backend: str) -> None:
+    root = build(tmp_path / "demo")
+    with Engine(Settings(db_path=backend, embedder="hash")) as eng:
+        eng.index_repo(root)
+        decls = eng.compare_versions("v1", "HEAD")["declarations"]
+        assert {d["symbol"] for d in decls} == {"parse", "legacy"}
+        assert eng.compare_versions("HEAD~1", "HEAD")["indexed"][0]["indexed"] is True
+        assert eng.search_history("helper double", refs=["HEAD~1"])["hits"][0]["version_count"] == 3
+        assert "handle" in {i["symbol"] for i in eng.change_impact("parse")["items"]}
+        assert eng.find_dependencies("handle", direction="out")["nodes"][0]["symbol"] == "parse"
+        assert eng.get_repo_map(token_budget=100)["files"][0]["path"] == "app/core.py"
+        assert eng.index_status()["repos"][0]["counts"]["versions"] == 3

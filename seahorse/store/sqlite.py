@@ -38,7 +38,7 @@ BUSY_TIMEOUT_S = 10.0
 COPY_TABLES = ("documents", "nodes", "edges", "vectors", "facts", "memories", "memory_history",
                "sessions", "repos", "code_files", "symbols", "symbol_refs", "parse_cache",
                "commits", "code_links", "commit_touches", "commit_renames", "phrase_features",
-               "doc_tags", "turns")
+               "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols")
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
 log = logging.getLogger(__name__)
 
