@@ -62,6 +62,7 @@ class Impact:
         self.rt = rt
         self.store = rt.store
         self.queries = queries
+        self._centrality: dict[tuple[int, int], dict[int, float]] = {}  # (graph version, repo)
 
     # ----- the walk -----------------------------------------------------------------------
     def walk(self, starts: list[int], direction: str, depth: int, extra: dict[int, list] | None = None
@@ -223,7 +224,11 @@ class Impact:
         decls = self.store.repo_decl_rows(row[0])
         if not decls:
             raise NotFound(f"{row[1]} holds no declarations", field="repo", code="no_symbol")
-        scores = self.centrality(row[0], decls)
+        key = (self.store.graph_version(), row[0])
+        if key not in self._centrality:
+            self._centrality = {k: v for k, v in self._centrality.items() if k[0] == key[0]}
+            self._centrality[key] = self.centrality(row[0], decls)
+        scores = self._centrality[key]
         by_id = {r[0]: r for r in decls}
         file_score: dict[str, float] = defaultdict(float)
         for r in decls:

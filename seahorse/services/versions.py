@@ -89,6 +89,7 @@ class Versions:
         self.store = rt.store
         self.queries = queries
         self._lexicons: dict[tuple, tuple[CodeLexicon, list[tuple]]] = {}
+        self._edges: dict[tuple[int, str], set] = {}  # a version's resolved edges (it never changes)
 
     # ----- repositories and refs --------------------------------------------------------
     def checkout(self, repo: str | Path | None) -> tuple[tuple, Repo]:
@@ -170,11 +171,16 @@ class Versions:
         sha_a, sha_b = self.resolve(checkout, ref_a, "ref_a"), self.resolve(checkout, ref_b, "ref_b")
         indexed = [self.ensure(repo_id, checkout, sha) for sha in dict.fromkeys((sha_a, sha_b))]
         rows_a, rows_b = self.declarations(repo_id, sha_a), self.declarations(repo_id, sha_b)
+        for sha, rows in ((sha_a, rows_a), (sha_b, rows_b)):
+            if (repo_id, sha) not in self._edges:
+                if len(self._edges) >= LEXICONS_KEPT * 2:
+                    self._edges.pop(next(iter(self._edges)))
+                self._edges[(repo_id, sha)] = self.edges(rows)
         renamed = checkout.renames(sha_a, sha_b) if sha_a != sha_b else {}
         decls = diff_declarations(rows_a, rows_b, renamed)
         edges_a = {(renamed.get(sp, sp), sq, k, renamed.get(dp, dp), dq)
-                   for sp, sq, k, dp, dq in self.edges(rows_a)}
-        edges_b = self.edges(rows_b)
+                   for sp, sq, k, dp, dq in self._edges[(repo_id, sha_a)]}
+        edges_b = self._edges[(repo_id, sha_b)]
         added_e = sorted(edges_b - edges_a)
         removed_e = sorted(edges_a - edges_b)
         edges = [_edge(e, "added") for e in added_e] + [_edge(e, "removed") for e in removed_e]
