@@ -147,7 +147,8 @@ class Impact:
         scores = _ppr(reached, [(t, s) for s, t, _k in walked], seeds)
         rows = {r[0]: r for r in self.store.decl_rows(list(reached))}
         ranked = sorted((n for n in reached if n not in seeds and n in rows),
-                        key=lambda n: (-scores.get(n, 0.0), reached[n], rows[n][1], rows[n][5]))
+                        key=lambda n: (-scores.get(n, 0.0), reached[n], rows[n][4] == "file", rows[n][1],
+                                       rows[n][5]))
         via = defaultdict(list)
         for s, t, k in walked:
             if s in rows and t in rows:
@@ -230,13 +231,17 @@ class Impact:
             self._centrality[key] = self.centrality(row[0], decls)
         scores = self._centrality[key]
         by_id = {r[0]: r for r in decls}
+        kinds = {(r[1], r[2]): r[4] for r in decls}
+        # what the map shows: top-level declarations and class members (not functions nested in
+        # functions), weighed by MAP_WEIGHT (tests and examples, private names)
+        shown = [r for r in decls if r[4] != "file" and (not r[8] or kinds.get((r[1], r[8])) == "class")]
+        weight = {r[0]: _map_weight(r) for r in shown}
         file_score: dict[str, float] = defaultdict(float)
-        for r in decls:
-            file_score[r[1]] += scores[r[0]] * (0.25 if SECONDARY_PATH.search(r[1]) else 1.0)
+        for r in shown:
+            file_score[r[1]] += scores[r[0]] * weight[r[0]]
         files_rank = {p: i for i, p in enumerate(sorted(file_score, key=lambda p: (-file_score[p], p)))}
-        cands = sorted((r[0] for r in decls if r[4] != "file"),
-                       key=lambda n: (-scores[n] * (0.25 if SECONDARY_PATH.search(by_id[n][1]) else 1.0),
-                                      files_rank[by_id[n][1]], by_id[n][5]))
+        cands = sorted((r[0] for r in shown),
+                       key=lambda n: (-scores[n] * weight[n], files_rank[by_id[n][1]], by_id[n][5]))
         chosen: dict[str, list[tuple]] = defaultdict(list)
         chars, i = 0, offset  # the map's characters so far (estimate_tokens: 4 a token)
         while i < len(cands):
@@ -268,7 +273,8 @@ class Impact:
         index = {n: i for i, n in enumerate(ids)}
         by_qual = {(r[1], r[2]): r[0] for r in decls if r[4] != "file"}
         arcs = [(s, t) for s, t, _k in self.store.repo_links(repo_id, DEP_KINDS) if s in index and t in index]
-        arcs += [(r[0], by_qual[(r[1], r[8])]) for r in decls if r[8] and (r[1], r[8]) in by_qual]
+        classes = {k for k, n in by_qual.items() if n in index and decls[index[n]][4] == "class"}
+        arcs += [(r[0], by_qual[(r[1], r[8])]) for r in decls if r[8] and (r[1], r[8]) in classes]
         n = len(ids)
         if not arcs:
             return {i: 1.0 / n for i in ids}
@@ -363,9 +369,20 @@ def _decls(path: str, data: bytes) -> dict[str, str]:
     return {s.qualname: body_hash(lines, s, kids.get(s.qualname, [])) for s in symbols if s.kind != "module"}
 
 
+def _map_weight(r: tuple) -> float:
+    """A declaration's weight in the map: tests and examples x0.1, a private name (``_x``, not
+    ``__init__``) x0.5: an agent reads the map for the code's own, public shape first."""
+    w = 0.1 if SECONDARY_PATH.search(r[1]) else 1.0
+    return w * (0.5 if r[3].startswith("_") and not r[3].endswith("__") else 1.0)
+
+
+_SPACED = re.compile(r"([(\[])\s+|\s+([)\]])|,\s*([)\]])")
+
+
 def _map_line(r: tuple) -> str:
-    sig = (r[7] or r[2]).split("\n")[0].strip()
-    indent = "  " * r[2].count(".") if r[4] == "method" or r[8] else ""
+    sig = " ".join((r[7] or r[2]).split("\n")[0].split())
+    sig = _SPACED.sub(lambda m: m.group(1) or m.group(2) or m.group(3), sig)  # "( self, x, )" -> "(self, x)"
+    indent = "  " if r[8] else ""
     return f"{indent}{sig[:SIGNATURE_CHARS]}  :{r[5]}"
 
 

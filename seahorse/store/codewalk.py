@@ -1,5 +1,5 @@
 """Reads for dependency walks, the repository map and index status (issue 24): directed code
-links in bulk, a repository's declarations and links, the last index of each checkout. Mixed
+links in bulk, a repository's declarations and links. Mixed
 into :class:`SQLiteStore`; reads only."""
 
 from __future__ import annotations
@@ -56,8 +56,3 @@ class CodeWalks:
         return self.db.execute("SELECT node_id, qualname, kind FROM symbols WHERE repo_id=? AND path=? "
                                "AND kind NOT IN ('doc', 'window', 'file') ORDER BY start_line",
                                (repo_id, path)).fetchall()
-
-    def repo_index_row(self, repo_id: int) -> tuple:
-        """(head, indexed_at, history_parser) of a repository's last index."""
-        return self.db.execute("SELECT head, indexed_at, history_parser FROM repos WHERE id=?",
-                               (repo_id,)).fetchone()
