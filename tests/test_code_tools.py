@@ -383,3 +383,16 @@ def test_each_tool_on_each_backend(tmp_path: Path, backend: str) -> None:
         assert eng.find_dependencies("handle", direction="out")["nodes"][0]["symbol"] == "parse"
         assert eng.get_repo_map(token_budget=100)["files"][0]["path"] == "app/core.py"
         assert eng.index_status()["repos"][0]["counts"]["versions"] == 3
+
+
+def test_status_does_not_report_excluded_files(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "one", {"app/x.py": "def f():\n    return 1\n", "docs/guide.md": "# Guide\n\nWords.\n"})
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root, exclude=["docs"])
+        assert eng.index_status()["repos"][0]["fresh"] is True
+        (root / "app" / "y.py").write_text("def g():\n    return 2\n")  # untracked
+        st = eng.index_status()["repos"][0]
+    assert st["not_indexed"] == [{"path": "app/y.py", "state": "added", "dirty": True}] and not st["fresh"]

@@ -330,12 +330,12 @@ class Impact:
             current = checkout.head()
             out["current_head"] = current
             out["head_moved"] = current != s["head"]
-            if out["head_moved"] and current and s["head"]:
-                try:
+            try:  # files of the indexed head the index does not hold were skipped (--exclude)
+                base |= {p for p, _b in checkout.tree(s["head"])} if s["head"] else set()
+                if out["head_moved"] and current and s["head"]:
                     out["commits_not_indexed"] = checkout.between(s["head"], current, 0)[1]
-                    base |= {p for p, _b in checkout.tree(s["head"])}
-                except (InvalidInput, NotFound):
-                    out["commits_not_indexed"] = None  # the indexed head is gone (history rewritten)
+            except (InvalidInput, NotFound):
+                out["commits_not_indexed"] = None  # the indexed head is gone (history rewritten)
         listing = checkout.list_files(worktree=True)
         present = {f.path: f for f in listing.files}
         todo = []
