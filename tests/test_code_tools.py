@@ -396,3 +396,15 @@ def test_status_does_not_report_excluded_files(tmp_path: Path) -> None:
         (root / "app" / "y.py").write_text("def g():\n    return 2\n")  # untracked
         st = eng.index_status()["repos"][0]
     assert st["not_indexed"] == [{"path": "app/y.py", "state": "added", "dirty": True}] and not st["fresh"]
+
+
+def test_a_version_parsed_by_another_parser_is_parsed_again(demo, tmp_path: Path) -> None:
+    _root, eng = demo
+    eng.compare_versions("v1", "HEAD")
+    db = sqlite3.connect(tmp_path / "kg.db")
+    with db:
+        db.execute("UPDATE version_parses SET parser='ts-0' WHERE path='app/core.py'")
+    db.close()
+    again = eng.compare_versions("v1", "HEAD")
+    assert [i["parsed"] for i in again["indexed"]] == [1, 1]  # core.py's blob of each version
+    assert {d["symbol"] for d in again["declarations"]} == {"parse", "legacy"}

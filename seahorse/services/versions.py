@@ -119,11 +119,16 @@ class Versions:
     def ensure(self, repo_id: int, checkout: Repo, sha: str) -> dict:
         """Index the version ``sha`` unless it is: only (blob, path) pairs no version holds are
         parsed. One transaction. Returns {sha, indexed (bool), parsed (files)}."""
-        if self.store.version_row(repo_id, sha) is not None:
-            return {"sha": sha, "indexed": False, "parsed": 0}
-        files = [(p, b) for p, b in checkout.tree(sha) if language_for(p)]
-        keys = [(b, p) for p, b in files]
-        have = self.store.version_parsed(keys, PARSER_VERSION)
+        if self.store.version_row(repo_id, sha) is not None:  # indexed: by this parser too?
+            files = sorted(self.store.version_files(repo_id, sha).items())
+            keys = [(b, p) for p, b in files]
+            have = self.store.version_parsed(keys, PARSER_VERSION)
+            if len(have) == len(set(keys)):
+                return {"sha": sha, "indexed": False, "parsed": 0}
+        else:
+            files = [(p, b) for p, b in checkout.tree(sha) if language_for(p)]
+            keys = [(b, p) for p, b in files]
+            have = self.store.version_parsed(keys, PARSER_VERSION)
         todo = sorted({k for k in keys if k not in have})
         parsed: list[tuple[str, str, list[tuple]]] = []
         for start in range(0, len(todo), READ_BATCH):
@@ -142,6 +147,8 @@ class Versions:
             for blob, path, rows in parsed:
                 self.store.put_version_parse(blob, path, PARSER_VERSION, rows)
             self.store.put_version(repo_id, sha, files)
+        self._edges.clear()  # what was cached may have been read from another parse
+        self._lexicons.clear()
         return {"sha": sha, "indexed": True, "parsed": len(parsed)}
 
     # ----- one version as declarations and edges ------------------------------------------
@@ -188,7 +195,7 @@ class Versions:
         behind, n_behind = checkout.between(sha_b, sha_a, offset + limit)
         commits = self.commit_dicts(repo_id, checkout, ahead[offset:offset + limit], "ahead") + \
             self.commit_dicts(repo_id, checkout, behind[offset:offset + limit], "behind")
-        files_a = dict((p, b) for p, b in self.store.version_files(repo_id, sha_a).items())
+        files_a = self.store.version_files(repo_id, sha_a)
         files_b = self.store.version_files(repo_id, sha_b)
         moved = {old: new for old, new in renamed.items() if old in files_a and new in files_b}
         files = {"added": sorted(p for p in files_b if p not in files_a and p not in moved.values()),
