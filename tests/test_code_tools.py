@@ -408,3 +408,16 @@ def test_a_version_parsed_by_another_parser_is_parsed_again(demo, tmp_path: Path
     again = eng.compare_versions("v1", "HEAD")
     assert [i["parsed"] for i in again["indexed"]] == [1, 1]  # core.py's blob of each version
     assert {d["symbol"] for d in again["declarations"]} == {"parse", "legacy"}
+
+
+def test_a_version_skips_files_over_the_size_limit(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    big = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(200))  # ~5 KB
+    commit(root, "one", {"small.py": "def small():\n    return 1\n"})
+    commit(root, "two", {"big.py": big})
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash", max_file_mb=0.002)) as eng:
+        eng.index_repo(root)
+        out = eng.compare_versions("HEAD~1", "HEAD")
+    assert out["declarations"] == [] and out["files"]["added"] == []  # as the HEAD index skips it

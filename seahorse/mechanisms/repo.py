@@ -542,14 +542,16 @@ class Repo:
 
     # ----- versions (issue 24: compare, search at a ref, status) -------------------------
     def tree(self, commit: str) -> list[tuple[str, str]]:
-        """(path, blob) of every regular file of a commit's tree that is UTF-8 named and not
-        excluded (symlinks and submodules left out), by path."""
+        """(path, blob) of every regular file of a commit's tree that is UTF-8 named, not
+        excluded and within the size limit of one file (symlinks and submodules left out), by path."""
         out = []
-        for entry in self._git("ls-tree", "-r", "-z", "--full-tree", commit).split(b"\0"):
+        for entry in self._git("ls-tree", "-r", "-z", "--long", "--full-tree", commit).split(b"\0"):
             meta, _, raw = entry.partition(b"\t")
             if not raw:
                 continue
-            mode, typ, sha = meta.split()
+            mode, typ, sha, size = meta.split()
+            if size != b"-" and int(size) > self.max_bytes:
+                continue
             try:
                 path = raw.decode("utf-8")
             except UnicodeDecodeError:
