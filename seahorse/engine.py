@@ -25,6 +25,7 @@ from .services.codequery import (
     check_token_budget,
 )
 from .services.conversation import add_conversation, read_jsonl
+from .services.impact import Impact
 from .services.ingest import IndexResult, Ingest
 from .services.lookup import Lookup
 from .services.memory import Memories
@@ -34,6 +35,7 @@ from .services.retrieval import RetrievalIndex, SearchResult
 from .services.runtime import Runtime, check_int, check_path, check_text
 from .services.search import Search
 from .services.timeline import Window
+from .services.versions import Versions
 from .store import Store, open_store
 
 Progress = Callable[[int, int, str], None]
@@ -72,6 +74,8 @@ class Engine:
         self.searcher = Search(rt, self.code_queries)
         self.lookup = Lookup(store, self.code_queries)
         self.records = Records(rt, self.ingest, self.memories)
+        self.versions = Versions(rt, self.code_queries)  # issue 24: versions, impact, map, status
+        self.impact = Impact(rt, self.code_queries)
 
     # ----- the shared state, read-only --------------------------------------------------
     @property
@@ -313,6 +317,52 @@ class Engine:
         ``HEAD`` is the indexed head, not the checkout's current one. Without ``since``: the
         latest ``limit`` commits."""
         return self.lookup.recent_changes(since, repo, check_limit(limit))
+
+    # ----- code intelligence (issue 24): versions, impact, dependencies, map, status --------
+    def compare_versions(self, ref_a: str, ref_b: str, repo: str | Path | None = None, limit: int = 50,
+                         cursor: str | None = None) -> dict:
+        """Declarations added, removed, changed (by body hash), moved and renamed between two
+        refs, call/import/inherit edges added and removed, files renamed, the commits between;
+        refs not indexed yet are indexed as versions first (only blobs no version holds are
+        parsed; HEAD's index and search are untouched). ``limit`` items per list, ``cursor``
+        the next page of each."""
+        return self.versions.compare(ref_a, ref_b, repo, limit, cursor)
+
+    def search_at_version(self, query: str, ref: str, repo: str | Path | None = None, top_k: int = 10,
+                          cursor: str | None = None) -> dict:
+        """Search the code as it was at ``ref`` (lexical: BM25F over that version's declarations)."""
+        return self.versions.search_at(query, ref, repo, top_k, cursor)
+
+    def search_history(self, query: str, repo: str | Path | None = None, top_k: int = 10,
+                       cursor: str | None = None, refs: Sequence[str] | None = None) -> dict:
+        """Search every indexed version (the indexed HEAD and ``refs`` indexed first); code found
+        in several versions is one hit listing each version it appears in."""
+        return self.versions.search_history(query, repo, top_k, cursor, list(refs or []))
+
+    def change_impact(self, name: str | None = None, repo: str | Path | None = None, depth: int = 3,
+                      limit: int = 50, cursor: str | None = None, worktree: bool = False) -> dict:
+        """What depends on a declaration (transitive callers, importers, subclasses, overriders),
+        ranked by a walk from it, with the tests that reach it; ``worktree``: of the declarations
+        the working tree's edits change."""
+        return self.impact.change_impact(name, repo, depth, limit, cursor, worktree)
+
+    def find_dependencies(self, name: str, repo: str | Path | None = None, direction: str = "both",
+                          depth: int = 2, limit: int = 50, cursor: str | None = None) -> dict:
+        """The dependency walk from a declaration: ``in`` (what depends on it), ``out`` (what it
+        depends on) or ``both``, to ``depth``; nodes (a page) and the edges walked."""
+        return self.impact.find_dependencies(name, repo, direction, depth, limit, cursor)
+
+    def get_repo_map(self, repo: str | Path | None = None, token_budget: int = 1000,
+                     cursor: str | None = None) -> dict:
+        """The repository in one page: files and their most central declarations' signatures
+        (PageRank over the code links), packed under ``token_budget`` tokens."""
+        return self.impact.repo_map(repo, token_budget, cursor)
+
+    def index_status(self, repo: str | Path | None = None, limit: int = 20,
+                     cursor: str | None = None) -> dict:
+        """Per indexed checkout: indexed HEAD vs current HEAD, files changed and not indexed
+        (dirty edits, commits not indexed), counts, last index time."""
+        return self.impact.index_status(repo, limit, cursor)
 
     # ----- maintenance --------------------------------------------------------------------
     def reembed(self, progress: Progress | None = None) -> dict:

@@ -95,6 +95,22 @@ def _calls(repo: Path) -> list[tuple[str, Any, list[str], dict]]:
          ["symbol-history", "decode_payload", "--limit", "5"], {"name": "decode_payload", "limit": 5}),
         ("get_recent_changes", lambda e, i: e.get_recent_changes("HEAD~2"),
          ["get-recent-changes", "--since", "HEAD~2"], {"since": "HEAD~2"}),
+        ("compare_versions", lambda e, i: e.compare_versions("HEAD~2", "HEAD", limit=5),
+         ["compare-versions", "HEAD~2", "HEAD", "--limit", "5"],
+         {"ref_a": "HEAD~2", "ref_b": "HEAD", "limit": 5}),
+        ("search_at_version", lambda e, i: e.search_at_version("decode payload", "HEAD~1", top_k=3),
+         ["search-at-version", "decode payload", "HEAD~1", "--top-k", "3"],
+         {"query": "decode payload", "ref": "HEAD~1", "top_k": 3}),
+        ("search_history", lambda e, i: e.search_history("decode payload", top_k=3),
+         ["search-history", "decode payload", "--top-k", "3"], {"query": "decode payload", "top_k": 3}),
+        ("change_impact", lambda e, i: e.change_impact("decode_payload", depth=2),
+         ["change-impact", "decode_payload", "--depth", "2"], {"name": "decode_payload", "depth": 2}),
+        ("find_dependencies", lambda e, i: e.find_dependencies("CookieJar.open_session", direction="out"),
+         ["find-dependencies", "CookieJar.open_session", "--direction", "out"],
+         {"name": "CookieJar.open_session", "direction": "out"}),
+        ("get_repo_map", lambda e, i: e.get_repo_map(token_budget=200),
+         ["get-repo-map", "--token-budget", "200"], {"token_budget": 200}),
+        ("index_status", lambda e, i: e.index_status(), ["index-status"], {}),
         ("delete_document", lambda e, i: e.delete_document("doc:babbage"),
          ["delete-document", "doc:babbage"], {"id": "doc:babbage"}),
     ]
@@ -157,6 +173,10 @@ def test_library_cli_and_mcp_give_the_same_shapes(tmp_path: Path, cli) -> None:
         assert out["delete_document"]["deleted"] is True
         assert out["add_conversation"]["added"] == 2 and out["list_memories"]["items"][0]["key"] == "editor"
         assert out["list_documents"]["items"][0]["source"] == "doc:babbage"
+        assert {d["symbol"] for d in out["compare_versions"]["declarations"]} >= {"decode_payload"}
+        assert out["search_history"]["hits"][0]["symbol"] == "decode_payload"
+        assert out["change_impact"]["items"] and out["find_dependencies"]["nodes"]
+        assert out["get_repo_map"]["map"] and out["index_status"]["repos"][0]["fresh"] is True
 
 
 # Each adapter words the next step for an error's code in its own terms.

@@ -19,6 +19,7 @@ pin_blas_threads()  # before anything imports numpy
 
 from ..errors import InvalidInput, SeahorseError  # noqa: E402
 from ..version import __version__  # noqa: E402
+from . import cli_code  # noqa: E402  (issue 24: versions, impact, deps, repo map, status)
 from .cli_memory import add_parsers as add_memory_parsers  # noqa: E402
 from .cli_memory import commands as memory_commands  # noqa: E402
 from .cli_memory import human as memory_human  # noqa: E402
@@ -148,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
 
     add_memory_parsers(sub, common)
+    cli_code.add_parsers(sub, common)
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
@@ -259,6 +261,10 @@ def _index_repo(args: argparse.Namespace, path: str) -> Any:
 
 
 def cmd_search(args: argparse.Namespace) -> Any:
+    variant = cli_code.search_variant(args)  # `search --at REF` / `search --history`
+    if variant is not None:
+        args.shown_as = variant
+        return COMMANDS[variant](args)
     if args.repo is not None:
         if args.snippet_chars is not None:
             raise InvalidInput("--snippet-chars applies to plain search; with --repo use --token-budget",
@@ -623,8 +629,10 @@ COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": c
             "expand": cmd_expand, "find-symbol": cmd_find_symbol, "get-callers": cmd_get_callers,
             "get-references": cmd_get_references, "migrate": cmd_migrate}
 COMMANDS.update(memory_commands(lambda args, create=False: _engine(args, create=create)))
+COMMANDS.update(cli_code.commands(lambda args, create=False: _engine(args, create=create)))
 # The older names of the same verbs: they keep working, with the same output.
-ALIASES = {"delete": "delete-document", "history": "symbol-history", "changes": "get-recent-changes"}
+ALIASES = {"delete": "delete-document", "history": "symbol-history", "changes": "get-recent-changes",
+           **cli_code.ALIASES}
 
 # The next step for an error, by its code, in flags and commands (MCP has its own table).
 HINTS = {
@@ -639,6 +647,9 @@ HINTS = {
     "no_node": "ids come from `seahorse search --json` hits",
     "not_a_directory": "index one file with `seahorse index --file PATH`",
     "is_a_directory": "index a folder with `seahorse index --dir PATH` (or a checkout with --repo)",
+    "unknown_ref": "give a sha, tag or branch of the checkout",
+    "repo_missing": "run `seahorse index --repo PATH` where it is now",
+    "no_versions": "name versions with --ref",
 }
 
 
@@ -666,6 +677,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(out, ensure_ascii=False))
         else:
             text = memory_human(args.command, args, out)
+            if text is None:
+                text = cli_code.human(getattr(args, "shown_as", args.command), out)
             print(_human(args.command, out) if text is None else text)
         sys.stdout.flush()
     except BrokenPipeError:

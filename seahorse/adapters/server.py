@@ -33,6 +33,9 @@ DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHi
 # (so a repeated call may rank differently: not idempotent). Without one it writes nothing.
 SEARCH = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=False,
                          openWorldHint=False)
+# Versions are indexed on demand beside HEAD's index (new rows, no change to HEAD's search).
+INDEXES_VERSIONS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True,
+                                   openWorldHint=False)
 # A second delete_document of the same id is an error ("no document"), so not idempotent.
 DELETE_ONCE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False,
                               openWorldHint=False)
@@ -43,7 +46,8 @@ INSTRUCTIONS = (
     "preference the user states; `get`/`expand` return the full text of a compact hit. "
     "For code: `index_repo` a checkout, then `search_code` in plain words, `find_symbol`, "
     "`get_callers`, `get_references`, `symbol_history` (which commit changed it and why) and "
-    "`get_recent_changes`."
+    "`get_recent_changes`; `compare_versions`, `search_at_version`, `search_history`, "
+    "`change_impact`, `find_dependencies`, `get_repo_map` and `index_status` (is the index fresh)."
 )
 
 
@@ -105,6 +109,9 @@ HINTS = {
     "no_node": "ids come from search or search_code hits (id)",
     "not_a_directory": "index_repo takes a checkout's folder",
     "is_a_directory": "call index_repo(path=...) for a checkout",
+    "unknown_ref": "pass a sha, tag or branch of the checkout",
+    "repo_missing": "call index_repo(path=...) for where it is now",
+    "no_versions": "pass refs=[...] to index versions",
 }
 
 
@@ -266,6 +273,49 @@ def build_server(db: str | None = None) -> MCPServer:
                            limit: int = 20) -> dict[str, Any]:
         """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
         return rt.call("get_recent_changes", since, repo=repo, limit=limit)
+
+    # ----- code intelligence (issue 24) ---------------------------------------------------
+    @server.tool(annotations=INDEXES_VERSIONS)
+    def compare_versions(ref_a: str, ref_b: str, repo: str | None = None, limit: int = 50,
+                         cursor: str | None = None) -> dict[str, Any]:
+        """What changed between two refs (sha, tag, branch, HEAD~3) of an indexed checkout: declarations added, removed, changed (by body hash; signature_changed marked), moved or renamed, files renamed, call/import/inherit edges added and removed, and the commits between (ahead/behind). Refs not indexed yet are indexed first (only unseen blobs are parsed). limit items per list; next_cursor gives the next page."""
+        return rt.call("compare_versions", ref_a, ref_b, repo=repo, limit=limit, cursor=cursor)
+
+    @server.tool(annotations=INDEXES_VERSIONS)
+    def search_at_version(query: str, ref: str, repo: str | None = None, top_k: int = 10,
+                          cursor: str | None = None) -> dict[str, Any]:
+        """Search the code as it was at a ref (lexical, over that version's declarations): hits with path, symbol, lines, signature and a snippet; next_cursor gives the next page."""
+        return rt.call("search_at_version", query, ref, repo=repo, top_k=top_k, cursor=cursor)
+
+    @server.tool(annotations=INDEXES_VERSIONS)
+    def search_history(query: str, repo: str | None = None, top_k: int = 10, cursor: str | None = None,
+                       refs: list[str] | None = None) -> dict[str, Any]:
+        """Search every indexed version of the code (the indexed HEAD, versions indexed before, and refs indexed first); identical code is one hit listing every version and place it appears in."""
+        return rt.call("search_history", query, repo=repo, top_k=top_k, cursor=cursor, refs=refs)
+
+    @server.tool(annotations=READ_ONLY)
+    def change_impact(name: str | None = None, repo: str | None = None, depth: int = 3, limit: int = 50,
+                      cursor: str | None = None, worktree: bool = False) -> dict[str, Any]:
+        """What depends on a declaration: transitive callers, importers, subclasses and overriders up to depth, ranked by a walk from it, plus the tests that reach it. worktree=true (no name): the impact of the declarations the uncommitted edits change."""
+        return rt.call("change_impact", name, repo=repo, depth=depth, limit=limit, cursor=cursor,
+                       worktree=worktree)
+
+    @server.tool(annotations=READ_ONLY)
+    def find_dependencies(name: str, repo: str | None = None, direction: Literal["in", "out", "both"] = "both",
+                          depth: int = 2, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """The dependency walk from a declaration over calls, imports and inherits: direction in (what depends on it), out (what it depends on) or both, to depth; nodes with their depth and the edges walked."""
+        return rt.call("find_dependencies", name, repo=repo, direction=direction, depth=depth, limit=limit,
+                       cursor=cursor)
+
+    @server.tool(annotations=READ_ONLY)
+    def get_repo_map(repo: str | None = None, token_budget: int = 1000, cursor: str | None = None) -> dict[str, Any]:
+        """The repository in one page: files and their most central declarations (PageRank over calls, imports, inherits) with signatures and lines, packed under token_budget; next_cursor continues with the next most central."""
+        return rt.call("get_repo_map", repo=repo, token_budget=token_budget, cursor=cursor)
+
+    @server.tool(annotations=READ_ONLY)
+    def index_status(repo: str | None = None, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
+        """Whether to trust the code index: per indexed checkout, the indexed HEAD vs the current HEAD, commits and files changed but not indexed (uncommitted edits too), counts and the last index time."""
+        return rt.call("index_status", repo=repo, limit=limit, cursor=cursor)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:

@@ -144,6 +144,7 @@ OTHER_TEXT_SUFFIXES = frozenset({
 SPECIAL_NAMES = frozenset({"Makefile", "Dockerfile", "CMakeLists.txt", "Rakefile", "Gemfile"})
 
 
+@functools.lru_cache(maxsize=65536)  # called per reference by the Resolver: PurePosixPath is slow
 def language_for(path: str) -> str | None:
     return LANGUAGE_BY_SUFFIX.get(PurePosixPath(path).suffix.lower())
 

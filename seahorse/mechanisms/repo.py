@@ -540,6 +540,56 @@ class Repo:
             result += metas
         return result
 
+    # ----- versions (issue 24: compare, search at a ref, status) -------------------------
+    def tree(self, commit: str) -> list[tuple[str, str]]:
+        """(path, blob) of every regular file of a commit's tree that is UTF-8 named, not
+        excluded and within the size limit of one file (symlinks and submodules left out), by path."""
+        out = []
+        for entry in self._git("ls-tree", "-r", "-z", "--long", "--full-tree", commit).split(b"\0"):
+            meta, _, raw = entry.partition(b"\t")
+            if not raw:
+                continue
+            mode, typ, sha, size = meta.split()
+            if size != b"-" and int(size) > self.max_bytes:
+                continue
+            try:
+                path = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if typ == b"blob" and mode in (b"100644", b"100755") and _safe_rel(path) and \
+                    not self._excluded(path):
+                out.append((path, sha.decode()))
+        return sorted(out)
+
+    def renames(self, a: str, b: str) -> dict[str, str]:
+        """old path -> new path of the files git finds renamed between two commits."""
+        out = self._git("diff-tree", "-r", "-z", "--find-renames", "--no-ext-diff", "--no-textconv",
+                        "--raw", "--no-abbrev", a, b)
+        tokens = out.split(b"\0")
+        renamed: dict[str, str] = {}
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok.startswith(b":"):
+                status = tok.split()[4] if len(tok.split()) > 4 else b""
+                if status[:1] in (b"R", b"C") and i + 2 < len(tokens):
+                    if status[:1] == b"R":
+                        old, new = (t.decode("utf-8", "replace") for t in tokens[i + 1:i + 3])
+                        renamed[old] = new
+                    i += 3
+                    continue
+                i += 2
+                continue
+            i += 1
+        return renamed
+
+    def between(self, a: str, b: str, limit: int) -> tuple[list[str], int]:
+        """The newest ``limit`` commits reachable from ``b`` and not from ``a`` (newest first),
+        and how many there are."""
+        count = int(self._git("rev-list", "--count", f"{a}..{b}").decode().strip() or 0)
+        shas = self._git("rev-list", f"--max-count={limit}", f"{a}..{b}").decode().split() if limit else []
+        return shas, count
+
 
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _IDENT = re.compile(r"^(.*?) ?<([^>]*)> (\d+) ([+-])(\d\d)(\d\d)$")

@@ -353,6 +353,55 @@ def _m0009_time_lifecycle(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0010_code_versions(db: sqlite3.Connection) -> None:
+    """Versions of a checkout beside its HEAD index (issue 24, ``store/versions.py``): the
+    commits indexed as versions, each one's code files by blob, and the declarations of each
+    (blob, path) once, whatever number of versions hold it. No node, edge or text-index row:
+    the HEAD index and its search are untouched by a version."""
+    _run_script(
+        db,
+        """
+        CREATE TABLE code_versions(
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            sha TEXT NOT NULL,
+            indexed_at REAL NOT NULL,
+            files INTEGER NOT NULL,
+            PRIMARY KEY(repo_id, sha)
+        );
+        CREATE TABLE version_files(
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            sha TEXT NOT NULL,
+            path TEXT NOT NULL,
+            blob TEXT NOT NULL,
+            PRIMARY KEY(repo_id, sha, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE version_parses(
+            blob TEXT NOT NULL,
+            path TEXT NOT NULL,
+            parser TEXT NOT NULL,
+            PRIMARY KEY(blob, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE version_symbols(
+            blob TEXT NOT NULL,
+            path TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            qualname TEXT NOT NULL,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            signature TEXT NOT NULL,
+            doc TEXT NOT NULL,
+            parent TEXT,
+            body_hash TEXT NOT NULL,
+            text TEXT NOT NULL,
+            refs TEXT NOT NULL,
+            PRIMARY KEY(blob, path, ordinal)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -363,6 +412,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0007_change_log", _m0007_change_log),
     ("0008_compact", _m0008_compact),
     ("0009_time_lifecycle", _m0009_time_lifecycle),
+    ("0010_code_versions", _m0010_code_versions),
 ]
 
 

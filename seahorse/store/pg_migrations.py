@@ -289,6 +289,46 @@ CREATE TABLE turns(
 CREATE UNIQUE INDEX turns_seq ON turns(conversation, seq);
 """
 
+_M0010 = """
+CREATE TABLE code_versions(
+    repo_id BIGINT NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+    sha TEXT NOT NULL,
+    indexed_at DOUBLE PRECISION NOT NULL,
+    files INTEGER NOT NULL,
+    PRIMARY KEY(repo_id, sha)
+);
+CREATE TABLE version_files(
+    repo_id BIGINT NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+    sha TEXT NOT NULL,
+    path TEXT NOT NULL,
+    blob TEXT NOT NULL,
+    PRIMARY KEY(repo_id, sha, path)
+);
+CREATE TABLE version_parses(
+    blob TEXT NOT NULL,
+    path TEXT NOT NULL,
+    parser TEXT NOT NULL,
+    PRIMARY KEY(blob, path)
+);
+CREATE TABLE version_symbols(
+    blob TEXT NOT NULL,
+    path TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    qualname TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    signature TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    parent TEXT,
+    body_hash TEXT NOT NULL,
+    text TEXT NOT NULL,
+    refs TEXT NOT NULL,
+    PRIMARY KEY(blob, path, ordinal)
+);
+"""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -299,4 +339,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0007_change_log", _M0007),
     ("0008_compact", _M0008),
     ("0009_time_lifecycle", _M0009),
+    ("0010_code_versions", _M0010),
 ]

@@ -24,10 +24,12 @@ import numpy as np
 from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
 from .code import CodeTables
 from .codec import _from_blobs, _to_blob, _to_blobs  # noqa: F401  (_to_blob: imported from here)
+from .codewalk import CodeWalks
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
 from .inlists import select_in
 from .lifecycle import Lifecycle
 from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .versions import VersionTables
 
 BUSY_TIMEOUT_S = 10.0
 # The tables a store is made of, parents before children (foreign keys): what `seahorse migrate`
@@ -36,7 +38,7 @@ BUSY_TIMEOUT_S = 10.0
 COPY_TABLES = ("documents", "nodes", "edges", "vectors", "facts", "memories", "memory_history",
                "sessions", "repos", "code_files", "symbols", "symbol_refs", "parse_cache",
                "commits", "code_links", "commit_touches", "commit_renames", "phrase_features",
-               "doc_tags", "turns")
+               "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols")
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
 log = logging.getLogger(__name__)
 
@@ -139,7 +141,7 @@ def _fs_read_only(path: Path) -> bool:
         return False
 
 
-class SQLiteStore(CodeTables, GraphReads, Lifecycle):
+class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks):
     """Every read and write of the knowledge graph goes through here.
 
     ``create`` (default True) lets the open make a new store in a missing or empty file;
