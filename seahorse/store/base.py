@@ -429,3 +429,19 @@ class Store(Protocol):
 
     def node_phrase_keys(self, node_ids: Sequence[int]) -> dict[int, set[str]]:
         ...
+
+    # ----- whole-repository analyses and usage analytics (store/analysis.py) --------------
+    def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
+        ...
+
+    def repo_declarations(self, repo_id: int) -> list[tuple]:
+        ...
+
+    def repo_links_in(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
+        ...
+
+    def add_usage(self, rows: Sequence[tuple]) -> None:
+        ...
+
+    def usage_rows(self, since: float | None = None) -> list[tuple]:
+        ...

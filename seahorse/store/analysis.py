@@ -1,0 +1,50 @@
+"""The store's statements for whole-repository analyses (dead code, duplicates, conventions)
+and for local usage analytics (migration 0010, table ``usage``). Mixed into
+:class:`~seahorse.store.sqlite.SQLiteStore` (``self.db`` is its connection); standard SQL, so a
+PostgreSQL store reuses it."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Sequence
+
+USAGE_COLUMNS = ("at", "tool", "surface", "ms", "ok", "error", "query_hash", "hits", "tokens_served",
+                 "tokens_full", "token_budget", "top_k")
+
+
+class AnalysisTables:
+    db: sqlite3.Connection
+
+    # ----- repositories, whole ------------------------------------------------------------
+    def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
+        """(path, kind, language, content) of every file indexed for a repository, by path."""
+        return self.db.execute("SELECT path, kind, language, content FROM code_files WHERE repo_id=? "
+                               "ORDER BY path", (repo_id,)).fetchall()
+
+    def repo_declarations(self, repo_id: int) -> list[tuple]:
+        """(node_id, path, qualname, name, kind, start_line, end_line, parent) of a repository's
+        declarations and file (module) rows, by path and line."""
+        return self.db.execute(
+            "SELECT node_id, path, qualname, name, kind, start_line, end_line, parent FROM symbols "
+            "WHERE repo_id=? AND kind NOT IN ('doc', 'window') ORDER BY path, start_line, node_id",
+            (repo_id,)).fetchall()
+
+    def repo_links_in(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
+        """(src, dst, kind) of the code links of ``kinds`` that end at a repository's symbols."""
+        marks = ", ".join("?" for _ in kinds)
+        return self.db.execute(
+            f"SELECT l.src, l.dst, l.kind FROM code_links l JOIN symbols s ON s.node_id=l.dst "
+            f"WHERE s.repo_id=? AND l.kind IN ({marks})", (repo_id, *kinds)).fetchall()
+
+    # ----- usage analytics ------------------------------------------------------------------
+    def add_usage(self, rows: Sequence[tuple]) -> None:
+        """Append usage records (:data:`USAGE_COLUMNS` order); the caller holds the transaction."""
+        cols = ", ".join(USAGE_COLUMNS)
+        marks = ", ".join("?" for _ in USAGE_COLUMNS)
+        self.db.executemany(f"INSERT INTO usage({cols}) VALUES ({marks})", list(rows))
+
+    def usage_rows(self, since: float | None = None) -> list[tuple]:
+        """Every usage record (:data:`USAGE_COLUMNS` order) at or after ``since``, oldest first."""
+        cols = ", ".join(USAGE_COLUMNS)
+        return self.db.execute(f"SELECT {cols} FROM usage WHERE at >= ? ORDER BY at, id",
+                               (since if since is not None else 0.0,)).fetchall()
