@@ -15,6 +15,7 @@ from .mechanisms.budget import Budget
 from .mechanisms.embed import Embedder, make_embedders
 from .mechanisms.extract import Extractor
 from .mechanisms.gliner import make_extractor
+from .services.analysis import analyze
 from .services.codeindex import CodeIndex
 from .services.codequery import (
     CodeQueries,
@@ -313,6 +314,17 @@ class Engine:
         ``HEAD`` is the indexed head, not the checkout's current one. Without ``since``: the
         latest ``limit`` commits."""
         return self.lookup.recent_changes(since, repo, check_limit(limit))
+
+    # ----- code analyses, usage (issue 24: analyze, gain) ---------------------------------
+    def analyze(self, kind: str, repo: str | Path | None = None, *, min_confidence: float | None = None,
+                min_similarity: float | None = None, limit: int = 50, cursor: str | None = None) -> dict:
+        """``kind``: ``dead-code`` (declarations and files nothing reaches, each with a reason
+        and a confidence, at or over ``min_confidence``), ``duplicates`` (near-duplicate bodies
+        grouped, at or over ``min_similarity``) or ``conventions`` (naming, docstrings, error
+        handling, test layout, counted). Lists are paginated: ``next_cursor`` back as ``cursor``."""
+        row = self.code_queries.repo_row(repo)
+        return analyze(self.store, row[0], row[2], kind, min_confidence=min_confidence,
+                       min_similarity=min_similarity, limit=check_limit(limit), cursor=cursor)
 
     # ----- maintenance --------------------------------------------------------------------
     def reembed(self, progress: Progress | None = None) -> dict:

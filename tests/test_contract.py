@@ -95,6 +95,9 @@ def _calls(repo: Path) -> list[tuple[str, Any, list[str], dict]]:
          ["symbol-history", "decode_payload", "--limit", "5"], {"name": "decode_payload", "limit": 5}),
         ("get_recent_changes", lambda e, i: e.get_recent_changes("HEAD~2"),
          ["get-recent-changes", "--since", "HEAD~2"], {"since": "HEAD~2"}),
+        ("analyze", lambda e, i: e.analyze("dead-code", min_confidence=0.0, limit=5),
+         ["analyze", "dead-code", "--min-confidence", "0", "--limit", "5"],
+         {"kind": "dead-code", "min_confidence": 0.0, "limit": 5}),
         ("delete_document", lambda e, i: e.delete_document("doc:babbage"),
          ["delete-document", "doc:babbage"], {"id": "doc:babbage"}),
     ]

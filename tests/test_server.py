@@ -23,10 +23,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 TOOLS = {"add_document", "search", "upsert_memory", "delete_memory", "delete_document", "get",
          "expand", "index_repo", "search_code", "find_symbol", "get_callers", "get_references",
          "symbol_history", "get_recent_changes", "forget", "add_conversation", "list_memories",
-         "list_documents"}
+         "list_documents", "analyze"}
 READ_ONLY_TOOLS = {"search", "get", "expand", "search_code", "find_symbol", "get_callers",
                    "get_references", "symbol_history", "get_recent_changes", "list_memories",
-                   "list_documents"}
+                   "list_documents", "analyze"}
 
 BABBAGE = (
     "Charles Babbage designed the Analytical Engine, a mechanical general-purpose computer. "

@@ -22,6 +22,9 @@ from ..version import __version__  # noqa: E402
 from .cli_memory import add_parsers as add_memory_parsers  # noqa: E402
 from .cli_memory import commands as memory_commands  # noqa: E402
 from .cli_memory import human as memory_human  # noqa: E402
+from .cli_tools import add_parsers as add_tool_parsers  # noqa: E402
+from .cli_tools import commands as tool_commands  # noqa: E402
+from .cli_tools import human as tool_human  # noqa: E402
 
 log = logging.getLogger("seahorse")
 
@@ -148,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
 
     add_memory_parsers(sub, common)
+    add_tool_parsers(sub, common)
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
@@ -623,6 +627,7 @@ COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": c
             "expand": cmd_expand, "find-symbol": cmd_find_symbol, "get-callers": cmd_get_callers,
             "get-references": cmd_get_references, "migrate": cmd_migrate}
 COMMANDS.update(memory_commands(lambda args, create=False: _engine(args, create=create)))
+COMMANDS.update(tool_commands(lambda args, create=False: _engine(args, create=create)))
 # The older names of the same verbs: they keep working, with the same output.
 ALIASES = {"delete": "delete-document", "history": "symbol-history", "changes": "get-recent-changes"}
 
@@ -666,6 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(out, ensure_ascii=False))
         else:
             text = memory_human(args.command, args, out)
+            text = tool_human(args.command, args, out) if text is None else text
             print(_human(args.command, out) if text is None else text)
         sys.stdout.flush()
     except BrokenPipeError:

@@ -25,6 +25,7 @@ log = logging.getLogger("seahorse")
 
 MemoryKind = Literal["fact", "preference", "event", "instruction", "note", "decision"]
 NodeKind = Literal["passage", "memory", "symbol", "commit"]
+AnalysisKind = Literal["dead-code", "duplicates", "conventions"]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
@@ -266,6 +267,14 @@ def build_server(db: str | None = None) -> MCPServer:
                            limit: int = 20) -> dict[str, Any]:
         """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
         return rt.call("get_recent_changes", since, repo=repo, limit=limit)
+
+    # ----- code analyses (issue 24) -------------------------------------------------------
+    @server.tool(annotations=READ_ONLY)
+    def analyze(kind: AnalysisKind, repo: str | None = None, min_confidence: float | None = None,
+                min_similarity: float | None = None, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """Analyse an indexed repository: kind=dead-code lists declarations and files nothing reaches (each with reason and confidence, default min_confidence 0.8), duplicates groups near-duplicate function bodies with their similarity (default min_similarity 0.7), conventions counts naming per kind, docstring style, error handling and test layout so new code fits; lists are paginated (next_cursor back as cursor)."""
+        return rt.call("analyze", kind, repo=repo, min_confidence=min_confidence,
+                       min_similarity=min_similarity, limit=limit, cursor=cursor)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:
