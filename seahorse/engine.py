@@ -7,15 +7,19 @@ the services in :mod:`seahorse.services`, which never import this module.
 from __future__ import annotations
 
 from pathlib import Path
+import functools
+import time
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .config import Settings, load_settings
-from .errors import InvalidInput
+from .errors import InvalidInput, ReadOnlyDatabase, SeahorseError, StorageError
 from .mechanisms.budget import Budget
 from .mechanisms.embed import Embedder, make_embedders
 from .mechanisms.extract import Extractor
 from .mechanisms.gliner import make_extractor
 from .services.analysis import analyze
+from .services.usage import Usage
+from .services.usage import report as usage_report
 from .services.codeindex import CodeIndex
 from .services.codequery import (
     CodeQueries,
@@ -73,6 +77,10 @@ class Engine:
         self.searcher = Search(rt, self.code_queries)
         self.lookup = Lookup(store, self.code_queries)
         self.records = Records(rt, self.ingest, self.memories)
+        # Usage analytics (`gain`): every verb below is timed and counted (see _recorded);
+        # the adapters say which face called (surface "cli" or "mcp").
+        self.usage = Usage(store, settings.usage)
+        self.surface = "library"
 
     # ----- the shared state, read-only --------------------------------------------------
     @property
@@ -97,6 +105,7 @@ class Engine:
 
     # ----- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
+        self.usage.flush()
         self.store.close()
 
     def __enter__(self) -> "Engine":
@@ -326,6 +335,23 @@ class Engine:
         return analyze(self.store, row[0], row[2], kind, min_confidence=min_confidence,
                        min_similarity=min_similarity, limit=check_limit(limit), cursor=cursor)
 
+    def gain(self, since: str | float | None = None) -> dict:
+        """Local usage analytics: calls per tool and surface, latency p50/p95, tokens served
+        against the budgets asked, expand rate, and a tokens-avoided estimate with its formula.
+        Recorded without query text or code (``SEAHORSE_USAGE=off`` stops recording)."""
+        self.usage.flush()
+        return usage_report(self.store, self.usage.enabled, since)
+
+    def watch(self, paths: Sequence[str | Path], *, mode: str = "auto", debounce_ms: int = 800,
+              initial: bool = True, progress: Callable[[str], None] | None = None,
+              stop=None) -> dict:
+        """Keep folders and checkouts indexed as their files change, until ``stop`` (a
+        threading.Event) is set or Ctrl-C: each debounced batch of changes is one transaction."""
+        from .services.watch import Watcher
+
+        return Watcher(self.code_index, self.ingest, self.store, paths, mode=mode,
+                       debounce_ms=debounce_ms, progress=progress).run(initial=initial, stop=stop)
+
     # ----- maintenance --------------------------------------------------------------------
     def reembed(self, progress: Progress | None = None) -> dict:
         """Re-embed every passage with this engine's embedder, in one transaction at the end
@@ -348,3 +374,43 @@ def _view(snippet_chars: int | None, token_budget: int | None) -> dict:
         return {"snippet_chars": check_snippet_chars(snippet_chars)}
     return {}
 
+
+
+# ----- usage analytics: every verb timed and counted (issue 24, `gain`) -------------------------
+# Not recorded: the lifecycle, the read-only views of shared state, and `watch` (it runs until
+# stopped; the indexing it does is its own). Verbs added to Engine later are recorded too.
+_NOT_RECORDED = frozenset({"close", "budget", "retrieval_index", "watch", "gain"})
+
+
+def _recorded(verb: str, fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def call(self: Engine, *args, **kwargs):
+        usage = self.__dict__.get("usage")
+        if usage is None or usage.depth or not usage.enabled:
+            return fn(self, *args, **kwargs)
+        usage.depth += 1
+        t0 = time.perf_counter()
+        out, error = None, None
+        try:
+            out = fn(self, *args, **kwargs)
+            return out
+        except (StorageError, ReadOnlyDatabase):
+            error = "storage"  # the store refused a write: write nothing more to it
+            raise
+        except SeahorseError as exc:
+            error = exc.code or type(exc).__name__
+            raise
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            usage.depth -= 1
+            if error != "storage":
+                usage.record(verb, self.surface, (time.perf_counter() - t0) * 1000, error, args, kwargs,
+                             out)
+    return call
+
+
+for _verb, _fn in list(vars(Engine).items()):
+    if not _verb.startswith("_") and callable(_fn) and _verb not in _NOT_RECORDED:
+        setattr(Engine, _verb, _recorded(_verb, _fn))

@@ -214,7 +214,9 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
         # A typo in --db must not silently answer from a new, empty database.
         raise NotFound(f"database {settings.db_path} does not exist; index something first "
                        "(`seahorse index ...`) or check --db / SEAHORSE_DB")
-    return Engine(settings, reembedding=reembedding, create=create)
+    eng = Engine(settings, reembedding=reembedding, create=create)
+    eng.surface = "cli"  # usage analytics (`gain`) say which face called
+    return eng
 
 
 def _progress(n: int, total: int, path: str) -> None:

@@ -76,6 +76,7 @@ class _Runtime:
                             raise NotFound(f"database {settings.db_path} does not exist", code="no_store")
                         log.warning("creating a new store at %s (first write)", settings.db_path)
                     self._engine = Engine(settings)
+                    self._engine.surface = "mcp"  # usage analytics (`gain`) say which face called
                 return fn(self._engine)
             except SeahorseError as exc:
                 raise ToolError(tool_message(exc)) from None

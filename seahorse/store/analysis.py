@@ -14,6 +14,8 @@ USAGE_COLUMNS = ("at", "tool", "surface", "ms", "ok", "error", "query_hash", "hi
 
 class AnalysisTables:
     db: sqlite3.Connection
+    read_only: bool
+    busy_timeout_s: float = 10.0  # SQLiteStore's (BUSY_TIMEOUT_S), restored after a usage write
 
     # ----- repositories, whole ------------------------------------------------------------
     def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
@@ -42,6 +44,36 @@ class AnalysisTables:
         cols = ", ".join(USAGE_COLUMNS)
         marks = ", ".join("?" for _ in USAGE_COLUMNS)
         self.db.executemany(f"INSERT INTO usage({cols}) VALUES ({marks})", list(rows))
+
+    def add_usage_now(self, rows: Sequence[tuple], wait_s: float) -> bool:
+        """Write usage records in a transaction of their own, waiting at most ``wait_s`` for
+        another writer (False: busy, nothing written); inside a caller's transaction, in it.
+        No integrity check first (``atomic`` makes one before a connection's first write): a
+        few counters must not cost a search a scan of the file."""
+        if self.read_only or getattr(self.db, "damaged", None) is not None:
+            return True  # nothing may be written: the records are dropped, not retried
+        if self.db.in_transaction:
+            self.add_usage(rows)
+            return True
+        lite = isinstance(self.db, sqlite3.Connection)
+        if lite:
+            self.db.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
+        try:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                return False
+            try:
+                self.add_usage(rows)
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
+            return True
+        finally:
+            if lite:
+                self.db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
 
     def usage_rows(self, since: float | None = None) -> list[tuple]:
         """Every usage record (:data:`USAGE_COLUMNS` order) at or after ``since``, oldest first."""
