@@ -6,9 +6,9 @@ the services in :mod:`seahorse.services`, which never import this module.
 
 from __future__ import annotations
 
-from pathlib import Path
 import functools
 import time
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .config import Settings, load_settings
@@ -18,8 +18,6 @@ from .mechanisms.embed import Embedder, make_embedders
 from .mechanisms.extract import Extractor
 from .mechanisms.gliner import make_extractor
 from .services.analysis import analyze
-from .services.usage import Usage
-from .services.usage import report as usage_report
 from .services.codeindex import CodeIndex
 from .services.codequery import (
     CodeQueries,
@@ -39,6 +37,8 @@ from .services.retrieval import RetrievalIndex, SearchResult
 from .services.runtime import Runtime, check_int, check_path, check_text
 from .services.search import Search
 from .services.timeline import Window
+from .services.usage import Usage
+from .services.usage import report as usage_report
 from .store import Store, open_store
 
 Progress = Callable[[int, int, str], None]

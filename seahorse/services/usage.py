@@ -34,6 +34,7 @@ FLUSH_EVERY = 32
 FLUSH_SECONDS = 5.0
 WAIT_S = 0.05  # the longest a usage write waits for another writer's lock
 MAX_BUFFER = 1000  # records kept while the store stays busy; older ones are dropped
+STORED = "tool, surface, latency, outcome, counts and a digest of the question; no text, no code"
 SEARCH_VERBS = ("search", "search_code")
 EXPAND_VERBS = ("expand", "get")
 AVOIDED_FORMULA = ("sum over search calls of (tokens of the full texts of the hits returned - tokens "
@@ -157,7 +158,7 @@ def report(store: Store, enabled: bool, since: str | float | None = None) -> dic
             "expand_rate": round(expands / searches, 3) if searches else None,
             "expand_rate_formula": "(expand + get calls) / (search + search_code calls)",
             "tokens_avoided_estimate": {"value": avoided, "estimate": True, "formula": AVOIDED_FORMULA},
-            "stored": "tool, surface, latency, outcome, counts and a digest of the question; no text, no code"}
+            "stored": STORED}
 
 
 def write_html(out: dict, path: str | Path) -> str:
