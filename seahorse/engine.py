@@ -17,6 +17,7 @@ from .mechanisms.budget import Budget
 from .mechanisms.embed import Embedder, make_embedders
 from .mechanisms.extract import Extractor
 from .mechanisms.gliner import make_extractor
+from .services import hooks
 from .services.analysis import analyze
 from .services.codeindex import CodeIndex
 from .services.codequery import (
@@ -341,6 +342,26 @@ class Engine:
         Recorded without query text or code (``SEAHORSE_USAGE=off`` stops recording)."""
         self.usage.flush()
         return usage_report(self.store, self.usage.enabled, since)
+
+    def install_hooks(self, repo: str | Path = ".", *, history: bool = True, max_commits: int = 1000) -> dict:
+        """Git hooks (post-commit, post-checkout, post-merge, post-rewrite) that re-index the
+        checkout into this store in the background; existing hooks are kept and run first."""
+        check_int("max_commits", max_commits, 0, MAX_COMMITS)
+        env = {"SEAHORSE_EMBEDDER": self.settings.embedder}
+        if self.settings.embedder_path is not None:
+            env["SEAHORSE_EMBEDDER_PATH"] = str(self.settings.embedder_path)
+        return hooks.install(check_path("repo", repo), self.settings.db_path, env, history=history,
+                             max_commits=max_commits)
+
+    def uninstall_hooks(self, repo: str | Path = ".") -> dict:
+        """Remove Seahorse's git hooks and put back, byte for byte, the hooks they chained."""
+        return hooks.uninstall(check_path("repo", repo))
+
+    def run_hooks(self, repo: str | Path = ".", *, history: bool = True, max_commits: int = 1000) -> dict:
+        """What the hooks run: index the checkout once, or mark a run in progress to go again."""
+        check_int("max_commits", max_commits, 0, MAX_COMMITS)
+        return hooks.run(lambda p, **kw: self.index_repo(p, **kw), check_path("repo", repo), history=history,
+                         max_commits=max_commits)
 
     def watch(self, paths: Sequence[str | Path], *, mode: str = "auto", debounce_ms: int = 800,
               initial: bool = True, progress: Callable[[str], None] | None = None,

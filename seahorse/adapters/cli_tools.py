@@ -65,15 +65,12 @@ def commands(opener: Opener) -> dict[str, Callable[[argparse.Namespace], Any]]:
                                min_similarity=args.min_similarity, limit=args.limit, cursor=args.cursor)
 
     def cmd_hooks(args: argparse.Namespace) -> Any:
-        from ..services import hooks
-
-        if args.hooks_command == "install":
-            return hooks.install(args.repo, db=args.db, history=not args.no_history,
-                                 max_commits=args.max_commits)
-        if args.hooks_command == "uninstall":
-            return hooks.uninstall(args.repo)
         with opener(args, create=True) as eng:
-            return hooks.run(eng, args.repo, history=not args.no_history, max_commits=args.max_commits)
+            if args.hooks_command == "install":
+                return eng.install_hooks(args.repo, history=not args.no_history, max_commits=args.max_commits)
+            if args.hooks_command == "uninstall":
+                return eng.uninstall_hooks(args.repo)
+            return eng.run_hooks(args.repo, history=not args.no_history, max_commits=args.max_commits)
 
     def cmd_watch(args: argparse.Namespace) -> Any:
         with opener(args, create=True) as eng:
