@@ -73,9 +73,15 @@ def commands(opener: Opener) -> dict[str, Callable[[argparse.Namespace], Any]]:
             return eng.run_hooks(args.repo, history=not args.no_history, max_commits=args.max_commits)
 
     def cmd_watch(args: argparse.Namespace) -> Any:
+        import signal
+        import threading
+
+        stop = threading.Event()  # Ctrl-C (or SIGTERM) ends the watch after the batch in progress
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
         with opener(args, create=True) as eng:
             return eng.watch(args.paths, mode=args.mode, debounce_ms=args.debounce,
-                             initial=not args.no_initial, progress=None if args.json else _say)
+                             initial=not args.no_initial, progress=_say, stop=stop)
 
     def cmd_gain(args: argparse.Namespace) -> Any:
         with opener(args) as eng:
