@@ -27,18 +27,18 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 
 from ..errors import InvalidInput
 from ..mechanisms.code import SECONDARY_PATH
 from ..store import Store
+from .conventions import conventions
+from .repotext import Decl, RepoText
 
 DEAD_CONFIDENCE = 0.8  # the default threshold of `analyze dead-code` (README: measured precision)
 DUPLICATE_SIMILARITY = 0.7  # the default threshold of `analyze duplicates`
 MIN_DUPLICATE_TOKENS = 40  # bodies shorter than this are not compared (one-line wrappers look alike)
 SHINGLE = 5  # tokens per shingle
 COMMON_SHINGLE = 30  # a shingle in more bodies than this does not make pairs by itself
-DECLARATIONS = ("function", "method", "class")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _DUNDER = re.compile(r"^__\w+__$")
 _TEST_NAME = re.compile(r"^(test|Test|Benchmark|Example|Fuzz)")
@@ -56,20 +56,6 @@ _C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _STRING = re.compile(r'"""(?:.|\n)*?"""|\'\'\'(?:.|\n)*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|'
                      r'`(?:\\.|[^`\\])*`')
 _CODE_TOKEN = re.compile(r"[A-Za-z_$][\w$]*|\d[\w.]*|==|!=|<=|>=|=>|->|&&|\|\||\*\*|[^\s\w]")
-
-
-@dataclass
-class Decl:
-    node_id: int
-    path: str
-    qualname: str
-    name: str
-    kind: str
-    start: int
-    end: int
-    parent: str | None
-    language: str | None = None
-    decorators: list[str] = field(default_factory=list)
 
 
 def check_threshold(what: str, value, default: float) -> float:
@@ -91,38 +77,6 @@ def page(items: list[dict], limit: int, cursor: str | None) -> tuple[list[dict],
     chunk = items[start:start + limit]
     nxt = start + limit
     return chunk, (str(nxt) if nxt < len(items) else None)
-
-
-class RepoText:
-    """A repository's files and declarations as one analysis reads them."""
-
-    def __init__(self, store: Store, repo_id: int) -> None:
-        self.files = {path: (kind, lang, content)
-                      for path, kind, lang, content in store.repo_file_rows(repo_id)}
-        self.lines = {p: c.split("\n") for p, (_k, _l, c) in self.files.items()}
-        self.decls: list[Decl] = []
-        self.modules: dict[str, int] = {}
-        for node, path, qual, name, kind, a, b, parent in store.repo_declarations(repo_id):
-            if kind == "file":
-                self.modules[path] = node
-                continue
-            if kind not in DECLARATIONS:
-                continue
-            d = Decl(node, path, qual, name, kind, a, b, parent, self.files.get(path, (None, None, ""))[1])
-            d.decorators = self._decorators(d)
-            self.decls.append(d)
-
-    def _decorators(self, d: Decl) -> list[str]:
-        lines = self.lines.get(d.path, [])
-        out = []
-        i = d.start - 2
-        while i >= 0 and lines[i].strip().startswith("@"):
-            out.append(lines[i].strip())
-            i -= 1
-        return out
-
-    def span_text(self, d: Decl) -> str:
-        return "\n".join(self.lines.get(d.path, [])[d.start - 1:d.end])
 
 
 # ----- dead code ------------------------------------------------------------------------------
@@ -438,8 +392,6 @@ KINDS = ("dead-code", "duplicates", "conventions")
 def analyze(store: Store, repo_id: int, repo_name: str, kind: str, *, min_confidence: float | None = None,
             min_similarity: float | None = None, limit: int = 50, cursor: str | None = None) -> dict:
     """One analysis of one indexed repository; list analyses are paginated (``next_cursor``)."""
-    from .conventions import conventions
-
     kind = kind.replace("_", "-") if isinstance(kind, str) else kind
     if kind not in KINDS:
         raise InvalidInput(f"kind must be one of {', '.join(KINDS)}", field="kind")

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 
 from ..mechanisms.code import SECONDARY_PATH
 from ..store import Store
-from .analysis import RepoText
+from .repotext import RepoText
 
 NAMING = (("snake_case", re.compile(r"_*[a-z][a-z0-9]*(_[a-z0-9]+)+_*")),
           ("lowercase", re.compile(r"_*[a-z][a-z0-9]*_*")),
