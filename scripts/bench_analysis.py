@@ -33,7 +33,8 @@ DUP_THRESHOLDS = (0.9, 0.8, 0.7, 0.6)
 
 
 def commit() -> str:
-    out = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    out = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True)
     return out.stdout.strip() or "?"
 
 
@@ -64,7 +65,8 @@ def run(name: str, root: Path, db_dir: Path) -> None:
         ruler = json.loads(ruler_path.read_text())
         if kind == "deadcode":
             truth = {(x["path"], x["symbol"]): x["dead"] for x in ruler["items"]}
-            flags = [(x["confidence"], truth.get((x["path"], x["symbol"] or x["path"]))) for x in out["items"]]
+            flags = [(x["confidence"], truth.get((x["path"], x["symbol"] or x["path"])))
+                     for x in out["items"]]
             unjudged = [f"{x['path']} {x['symbol']}" for x in out["items"]
                         if (x["path"], x["symbol"] or x["path"]) not in truth]
         else:

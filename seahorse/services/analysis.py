@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import zlib
 from collections import Counter, defaultdict
 
 from ..errors import InvalidInput
@@ -39,6 +40,10 @@ DUPLICATE_SIMILARITY = 0.7  # the default threshold of `analyze duplicates`
 MIN_DUPLICATE_TOKENS = 40  # bodies shorter than this are not compared (one-line wrappers look alike)
 SHINGLE = 5  # tokens per shingle
 COMMON_SHINGLE = 30  # a shingle in more bodies than this does not make pairs by itself
+# Bodies alike in shape but not in their strings (lists of calls building different data, test
+# fixtures held in string literals) are not copies: with strings kept, at least this share.
+MIN_LITERAL_SHARE = 0.3
+MIN_SHARED = 4  # rare shingles two bodies must share before their similarity is computed
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _DUNDER = re.compile(r"^__\w+__$")
 _TEST_NAME = re.compile(r"^(test|Test|Benchmark|Example|Fuzz)")
@@ -318,9 +323,13 @@ def dead_code(store: Store, repo_id: int, min_confidence: float) -> dict:
 
 
 # ----- duplicates -----------------------------------------------------------------------------
-def body_tokens(text: str, language: str | None) -> list[str]:
-    """A body's tokens with comments dropped and literals abstracted (``S``, ``N``)."""
-    text = _STRING.sub(" S ", text)
+def body_tokens(text: str, language: str | None, literal: bool = False) -> list[str]:
+    """A body's tokens with comments dropped and literals abstracted (``S``, ``N``); with
+    ``literal``, each string literal is a token of its own (``S`` and a digest)."""
+    if literal:
+        text = _STRING.sub(lambda m: f" S{zlib.crc32(m.group().encode('utf-8', 'replace')):x} ", text)
+    else:
+        text = _STRING.sub(" S ", text)
     text = (_COMMENT.get(language or "") or _C_COMMENT).sub(" ", text)
     return ["N" if t[0].isdigit() else t for t in _CODE_TOKEN.findall(text)]
 
@@ -332,11 +341,14 @@ def shingles(tokens: list[str], k: int = SHINGLE) -> set[int]:
 def duplicates(store: Store, repo_id: int, min_similarity: float) -> dict:
     rt = RepoText(store, repo_id)
     bodies: list[tuple[Decl, set[int], int]] = []
+    literal: dict[int, set[int]] = {}  # the same bodies' shingles with their strings kept
     for d in rt.decls:
         if d.kind == "class":
             continue
-        toks = body_tokens(rt.span_text(d), d.language)
+        text = rt.span_text(d)
+        toks = body_tokens(text, d.language)
         if len(toks) >= MIN_DUPLICATE_TOKENS:
+            literal[len(bodies)] = shingles(body_tokens(text, d.language, literal=True))
             bodies.append((d, shingles(toks), len(toks)))
     postings: dict[int, list[int]] = defaultdict(list)
     for i, (_d, sh, _n) in enumerate(bodies):
@@ -357,13 +369,16 @@ def duplicates(store: Store, repo_id: int, min_similarity: float) -> dict:
         return i
 
     pairs = []
-    for (a, b), _n in shared.items():
+    for (a, b), n in shared.items():
         da, sa, _ = bodies[a]
         db, sb, _ = bodies[b]
+        if n < MIN_SHARED or min(len(sa), len(sb)) < min_similarity * max(len(sa), len(sb)):
+            continue  # too few rare shingles in common, or sizes too far apart for the similarity
         if da.path == db.path and (da.start <= db.start <= da.end or db.start <= da.start <= db.end):
             continue  # one inside the other
         sim = len(sa & sb) / len(sa | sb)
-        if sim >= min_similarity:
+        la, lb = literal[a], literal[b]
+        if sim >= min_similarity and len(la & lb) >= MIN_LITERAL_SHARE * len(la | lb):
             pairs.append((a, b, sim))
             parent[root(a)] = root(b)
     groups: dict[int, dict] = {}
