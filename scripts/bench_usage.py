@@ -53,7 +53,8 @@ def main() -> None:
         t = times[flag]
         print(f"usage {'on ' if flag else 'off'}: median {statistics.median(t):.2f} ms, "
               f"p95 {benchlib.percentile(t, 95):.2f} ms over {len(t)} searches")
-    print(f"difference of medians: {statistics.median(times[True]) - statistics.median(times[False]):+.2f} ms")
+    diff = statistics.median(times[True]) - statistics.median(times[False])
+    print(f"difference of medians: {diff:+.2f} ms")
 
 
 if __name__ == "__main__":
