@@ -81,3 +81,43 @@ def test_watch_picks_up_an_edit_a_new_file_and_a_deletion(tmp_path: Path) -> Non
 def test_watch_refuses_a_missing_folder(cli, tmp_path: Path) -> None:
     proc = cli.run("watch", str(tmp_path / "nowhere"))
     assert proc.returncode != 0 and "does not exist" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _symbols(db: Path, name: str) -> list[dict]:
+    with Engine(Settings(db_path=db, embedder="hash", usage=False), create=False) as eng:
+        return eng.find_symbol(name)
+
+
+def test_watch_keeps_a_checkouts_working_tree_indexed(tmp_path: Path) -> None:
+    from test_code_repo import commit, git
+
+    root, db = tmp_path / "proj", tmp_path / "kg.db"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "first", {"app.py": "def first():\n    return 1\n",
+                           "old.py": "def retired():\n    return 0\n"})
+    env = {**_clean_env(), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_DB": str(db)}
+    proc = subprocess.Popen([sys.executable, "-m", "seahorse", "watch", str(root), "--debounce", "200"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line, seen = "", ""
+        deadline = time.monotonic() + WAIT_S
+        while "watching" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            seen += line
+            assert line or proc.poll() is None, "watch exited before watching"
+        assert "as repo" in seen  # a git checkout: indexed as code, with its working tree
+        time.sleep(1.0)
+        assert _symbols(db, "retired")
+        (root / "app.py").write_text("def first():\n    return 1\n\n\ndef second():\n    return first()\n")
+        _until(lambda: any(s["dirty"] for s in _symbols(db, "second")), "the uncommitted edit", proc)
+        (root / "old.py").unlink()
+        _until(lambda: not _symbols(db, "retired"), "the deleted file", proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert "batch" in err and "stopped" in out
