@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,24 +40,44 @@ def _until(check, what: str, proc: subprocess.Popen) -> None:
     pytest.fail(f"watch never indexed {what}")
 
 
+@contextmanager
+def watching(db: Path, *args: str):
+    """A real `seahorse watch` over ``args``, yielded once it says it watches (with what it said
+    before); stopped by SIGINT at the end, or killed if the test failed."""
+    env = {**_clean_env(), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_DB": str(db)}
+    proc = subprocess.Popen([sys.executable, "-m", "seahorse", "watch", *args, "--debounce", "200"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line, seen = "", ""
+        deadline = time.monotonic() + WAIT_S
+        while "watching" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            seen += line
+            assert line or proc.poll() is None, "watch exited before watching"
+        assert "watching" in line
+        time.sleep(1.0)  # the watcher starts right after it says so
+        yield proc, seen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _stop(proc: subprocess.Popen) -> tuple[str, str]:
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert "batch" in err
+    return out, err
+
+
 def test_watch_picks_up_an_edit_a_new_file_and_a_deletion(tmp_path: Path) -> None:
     notes, db = tmp_path / "notes", tmp_path / "kg.db"
     notes.mkdir()
     (notes / "pi.md").write_text("# Pi\n\nThe Raspberry Pi 5 throttles when hot.\n")
     (notes / "gone.md").write_text("# Gone\n\nThis note about walruses will be deleted.\n")
-    env = {**_clean_env(), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_DB": str(db)}
-    proc = subprocess.Popen([sys.executable, "-m", "seahorse", "watch", str(notes), "--debounce", "200",
-                             "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = ""
-        deadline = time.monotonic() + WAIT_S
-        while "watching" not in line and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            assert line or proc.poll() is None, "watch exited before watching"
-        assert "watching" in line
-        time.sleep(1.0)  # the watcher starts right after it says so
+    with watching(db, str(notes), "--json") as (proc, _seen):
         assert "throttles" in (_text(db, notes / "pi.md") or "")  # the first index
-
         (notes / "pi.md").write_text("# Pi\n\nThe Raspberry Pi 5 needs zram under load.\n")
         _until(lambda: "zram" in (_text(db, notes / "pi.md") or ""), "the edit", proc)
         (notes / "new.md").write_text("# New\n\nA fresh note about sourdough starters.\n")
@@ -64,15 +85,7 @@ def test_watch_picks_up_an_edit_a_new_file_and_a_deletion(tmp_path: Path) -> Non
         (notes / "gone.md").unlink()
         _until(lambda: _text(db, notes / "gone.md") is None, "the deletion", proc)
         (notes / "skip.bin").write_bytes(b"\0\1")  # not a text file: ignored, no crash
-
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err and "batch" in err
+        out, _err = _stop(proc)
     summary = json.loads(out)
     assert summary["paths"] == [str(notes.resolve())] and summary["modes"] == ["docs"]
     assert summary["batches"] >= 3
@@ -96,28 +109,12 @@ def test_watch_keeps_a_checkouts_working_tree_indexed(tmp_path: Path) -> None:
     git(root, "init", "-q")
     commit(root, "first", {"app.py": "def first():\n    return 1\n",
                            "old.py": "def retired():\n    return 0\n"})
-    env = {**_clean_env(), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_DB": str(db)}
-    proc = subprocess.Popen([sys.executable, "-m", "seahorse", "watch", str(root), "--debounce", "200"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line, seen = "", ""
-        deadline = time.monotonic() + WAIT_S
-        while "watching" not in line and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            seen += line
-            assert line or proc.poll() is None, "watch exited before watching"
+    with watching(db, str(root)) as (proc, seen):
         assert "as repo" in seen  # a git checkout: indexed as code, with its working tree
-        time.sleep(1.0)
         assert _symbols(db, "retired")
         (root / "app.py").write_text("def first():\n    return 1\n\n\ndef second():\n    return first()\n")
         _until(lambda: any(s["dirty"] for s in _symbols(db, "second")), "the uncommitted edit", proc)
         (root / "old.py").unlink()
         _until(lambda: not _symbols(db, "retired"), "the deleted file", proc)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0 and "Traceback" not in err, err
-    assert "batch" in err and "stopped" in out
+        out, _err = _stop(proc)
+    assert "stopped" in out
