@@ -145,3 +145,21 @@ def test_hooks_need_a_git_checkout(tmp_path: Path, cli) -> None:
     (tmp_path / "plain").mkdir()
     proc = cli.run("hooks", "install", "--repo", str(tmp_path / "plain"))
     assert proc.returncode != 0 and "not a git checkout" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_install_twice_chains_once_and_uninstall_leaves_a_foreign_hook(repo) -> None:
+    root, _db, env = repo
+    hooks = root / ".git" / "hooks"
+    old = hooks / "post-merge"
+    old.write_text("#!/bin/sh\nexit 0\n")
+    old.chmod(0o755)
+    first = _seahorse(env, "hooks", "install", "--repo", str(root), "--json")
+    second = _seahorse(env, "hooks", "install", "--repo", str(root), "--json")
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert '"updated"' in second.stdout  # our own hook is rewritten, never chained to itself
+    assert (hooks / "post-merge.seahorse-chained").read_text() == "#!/bin/sh\nexit 0\n"
+    (hooks / "post-commit").write_text("#!/bin/sh\necho mine\n")  # the user replaced ours
+    out = _seahorse(env, "hooks", "uninstall", "--repo", str(root))
+    assert out.returncode == 0 and "left alone" in out.stdout, out.stdout
+    assert (hooks / "post-commit").read_text() == "#!/bin/sh\necho mine\n"
+    assert old.read_text() == "#!/bin/sh\nexit 0\n" and not (hooks / "post-checkout").exists()
