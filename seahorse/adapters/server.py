@@ -44,7 +44,8 @@ INSTRUCTIONS = (
     "preference the user states; `get`/`expand` return the full text of a compact hit. "
     "For code: `index_repo` a checkout, then `search_code` in plain words, `find_symbol`, "
     "`get_callers`, `get_references`, `symbol_history` (which commit changed it and why) and "
-    "`get_recent_changes`."
+    "`get_recent_changes`; `analyze` finds dead code, near-duplicate code and the repository's "
+    "conventions."
 )
 
 
