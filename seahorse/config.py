@@ -110,6 +110,7 @@ class Settings:
     synonym_threshold: float = 0.8
     synonym_neighbours: int = 5
     session_ttl: float = 3600.0
+    usage: bool = True  # record local usage analytics (`seahorse gain`); SEAHORSE_USAGE=off stops it
     rerank: RerankSettings = field(default_factory=RerankSettings)
     gliner: GlinerSettings = field(default_factory=GlinerSettings)
 
@@ -204,6 +205,7 @@ _ENV = {
     "max_text_mb": ("SEAHORSE_MAX_TEXT_MB", float),
     "session_ttl": ("SEAHORSE_SESSION_TTL", float),
     "synonym_threshold": ("SEAHORSE_SYNONYM_THRESHOLD", float),
+    "usage": ("SEAHORSE_USAGE", parse_bool, _BOOL),
     "rerank_enabled": ("RERANK_ENABLED", parse_bool, _BOOL),
     "rerank_model_path": ("RERANK_MODEL_PATH", _path, "path"),
     "rerank_tokenizer_path": ("RERANK_TOKENIZER_PATH", _path, "path"),

@@ -6,15 +6,19 @@ the services in :mod:`seahorse.services`, which never import this module.
 
 from __future__ import annotations
 
+import functools
+import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .config import Settings, load_settings
-from .errors import InvalidInput
+from .errors import InvalidInput, ReadOnlyDatabase, SeahorseError, StorageError
 from .mechanisms.budget import Budget
 from .mechanisms.embed import Embedder, make_embedders
 from .mechanisms.extract import Extractor
 from .mechanisms.gliner import make_extractor
+from .services import hooks
+from .services.analysis import analyze
 from .services.codeindex import CodeIndex
 from .services.codequery import (
     CodeQueries,
@@ -35,6 +39,8 @@ from .services.retrieval import RetrievalIndex, SearchResult
 from .services.runtime import Runtime, check_int, check_path, check_text
 from .services.search import Search
 from .services.timeline import Window
+from .services.usage import Usage
+from .services.usage import report as usage_report
 from .services.versions import Versions
 from .store import Store, open_store
 
@@ -76,6 +82,10 @@ class Engine:
         self.records = Records(rt, self.ingest, self.memories)
         self.versions = Versions(rt, self.code_queries)  # issue 24: versions, impact, map, status
         self.impact = Impact(rt, self.code_queries)
+        # Usage analytics (`gain`): every verb below is timed and counted (see _recorded);
+        # the adapters say which face called (surface "cli" or "mcp").
+        self.usage = Usage(store, settings.usage)
+        self.surface = "library"
 
     # ----- the shared state, read-only --------------------------------------------------
     @property
@@ -100,6 +110,7 @@ class Engine:
 
     # ----- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
+        self.usage.flush()
         self.store.close()
 
     def __enter__(self) -> "Engine":
@@ -363,6 +374,53 @@ class Engine:
         """Per indexed checkout: indexed HEAD vs current HEAD, files changed and not indexed
         (dirty edits, commits not indexed), counts, last index time."""
         return self.impact.index_status(repo, limit, cursor)
+    # ----- code analyses, usage (issue 24: analyze, gain) ---------------------------------
+    def analyze(self, kind: str, repo: str | Path | None = None, *, min_confidence: float | None = None,
+                min_similarity: float | None = None, limit: int = 50, cursor: str | None = None) -> dict:
+        """``kind``: ``dead-code`` (declarations and files nothing reaches, each with a reason
+        and a confidence, at or over ``min_confidence``), ``duplicates`` (near-duplicate bodies
+        grouped, at or over ``min_similarity``) or ``conventions`` (naming, docstrings, error
+        handling, test layout, counted). Lists are paginated: ``next_cursor`` back as ``cursor``."""
+        row = self.code_queries.repo_row(repo)
+        return analyze(self.store, row[0], row[2], kind, min_confidence=min_confidence,
+                       min_similarity=min_similarity, limit=check_limit(limit), cursor=cursor)
+
+    def gain(self, since: str | float | None = None) -> dict:
+        """Local usage analytics: calls per tool and surface, latency p50/p95, tokens served
+        against the budgets asked, expand rate, and a tokens-avoided estimate with its formula.
+        Recorded without query text or code (``SEAHORSE_USAGE=off`` stops recording)."""
+        self.usage.flush()
+        return usage_report(self.store, self.usage.enabled, since)
+
+    def install_hooks(self, repo: str | Path = ".", *, history: bool = True, max_commits: int = 1000) -> dict:
+        """Git hooks (post-commit, post-checkout, post-merge, post-rewrite) that re-index the
+        checkout into this store in the background; existing hooks are kept and run first."""
+        check_int("max_commits", max_commits, 0, MAX_COMMITS)
+        env = {"SEAHORSE_EMBEDDER": self.settings.embedder}
+        if self.settings.embedder_path is not None:
+            env["SEAHORSE_EMBEDDER_PATH"] = str(self.settings.embedder_path)
+        return hooks.install(check_path("repo", repo), self.settings.db_path, env, history=history,
+                             max_commits=max_commits)
+
+    def uninstall_hooks(self, repo: str | Path = ".") -> dict:
+        """Remove Seahorse's git hooks and put back, byte for byte, the hooks they chained."""
+        return hooks.uninstall(check_path("repo", repo))
+
+    def run_hooks(self, repo: str | Path = ".", *, history: bool = True, max_commits: int = 1000) -> dict:
+        """What the hooks run: index the checkout once, or mark a run in progress to go again."""
+        check_int("max_commits", max_commits, 0, MAX_COMMITS)
+        return hooks.run(lambda p, **kw: self.index_repo(p, **kw), check_path("repo", repo), history=history,
+                         max_commits=max_commits)
+
+    def watch(self, paths: Sequence[str | Path], *, mode: str = "auto", debounce_ms: int = 800,
+              initial: bool = True, progress: Callable[[str], None] | None = None,
+              stop=None) -> dict:
+        """Keep folders and checkouts indexed as their files change, until ``stop`` (a
+        threading.Event) is set or Ctrl-C: each debounced batch of changes is one transaction."""
+        from .services.watch import Watcher
+
+        return Watcher(self.code_index, self.ingest, self.store, paths, mode=mode,
+                       debounce_ms=debounce_ms, progress=progress).run(initial=initial, stop=stop)
 
     # ----- maintenance --------------------------------------------------------------------
     def reembed(self, progress: Progress | None = None) -> dict:
@@ -386,3 +444,43 @@ def _view(snippet_chars: int | None, token_budget: int | None) -> dict:
         return {"snippet_chars": check_snippet_chars(snippet_chars)}
     return {}
 
+
+
+# ----- usage analytics: every verb timed and counted (issue 24, `gain`) -------------------------
+# Not recorded: the lifecycle, the read-only views of shared state, and `watch` (it runs until
+# stopped; the indexing it does is its own). Verbs added to Engine later are recorded too.
+_NOT_RECORDED = frozenset({"close", "budget", "retrieval_index", "watch", "gain"})
+
+
+def _recorded(verb: str, fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def call(self: Engine, *args, **kwargs):
+        usage = self.__dict__.get("usage")
+        if usage is None or usage.depth or not usage.enabled:
+            return fn(self, *args, **kwargs)
+        usage.depth += 1
+        t0 = time.perf_counter()
+        out, error = None, None
+        try:
+            out = fn(self, *args, **kwargs)
+            return out
+        except (StorageError, ReadOnlyDatabase):
+            error = "storage"  # the store refused a write: write nothing more to it
+            raise
+        except SeahorseError as exc:
+            error = exc.code or type(exc).__name__
+            raise
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            usage.depth -= 1
+            if error != "storage":
+                usage.record(verb, self.surface, (time.perf_counter() - t0) * 1000, error, args, kwargs,
+                             out)
+    return call
+
+
+for _verb, _fn in list(vars(Engine).items()):
+    if not _verb.startswith("_") and callable(_fn) and _verb not in _NOT_RECORDED:
+        setattr(Engine, _verb, _recorded(_verb, _fn))

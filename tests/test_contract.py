@@ -111,6 +111,9 @@ def _calls(repo: Path) -> list[tuple[str, Any, list[str], dict]]:
         ("get_repo_map", lambda e, i: e.get_repo_map(token_budget=200),
          ["get-repo-map", "--token-budget", "200"], {"token_budget": 200}),
         ("index_status", lambda e, i: e.index_status(), ["index-status"], {}),
+        ("analyze", lambda e, i: e.analyze("dead-code", min_confidence=0.0, limit=5),
+         ["analyze", "dead-code", "--min-confidence", "0", "--limit", "5"],
+         {"kind": "dead-code", "min_confidence": 0.0, "limit": 5}),
         ("delete_document", lambda e, i: e.delete_document("doc:babbage"),
          ["delete-document", "doc:babbage"], {"id": "doc:babbage"}),
     ]

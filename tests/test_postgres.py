@@ -223,6 +223,9 @@ def test_migrate_both_ways_keeps_every_answer(tmp_path: Path, pg_url: str) -> No
         for table in COPY_TABLES:
             cols, rows = a_store.dump_rows(table)
             cols_b, rows_b = b_store.dump_rows(table)
+            if table == "usage":  # activity, not content: the calls made on PostgreSQL came back too
+                assert cols == cols_b and set(rows) < set(rows_b), table
+                continue
             assert cols == cols_b and sorted(rows, key=repr) == sorted(rows_b, key=repr), table
         meta_a, meta_b = a_store.meta(), b_store.meta()
         assert int(meta_b.pop("graph_version")) == int(meta_a.pop("graph_version")) + 2  # the heron

@@ -24,10 +24,11 @@ TOOLS = {"add_document", "search", "upsert_memory", "delete_memory", "delete_doc
          "expand", "index_repo", "search_code", "find_symbol", "get_callers", "get_references",
          "symbol_history", "get_recent_changes", "forget", "add_conversation", "list_memories",
          "list_documents", "compare_versions", "search_at_version", "search_history", "change_impact",
-         "find_dependencies", "get_repo_map", "index_status"}
+         "find_dependencies", "get_repo_map", "index_status", "analyze"}
 READ_ONLY_TOOLS = {"search", "get", "expand", "search_code", "find_symbol", "get_callers",
                    "get_references", "symbol_history", "get_recent_changes", "list_memories",
-                   "list_documents", "change_impact", "find_dependencies", "get_repo_map", "index_status"}
+                   "list_documents", "change_impact", "find_dependencies", "get_repo_map", "index_status",
+                   "analyze"}
 
 BABBAGE = (
     "Charles Babbage designed the Analytical Engine, a mechanical general-purpose computer. "

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import _clean_env
+from conftest import _clean_env, fingerprint
 from test_cli import assert_one_error_line
 
 from seahorse.config import Settings
@@ -115,10 +115,20 @@ def test_unknown_migrations_are_refused_read_only_too(seeded_db: Path) -> None:
 
 
 def test_reading_writes_nothing_to_a_current_store(cli, seeded_db: Path) -> None:
+    # Usage analytics (`gain`) off: a read writes nothing at all.
     before = _sha(seeded_db)
     for args in (("stats",), ("search", "zram"), ("find-symbol", "f")):
-        cli.run(*args)
+        cli.run(*args, env={"SEAHORSE_USAGE": "off"})
     assert _sha(seeded_db) == before
+    # On (the default): only the usage counters change, never what the store holds.
+    digest = fingerprint(seeded_db)
+    for args in (("stats",), ("search", "zram"), ("find-symbol", "f")):
+        cli.run(*args)
+    assert fingerprint(seeded_db) == digest
+    con = sqlite3.connect(seeded_db)
+    assert [r[0] for r in con.execute("SELECT tool FROM usage ORDER BY id")][-3:] == [
+        "stats", "search", "find_symbol"]
+    con.close()
     con = sqlite3.connect(seeded_db)
     assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
         SCHEMA_VERSION)

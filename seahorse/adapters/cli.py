@@ -23,6 +23,9 @@ from . import cli_code  # noqa: E402  (issue 24: versions, impact, deps, repo ma
 from .cli_memory import add_parsers as add_memory_parsers  # noqa: E402
 from .cli_memory import commands as memory_commands  # noqa: E402
 from .cli_memory import human as memory_human  # noqa: E402
+from .cli_tools import add_parsers as add_tool_parsers  # noqa: E402
+from .cli_tools import commands as tool_commands  # noqa: E402
+from .cli_tools import human as tool_human  # noqa: E402
 
 log = logging.getLogger("seahorse")
 
@@ -150,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_memory_parsers(sub, common)
     cli_code.add_parsers(sub, common)
+    add_tool_parsers(sub, common)
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
@@ -212,7 +216,9 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
         # A typo in --db must not silently answer from a new, empty database.
         raise NotFound(f"database {settings.db_path} does not exist; index something first "
                        "(`seahorse index ...`) or check --db / SEAHORSE_DB")
-    return Engine(settings, reembedding=reembedding, create=create)
+    eng = Engine(settings, reembedding=reembedding, create=create)
+    eng.surface = "cli"  # usage analytics (`gain`) say which face called
+    return eng
 
 
 def _progress(n: int, total: int, path: str) -> None:
@@ -630,6 +636,7 @@ COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": c
             "get-references": cmd_get_references, "migrate": cmd_migrate}
 COMMANDS.update(memory_commands(lambda args, create=False: _engine(args, create=create)))
 COMMANDS.update(cli_code.commands(lambda args, create=False: _engine(args, create=create)))
+COMMANDS.update(tool_commands(lambda args, create=False: _engine(args, create=create)))
 # The older names of the same verbs: they keep working, with the same output.
 ALIASES = {"delete": "delete-document", "history": "symbol-history", "changes": "get-recent-changes",
            **cli_code.ALIASES}
@@ -679,6 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             text = memory_human(args.command, args, out)
             if text is None:
                 text = cli_code.human(getattr(args, "shown_as", args.command), out)
+            text = tool_human(args.command, args, out) if text is None else text
             print(_human(args.command, out) if text is None else text)
         sys.stdout.flush()
     except BrokenPipeError:

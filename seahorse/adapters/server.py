@@ -25,6 +25,7 @@ log = logging.getLogger("seahorse")
 
 MemoryKind = Literal["fact", "preference", "event", "instruction", "note", "decision"]
 NodeKind = Literal["passage", "memory", "symbol", "commit"]
+AnalysisKind = Literal["dead-code", "duplicates", "conventions"]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
@@ -47,7 +48,8 @@ INSTRUCTIONS = (
     "For code: `index_repo` a checkout, then `search_code` in plain words, `find_symbol`, "
     "`get_callers`, `get_references`, `symbol_history` (which commit changed it and why) and "
     "`get_recent_changes`; `compare_versions`, `search_at_version`, `search_history`, "
-    "`change_impact`, `find_dependencies`, `get_repo_map` and `index_status` (is the index fresh)."
+    "`change_impact`, `find_dependencies`, `get_repo_map` and `index_status` (is the index fresh); "
+    "`analyze` finds dead code, near-duplicate code and the repository's conventions."
 )
 
 
@@ -79,6 +81,7 @@ class _Runtime:
                             raise NotFound(f"database {settings.db_path} does not exist", code="no_store")
                         log.warning("creating a new store at %s (first write)", settings.db_path)
                     self._engine = Engine(settings)
+                    self._engine.surface = "mcp"  # usage analytics (`gain`) say which face called
                 return fn(self._engine)
             except SeahorseError as exc:
                 raise ToolError(tool_message(exc)) from None
@@ -316,6 +319,13 @@ def build_server(db: str | None = None) -> MCPServer:
     def index_status(repo: str | None = None, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
         """Whether to trust the code index: per indexed checkout, the indexed HEAD vs the current HEAD, commits and files changed but not indexed (uncommitted edits too), counts and the last index time."""
         return rt.call("index_status", repo=repo, limit=limit, cursor=cursor)
+    # ----- code analyses (issue 24) -------------------------------------------------------
+    @server.tool(annotations=READ_ONLY)
+    def analyze(kind: AnalysisKind, repo: str | None = None, min_confidence: float | None = None,
+                min_similarity: float | None = None, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        """Analyse an indexed repository: kind=dead-code lists declarations and files nothing reaches (each with reason and confidence, default min_confidence 0.8), duplicates groups near-duplicate function bodies with their similarity (default min_similarity 0.7), conventions counts naming per kind, docstring style, error handling and test layout so new code fits; lists are paginated (next_cursor back as cursor)."""
+        return rt.call("analyze", kind, repo=repo, min_confidence=min_confidence,
+                       min_similarity=min_similarity, limit=limit, cursor=cursor)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:

@@ -77,6 +77,25 @@ def _git_env() -> dict[str, str]:
     return {**env, **GIT_ENV}
 
 
+def hook_paths(root: str | Path) -> tuple[Path, Path, Path]:
+    """(work tree root, hooks folder, common git folder) of a checkout, as git resolves them
+    (``core.hooksPath`` honoured, a worktree's hooks are its repository's). rev-parse runs no
+    configured command; the caller's ``GIT_*`` variables are dropped."""
+    root = Path(root)
+    if not root.is_dir():
+        raise NotFound(f"{root} is not a folder", field="repo")
+    cmd = ["git", "-C", str(root), "rev-parse", "--show-toplevel", "--git-common-dir", "--git-path", "hooks"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, env=_git_env(), timeout=60)
+    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
+        raise InvalidInput(f"cannot run git in {root}: {exc}", field="repo") from None
+    lines = os.fsdecode(res.stdout).splitlines()
+    if res.returncode != 0 or len(lines) != 3:
+        raise InvalidInput(f"{root} is not a git checkout (hooks need one)", field="repo", code="not_git")
+    top = Path(lines[0]).resolve()
+    return top, (root / lines[2]).resolve(), (root / lines[1]).resolve()
+
+
 @dataclass
 class RepoFile:
     path: str  # relative, forward slashes

@@ -402,6 +402,34 @@ def _m0010_code_versions(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0011_usage(db: sqlite3.Connection) -> None:
+    """Local usage analytics (issue 24, ``seahorse gain``): one row per Engine call of a tool
+    (CLI, MCP or library), with its latency, outcome and sizes. No query text and no code:
+    ``query_hash`` is a digest of the question (so repeats can be counted), every other
+    column a name, a number or an error code."""
+    _run_script(
+        db,
+        """
+        CREATE TABLE usage(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            tool TEXT NOT NULL,
+            surface TEXT NOT NULL,
+            ms REAL NOT NULL,
+            ok INTEGER NOT NULL,
+            error TEXT,
+            query_hash TEXT,
+            hits INTEGER,
+            tokens_served INTEGER,
+            tokens_full INTEGER,
+            token_budget INTEGER,
+            top_k INTEGER
+        );
+        CREATE INDEX usage_at ON usage(at);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -413,6 +441,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0008_compact", _m0008_compact),
     ("0009_time_lifecycle", _m0009_time_lifecycle),
     ("0010_code_versions", _m0010_code_versions),
+    ("0011_usage", _m0011_usage),
 ]
 
 

@@ -22,6 +22,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
+from .analysis import AnalysisTables
 from .code import CodeTables
 from .codec import _from_blobs, _to_blob, _to_blobs  # noqa: F401  (_to_blob: imported from here)
 from .codewalk import CodeWalks
@@ -38,7 +39,8 @@ BUSY_TIMEOUT_S = 10.0
 COPY_TABLES = ("documents", "nodes", "edges", "vectors", "facts", "memories", "memory_history",
                "sessions", "repos", "code_files", "symbols", "symbol_refs", "parse_cache",
                "commits", "code_links", "commit_touches", "commit_renames", "phrase_features",
-               "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols")
+               "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols",
+               "usage")
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
 log = logging.getLogger(__name__)
 
@@ -141,7 +143,7 @@ def _fs_read_only(path: Path) -> bool:
         return False
 
 
-class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks):
+class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, AnalysisTables):
     """Every read and write of the knowledge graph goes through here.
 
     ``create`` (default True) lets the open make a new store in a missing or empty file;
