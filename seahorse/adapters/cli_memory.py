@@ -91,6 +91,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     se.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "openclaw"])
     se.add_argument("--print", dest="print_only", action="store_true",
                     help="print the configuration instead of writing it")
+    se.add_argument("--allow", action="append", default=[], metavar="PATH",
+                    help="a folder the server may index besides the client's roots (repeatable)")
 
 
 def _list_flags(p: argparse.ArgumentParser) -> None:
@@ -167,7 +169,7 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
     def setup(args):
         from .setup import setup_client
 
-        return setup_client(args.client, args.db, args.print_only)
+        return setup_client(args.client, args.db, args.print_only, args.allow)
 
     return {"memory": memory, "list-memories": list_memories, "forget": forget,
             "documents": documents, "list-documents": list_documents, "add-conversation": add_conv,
