@@ -78,6 +78,9 @@ class _Runtime:
                             raise NotFound(f"database {settings.db_path} does not exist", code="no_store")
                         log.warning("creating a new store at %s (first write)", settings.db_path)
                     self._engine = Engine(settings)
+                    damage = self._engine.store.damage()
+                    if damage:  # reads go on; the operator hears of it (stats says it too)
+                        log.warning("%s", damage)
                 return fn(self._engine)
             except SeahorseError as exc:
                 raise ToolError(tool_message(exc)) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import sqlite3
 import stat
 import time
@@ -30,6 +31,7 @@ from .lifecycle import Lifecycle
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 10.0
+WRITE_WAIT_S = 120.0  # the longest a write waits for other writers before it is refused
 # The tables a store is made of, parents before children (foreign keys): what `seahorse migrate`
 # copies. Not the migration list, the change log or the text index, which each store keeps
 # itself. A test checks that every table of a new store is here or deliberately not.
@@ -341,7 +343,10 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle):
         elif self.create:
             self.db.execute("PRAGMA journal_mode=WAL")  # ours already; a no-op unless changed
             if app_id != APPLICATION_ID:
-                self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                try:  # an older store of ours gets the mark; a busy file gets it next time
+                    self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                except (sqlite3.OperationalError, SeahorseError) as exc:
+                    log.debug("application_id not set now: %s", exc)
         self.db.execute("PRAGMA synchronous=NORMAL")
 
     def _looks_ours(self, tables: set[str], app_id: int) -> bool:
@@ -449,10 +454,10 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle):
             raise damaged
         outer = self._depth == 0
         name = f"sp{self._depth}"
-        try:
-            self.db.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
-        except sqlite3.OperationalError as exc:
-            raise self._translate(exc) from None
+        if outer:
+            self._begin()
+        else:
+            self.db.execute(f"SAVEPOINT {name}")
         self._depth += 1
         try:
             yield self.db
@@ -469,6 +474,25 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle):
             if isinstance(exc, sqlite3.OperationalError):
                 raise self._translate(exc) from None
             raise
+
+    def _begin(self) -> None:
+        """Take the write lock, waiting for other writers (each try waits BUSY_TIMEOUT_S in
+        SQLite's busy handler; busy tries are repeated after a jittered back-off) for at most
+        WRITE_WAIT_S in all: a write waits its turn rather than failing under contention, and
+        a writer stuck for longer is still reported, in one line."""
+        deadline = time.monotonic() + WRITE_WAIT_S
+        pause = 0.02
+        while True:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                left = deadline - time.monotonic()
+                if not busy or left <= 0:
+                    raise self._translate(exc) from None
+                time.sleep(min(left, pause * random.uniform(0.5, 1.5)))
+                pause = min(pause * 2, 0.5)
 
     def _undo(self, outer: bool, name: str) -> None:
         """Roll back what this level did, if SQLite has not already."""
@@ -498,9 +522,8 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle):
             )
         if "locked" in msg or "busy" in msg:
             return SeahorseError(
-                f"database {self.path} stayed locked for {BUSY_TIMEOUT_S:.0f} s by another "
-                "writer; retry when it finishes"
-            )
+                f"database {self.path} stayed locked for {WRITE_WAIT_S:.0f} s by other "
+                "writers; retry when they finish", code="busy")
         return SeahorseError(f"database error on {self.path}: {msg}")
 
     def vacuum(self) -> None:
