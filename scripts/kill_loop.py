@@ -126,6 +126,18 @@ def check(db: Path) -> list[str]:
     return problems
 
 
+def file_state(db: Path) -> tuple:
+    """(size, mtime) of the file and its WAL: changes when a writer commits or appends."""
+    out = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(f"{db}{suffix}")
+            out.append((st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
+
+
 def repo_files(db: Path, repo: Path) -> int:
     """Files of the checkout whose indexed blob is the one at HEAD (up to date)."""
     listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "HEAD"], capture_output=True,
@@ -211,7 +223,13 @@ def main() -> int:
     first = run(["index", "--text", "seed text so every command has a store", "--json"], env)
     assert first.returncode == 0, first.stderr
     kills = {op: 0 for op in ops}
+    after_writes = {op: 0 for op in ops}
     finished = {op: 0 for op in ops}
+    t = time.monotonic()
+    run(["stats", "--json"], env)
+    startup = time.monotonic() - t  # kills land after the interpreter has loaded, not before
+    print(f"# a command's startup here: {startup:.1f} s; kill delay = startup x U(0.9, 1.3) + U(0, 2.5) s",
+          flush=True)
     broken: list[str] = []
     repo_progress: list[int] = []
     t0 = time.time()
@@ -226,10 +244,13 @@ def main() -> int:
         else:
             proc = subprocess.Popen([sys.executable, "-m", "seahorse", *command(op, corpus, repo)],
                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rnd.uniform(0.8, 3.0))
+        mark = file_state(db)
+        time.sleep(startup * rnd.uniform(0.9, 1.3) + rnd.uniform(0.0, 2.5))
         if proc.poll() is None:
+            changed = file_state(db) != mark  # the writer had written something: a real mid-write kill
             proc.send_signal(signal.SIGKILL)
             kills[op] += 1
+            after_writes[op] += changed
         else:
             finished[op] += 1
         proc.wait()
@@ -277,7 +298,8 @@ def main() -> int:
         q = ("SELECT s.path, s.qualname, s.start_line FROM symbols s ORDER BY 1, 2, 3")
         if a.execute(q).fetchall() != b.execute(q).fetchall():
             broken.append("symbols after kills differ from a rebuild")
-    out = {"kills": kills, "finished_before_kill": finished, "total_kills": sum(kills.values()),
+    out = {"kills": kills, "killed_after_the_file_changed": after_writes,
+           "finished_before_kill": finished, "total_kills": sum(kills.values()),
            "broken": broken, "repo_files_brought_up_to_date_per_killed_run": repo_progress,
            "completion_exit_codes": done, "rerun_equal": rerun_equal,
            "seconds": round(time.time() - t0, 1)}
