@@ -582,7 +582,8 @@ class Repo:
         paths = sorted({p for ch in keep for p in ((ch.path, ch.old_path) if isinstance(ch, FileChange)
                                                     else ch) if p})
         sections: list = []
-        if paths:
+        # (a commit naming more paths than a command line holds keeps no line ranges)
+        if paths and sum(len(p) + 1 for p in paths) < PATHSPEC_BYTES_MAX:
             against = [c.parents[0]] if c.parents else ["--root"]
             opts = [o for o in _DIFF_TREE if o != "--stdin" and o != "--root"]
             out = self._git("--literal-pathspecs", *opts, "-p", "-U0", "--full-index", *against,
@@ -594,6 +595,7 @@ class Repo:
         return [([], []) if isinstance(ch, FileChange) and ch.too_big else next(it) for ch in entries]
 
 
+PATHSPEC_BYTES_MAX = 100_000
 _DIFF_TREE = ("diff-tree", "--stdin", "--always", "-r", "--root", "--no-ext-diff", "--no-textconv",
               "--no-color", "--find-renames")
 
