@@ -111,6 +111,8 @@ class Settings:
     synonym_neighbours: int = 5
     session_ttl: float = 3600.0
     usage: bool = True  # record local usage analytics (`seahorse gain`); SEAHORSE_USAGE=off stops it
+    # Folders the MCP server may index besides the client's roots (or its working folder).
+    allow: tuple[Path, ...] = ()
     rerank: RerankSettings = field(default_factory=RerankSettings)
     gliner: GlinerSettings = field(default_factory=GlinerSettings)
 
@@ -138,6 +140,11 @@ def parse_bool(raw: str) -> bool:
 
 def _path(raw: str) -> Path:
     return Path(raw).expanduser()
+
+
+def _paths(raw: str) -> tuple[Path, ...]:
+    """Folders separated by os.pathsep (``:`` on Unix), like PATH."""
+    return tuple(Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip())
 
 
 DB_URL_SCHEMES = ("postgresql", "postgres")
@@ -204,6 +211,7 @@ _ENV = {
     "max_file_mb": ("SEAHORSE_MAX_FILE_MB", float),
     "max_text_mb": ("SEAHORSE_MAX_TEXT_MB", float),
     "session_ttl": ("SEAHORSE_SESSION_TTL", float),
+    "allow": ("SEAHORSE_ALLOW", _paths, "list of folders"),
     "synonym_threshold": ("SEAHORSE_SYNONYM_THRESHOLD", float),
     "usage": ("SEAHORSE_USAGE", parse_bool, _BOOL),
     "rerank_enabled": ("RERANK_ENABLED", parse_bool, _BOOL),

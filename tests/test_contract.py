@@ -149,8 +149,8 @@ def test_library_cli_and_mcp_give_the_same_shapes(tmp_path: Path, cli) -> None:
     by_mcp: dict[str, Any] = {}
     (tmp_path / "mcp").mkdir()
 
-    async def main() -> None:
-        async with serve(tmp_path / "mcp" / "kg.db") as srv:
+    async def main() -> None:  # started in tmp_path: the checkout is under its working folder
+        async with serve(tmp_path / "mcp" / "kg.db", workdir=tmp_path) as srv:
             hit = None
             for verb, _call, _argv, args in calls:
                 by_mcp[verb] = await srv.ok(verb, {k: _fill(v, hit) for k, v in args.items()})

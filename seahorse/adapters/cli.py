@@ -155,7 +155,10 @@ def _parser() -> argparse.ArgumentParser:
     cli_code.add_parsers(sub, common)
     add_tool_parsers(sub, common)
 
-    sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
+    rp = sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
+    rp.add_argument("--allow", action="append", default=[], metavar="PATH",
+                    help="a folder index_repo may read besides the client's roots (repeatable; "
+                         "also SEAHORSE_ALLOW)")
 
     mo = sub.add_parser("models", parents=[common],
                         help="models found on this machine (embedder tiers, reranker, GLiNER): where, size")
@@ -623,7 +626,7 @@ def _bar(unit: str, brief: bool = False):
 def cmd_run(args: argparse.Namespace) -> Any:
     from .server import main as serve
 
-    serve(["--db", args.db] if args.db else [])
+    serve((["--db", args.db] if args.db else []) + [f"--allow={p}" for p in args.allow])
     raise SystemExit(0)
 
 

@@ -6,13 +6,17 @@ over its engine opener (this module imports nothing from it)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import os
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, StorageError
 
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
 
@@ -87,6 +91,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     se.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "openclaw"])
     se.add_argument("--print", dest="print_only", action="store_true",
                     help="print the configuration instead of writing it")
+    se.add_argument("--allow", action="append", default=[], metavar="PATH",
+                    help="a folder the server may index besides the client's roots (repeatable)")
 
 
 def _list_flags(p: argparse.ArgumentParser) -> None:
@@ -142,9 +148,7 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
     def export(args):
         with open_engine(args) as eng:
             if args.out:
-                with open(args.out, "w", encoding="utf-8") as f:
-                    counts = _write(eng.export(), f)
-                return {"out": str(Path(args.out).resolve()), **counts}
+                return _write_file(eng.export(), Path(args.out))
             _write(eng.export(), sys.stdout)  # JSONL is the output: nothing else is printed
             raise SystemExit(0)
 
@@ -165,11 +169,43 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
     def setup(args):
         from .setup import setup_client
 
-        return setup_client(args.client, args.db, args.print_only)
+        return setup_client(args.client, args.db, args.print_only, args.allow)
 
     return {"memory": memory, "list-memories": list_memories, "forget": forget,
             "documents": documents, "list-documents": list_documents, "add-conversation": add_conv,
             "export": export, "import": import_, "vacuum": vacuum, "setup": setup}
+
+
+def _write_file(records, out: Path) -> dict:
+    """The export into ``out`` whole or not at all: written to a temporary file in the same
+    folder, synced, then renamed over ``out`` (a full disk or a kill never leaves a truncated
+    export; an older file of that name stays as it was)."""
+    target = out.resolve()
+    if not target.parent.is_dir():
+        raise InvalidInput(f"cannot write {out}: folder {target.parent} does not exist", field="out")
+    if target.is_dir():
+        raise InvalidInput(f"cannot write {out}: it is a folder; give a file name", field="out")
+    tmp = None
+    try:
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, delete=False,
+                                         prefix=f".{target.name}.", suffix=".tmp") as f:
+            tmp = f.name
+            counts = _write(records, f)
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StorageError(f"disk full while writing {out}: nothing was written (free space on "
+                               f"{target.parent})", code="disk_full", field="out") from None
+        raise InvalidInput(f"cannot write {out}: {exc.strerror or exc}", field="out") from None
+    finally:
+        if hasattr(records, "close"):
+            records.close()  # the read snapshot ends here, before the store closes
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return {"out": str(target), **counts}
 
 
 def _write(records, out) -> dict:

@@ -10,7 +10,10 @@ import json
 import logging
 import sys
 import threading
+import warnings
+from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlparse
 
 import anyio
 import anyio.from_thread
@@ -82,6 +85,9 @@ class _Runtime:
                         log.warning("creating a new store at %s (first write)", settings.db_path)
                     self._engine = Engine(settings)
                     self._engine.surface = "mcp"  # usage analytics (`gain`) say which face called
+                    damage = self._engine.store.damage()
+                    if damage:  # reads go on; the operator hears of it (stats says it too)
+                        log.warning("%s", damage)
                 return fn(self._engine)
             except SeahorseError as exc:
                 raise ToolError(tool_message(exc)) from None
@@ -143,8 +149,71 @@ def progress_to(ctx: Context, unit: str):
     return report
 
 
-def build_server(db: str | None = None) -> MCPServer:
+# ----- where index_repo may read -------------------------------------------------------------
+# Never indexed, whatever the roots say: the system's own trees and a repository's .git folder.
+NEVER_INDEXED = (Path("/proc"), Path("/sys"), Path("/dev"), Path("/etc"), Path("/boot"))
+ROOTS_TIMEOUT_S = 10.0
+ALLOW_HELP = ("the MCP client's roots, or when it declares none the server's working folder, plus "
+              "folders given with `seahorse run --allow PATH` (repeatable) or SEAHORSE_ALLOW "
+              "(separated by os.pathsep)")
+
+
+async def client_roots(ctx: Context) -> list[Path] | None:
+    """The folders the client declares (MCP roots), or None when it declares none (no roots
+    capability, no file:// root, or no answer in ROOTS_TIMEOUT_S)."""
+    caps = ctx.session.client_capabilities
+    if caps is None or caps.roots is None:
+        return None
+    try:
+        with anyio.fail_after(ROOTS_TIMEOUT_S), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # roots are deprecated in newer protocol versions
+            listed = await ctx.session.list_roots()
+    except Exception as exc:  # a client that declared roots but cannot list them
+        log.warning("the client declared roots but listing them failed: %s", exc)
+        return None
+    out = []
+    for root in listed.roots:
+        uri = urlparse(str(root.uri))
+        if uri.scheme == "file" and uri.path:
+            out.append(Path(unquote(uri.path)))
+    return out or None
+
+
+def allowed_roots(client: list[Path] | None, allow: tuple[Path, ...] | list[Path],
+                  cwd: Path | None = None) -> list[Path]:
+    """The folders ``index_repo`` may read under: the client's roots, or when it declares none
+    the working folder (unless it is ``/`` or a home folder, where clients often start servers:
+    those allow nothing by themselves); plus the folders the user allowed."""
+    if client:
+        base = list(client)
+    else:
+        cwd = (cwd or Path.cwd()).resolve()
+        home = Path.home().resolve()
+        base = [] if cwd == Path("/") or cwd == home or cwd.parent == Path("/home") else [cwd]
+    return [p.expanduser().resolve() for p in (*base, *allow)]
+
+
+def check_allowed(path: str, roots: list[Path]) -> None:
+    """ToolError unless ``path`` (resolved, links followed) is inside one of ``roots`` and
+    not in a system tree or a ``.git`` folder."""
+    try:
+        real = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise ToolError(f"cannot use path {path[:200]!r}: {exc}") from None
+    if ".git" in real.parts:
+        raise ToolError(f"{path} is inside a .git folder: never indexed (index the checkout itself)")
+    for bad in NEVER_INDEXED:
+        if real == bad or bad in real.parents:
+            raise ToolError(f"{path} is in {bad}: system folders are never indexed")
+    if not any(real == r or r in real.parents for r in roots):
+        where = ", ".join(str(r) for r in roots) or "none"
+        raise ToolError(f"{path} is outside the folders this server may index ({where}); allowed are "
+                        f"{ALLOW_HELP}")
+
+
+def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPServer:
     rt = _Runtime(db)
+    cli_allow = [Path(p) for p in allow or []]
     server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")
 
@@ -235,7 +304,17 @@ def build_server(db: str | None = None) -> MCPServer:
     @server.tool(annotations=WRITES)
     def index_repo(ctx: Context, path: str, worktree: bool = False, history: bool = True,
                    max_commits: int = 1000) -> dict[str, Any]:
-        """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty."""
+        """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty. Only folders under the client's roots (or the server's working folder, and folders the user allowed with --allow / SEAHORSE_ALLOW) may be indexed."""
+        from ..config import load_settings
+        from ..services.runtime import check_path
+
+        try:
+            check_path("path", path)
+            settings_allow = load_settings(db_path=db).allow
+        except SeahorseError as exc:
+            raise ToolError(tool_message(exc)) from None
+        roots = allowed_roots(anyio.from_thread.run(client_roots, ctx), (*cli_allow, *settings_allow))
+        check_allowed(path, roots)
         return rt.call("index_repo", path, worktree=worktree, history=history, max_commits=max_commits,
                        progress=progress_to(ctx, "files"))
 
@@ -346,13 +425,15 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="seahorse-server", description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=None, help="SQLite file or postgresql:// URL (default $SEAHORSE_DB)")
+    ap.add_argument("--allow", action="append", default=[], metavar="PATH",
+                    help="a folder index_repo may read (repeatable; also SEAHORSE_ALLOW)")
     args = ap.parse_args(argv)
     from ..config import pin_blas_threads
 
     pin_blas_threads()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="seahorse-server: %(message)s")
-    anyio.run(serve_stdio, build_server(args.db))
+    anyio.run(serve_stdio, build_server(args.db, args.allow))
     return 0
 
 

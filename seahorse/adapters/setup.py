@@ -34,18 +34,25 @@ def server_command() -> tuple[str, list[str]]:
     return str(Path(sys.executable).absolute()), ["-m", "seahorse.server"]
 
 
-def entry(db: str | None) -> dict:
+def entry(db: str | None, allow: list[str] | tuple[str, ...] = ()) -> dict:
     from ..config import load_settings
 
     db_path = Path(load_settings(db_path=db).db_path).expanduser().resolve()
     command, args = server_command()
-    return {"command": command, "args": [*args, "--db", str(db_path)]}
+    folders = []
+    for p in allow:
+        folder = Path(p).expanduser().resolve()
+        if not folder.is_dir():
+            raise InvalidInput(f"--allow {p}: not a folder", field="allow")
+        folders.append(f"--allow={folder}")
+    return {"command": command, "args": [*args, "--db", str(db_path), *folders]}
 
 
-def setup_client(client: str, db: str | None, print_only: bool) -> dict:
+def setup_client(client: str, db: str | None, print_only: bool,
+                 allow: list[str] | tuple[str, ...] = ()) -> dict:
     if client not in CLIENT_FILES:
         raise InvalidInput(f"unknown client {client!r}; one of {', '.join(CLIENT_FILES)}", field="client")
-    server = entry(db)
+    server = entry(db, allow)
     config = {"mcpServers": {"seahorse": server}}
     path = CLIENT_FILES[client](Path.home())
     if print_only:

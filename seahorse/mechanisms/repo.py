@@ -124,6 +124,7 @@ class FileChange:
     old_blob: str | None  # None: added
     new_lines: list[tuple[int, int]]  # touched line ranges on the new side (1-based, inclusive)
     old_lines: list[tuple[int, int]]
+    too_big: str | None = None  # why its blobs were not read (over the file-size cap)
 
 
 @dataclass
@@ -538,23 +539,40 @@ class Repo:
         out = self._git("rev-list", f"--max-count={max_commits}", rev).decode()
         return out.split()
 
+    def blob_sizes(self, shas: list[str]) -> dict[str, int]:
+        """Sizes of git objects, from ``cat-file --batch-check`` (nothing is read)."""
+        if not shas:
+            return {}
+        out = self._git("cat-file", "--batch-check", input=("\n".join(shas) + "\n").encode())
+        sizes = {}
+        for line in out.split(b"\n"):
+            parts = line.split()
+            if len(parts) == 3 and parts[2].isdigit():
+                sizes[parts[0].decode()] = int(parts[2])
+        return sizes
+
     def commits(self, shas: list[str]) -> list[Commit]:
         """Commits with what each changed against its first parent, oldest order kept.
 
         Metadata comes from the raw commit objects (any bytes in a message are safe), paths and
         blob ids from ``diff-tree -z --raw`` (names with spaces, tabs or quotes survive), and
-        only the touched line ranges from a zero-context patch, matched entry by entry."""
+        only the touched line ranges from a zero-context patch, matched entry by entry. A file
+        whose blob (either side) is over the file-size cap is never diffed nor read: its change
+        is kept without line ranges, with ``too_big`` saying why (memory stays bounded by the
+        cap, not by a commit's diff)."""
         result: list[Commit] = []
         for start in range(0, len(shas), 200):
             batch = shas[start:start + 200]
             objects = self.read_blobs(batch)
             metas = [parse_commit_object(sha, objects[sha]) for sha in batch if sha in objects]
-            feed = "".join(f"{c.sha} {c.parents[0]}\n" if c.parents else f"{c.sha}\n" for c in metas)
-            common = ("diff-tree", "--stdin", "--always", "-r", "--root", "--find-renames",
-                      "--no-ext-diff", "--no-textconv", "--no-color")
-            raw = parse_raw(self._git(*common, "-z", "--no-abbrev", input=feed.encode()))
-            hunks = parse_hunks(self._git(*common, "-p", "-U0", "--full-index", input=feed.encode()))
+            raw = parse_raw(self._git(*_DIFF_TREE, "-z", "--no-abbrev", input=_feed(metas)))
+            big = self._mark_too_big(raw)
+            plain = [c for c in metas if c.sha not in big]
+            hunks = parse_hunks(self._git(*_DIFF_TREE, "-p", "-U0", "--full-index",
+                                          input=_feed(plain))) if plain else {}
             for c in metas:
+                if c.sha in big:
+                    hunks[c.sha] = self._hunks_without_big(c, raw.get(c.sha, []))
                 c.changes = _join(c.sha, raw.get(c.sha, []), hunks.get(c.sha, []))
             result += metas
         return result
@@ -608,6 +626,50 @@ class Repo:
         count = int(self._git("rev-list", "--count", f"{a}..{b}").decode().strip() or 0)
         shas = self._git("rev-list", f"--max-count={limit}", f"{a}..{b}").decode().split() if limit else []
         return shas, count
+    def _mark_too_big(self, raw: dict[str, list]) -> set[str]:
+        """Mark the changes whose blobs are over the cap; the commits holding one."""
+        blobs = {b for entries in raw.values() for ch in entries if isinstance(ch, FileChange)
+                 for b in (ch.new_blob, ch.old_blob) if b}
+        sizes = self.blob_sizes(sorted(blobs))
+        big = set()
+        for sha, entries in raw.items():
+            for ch in entries:
+                if not isinstance(ch, FileChange):
+                    continue
+                size = max(sizes.get(ch.new_blob or "", 0), sizes.get(ch.old_blob or "", 0))
+                if size > self.max_bytes:
+                    ch.too_big = (f"{size / 1048576:.1f} MB, over the {self.max_bytes / 1048576:g} MB "
+                                  "limit for one file: its history is not diffed")
+                    big.add(sha)
+        return big
+
+    def _hunks_without_big(self, c: Commit, entries: list) -> list[tuple[list, list]]:
+        """The patch of one commit limited to its files under the cap (both paths of a
+        rename), put back in the raw diff's order with no ranges for the big ones."""
+        keep = [ch for ch in entries if not (isinstance(ch, FileChange) and ch.too_big)]
+        paths = sorted({p for ch in keep for p in ((ch.path, ch.old_path) if isinstance(ch, FileChange)
+                                                    else ch) if p})
+        sections: list = []
+        # (a commit naming more paths than a command line holds keeps no line ranges)
+        if paths and sum(len(p) + 1 for p in paths) < PATHSPEC_BYTES_MAX:
+            against = [c.parents[0]] if c.parents else ["--root"]
+            opts = [o for o in _DIFF_TREE if o != "--stdin" and o != "--root"]
+            out = self._git("--literal-pathspecs", *opts, "-p", "-U0", "--full-index", *against,
+                            c.sha, "--", *paths)
+            sections = next(iter(parse_hunks(c.sha.encode() + b"\n" + out).values()), [])
+        if len(sections) != len(keep):
+            sections = [([], [])] * len(keep)
+        it = iter(sections)
+        return [([], []) if isinstance(ch, FileChange) and ch.too_big else next(it) for ch in entries]
+
+
+PATHSPEC_BYTES_MAX = 100_000
+_DIFF_TREE = ("diff-tree", "--stdin", "--always", "-r", "--root", "--no-ext-diff", "--no-textconv",
+              "--no-color", "--find-renames")
+
+
+def _feed(metas: list[Commit]) -> bytes:
+    return "".join(f"{c.sha} {c.parents[0]}\n" if c.parents else f"{c.sha}\n" for c in metas).encode()
 
 
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -641,7 +703,8 @@ def parse_commit_object(sha: str, data: bytes) -> Commit:
 
 def parse_raw(out: bytes) -> dict[str, list[FileChange]]:
     """``diff-tree --stdin -z --raw`` output: per commit, one change per file, in diff order.
-    Entries that are not regular files (symlinks, submodules) keep their slot as None."""
+    Entries that are not regular files (symlinks, submodules) keep their slot as an (old
+    path, new path) pair."""
     changes: dict[str, list] = {}
     current: list | None = None
     tokens = out.split(b"\0")
@@ -655,7 +718,7 @@ def parse_raw(out: bytes) -> dict[str, list[FileChange]]:
             new = tokens[i + 2].decode("utf-8", "replace") if two else old
             i += 3 if two else 2
             if old_mode not in _REGULAR or new_mode not in _REGULAR:
-                current.append(None)
+                current.append((old, new))  # keeps its slot (and paths); not a source file
                 continue
             added, deleted = status[:1] == b"A", status[:1] == b"D"
             current.append(FileChange(new, None if added else old,
@@ -695,7 +758,7 @@ def _join(sha: str, changes: list, hunks: list) -> list[FileChange]:
         hunks = [([], [])] * len(changes)
     out = []
     for ch, (old_lines, new_lines) in zip(changes, hunks):
-        if ch is not None:
+        if isinstance(ch, FileChange):
             ch.old_lines, ch.new_lines = list(old_lines), list(new_lines)
             out.append(ch)
     return out

@@ -43,7 +43,7 @@ MAX_TOUCHED = 50
 HISTORY_BATCH = 100  # commits whose blobs are read and parsed together
 # What stored touches were computed with (the parser, and what is recorded per commit: "h2" =
 # every touched symbol, no cap); a change to either recomputes them.
-HISTORY_PARSER = f"{PARSER_VERSION}/h2"
+HISTORY_PARSER = f"{PARSER_VERSION}/h3"  # h3: added/deleted per declaration, not per file
 # A declaration of a test or example file (SECONDARY_PATH) is embedded as its path and passage cut
 # after SECONDARY_EMBED_TOKENS tokens (``cap_tokens``: its path, kind and name, and the start of
 # its signature when the path is short): such
@@ -272,7 +272,10 @@ class CodeIndex:
             self.store.set_history_parser(repo_id, HISTORY_PARSER)
             self.store.bump_version()
         total = self.store.commit_count(repo_id)
-        return {"added": len(new), "removed": len(gone), "total": total, "recomputed": len(redo)}
+        skipped = [{"commit": c.sha[:12], "path": ch.path, "reason": ch.too_big}
+                   for c in commits for ch in c.changes if ch.too_big]
+        return {"added": len(new), "removed": len(gone), "total": total, "recomputed": len(redo),
+                "skipped": skipped}
 
     def _add_commit(self, repo_id: int, history_doc: int, c: Commit) -> int:
         text = f"{c.message}\n{c.author} {c.date[:10]} {c.sha[:12]}"
@@ -292,6 +295,8 @@ class CodeIndex:
         wanted: dict[str, tuple[str, str]] = {}
         for c in commits:
             for ch in c.changes:
+                if ch.too_big:  # over the file-size cap: never read (see Repo.commits)
+                    continue
                 for blob, path in ((ch.new_blob, ch.path), (ch.old_blob, ch.old_path or ch.path)):
                     if blob and language_for(path):
                         wanted[blob] = (path, language_for(path) or "")
@@ -311,19 +316,7 @@ class CodeIndex:
                     parsed[blob] = self._parse_cached(blob, contents[blob], language, path)
                 except Exception:  # hostile historical blob: no symbols for it
                     parsed[blob] = []
-        out: dict[str, list[tuple[str, str, str]]] = {}
-        for c in commits:
-            rows: dict[tuple[str, str], str] = {}
-            for ch in c.changes:
-                if ch.new_blob and ch.new_blob in parsed:
-                    change = "added" if ch.old_blob is None else "modified"
-                    for s in _overlapping(parsed[ch.new_blob], ch.new_lines, whole=ch.old_blob is None):
-                        rows.setdefault((ch.path, s.qualname), change)
-                elif ch.new_blob is None and ch.old_blob in parsed:
-                    for s in _overlapping(parsed[ch.old_blob], ch.old_lines, whole=True):
-                        rows.setdefault((ch.old_path or ch.path, s.qualname), "deleted")
-            out[c.sha] = [(p, q, v) for (p, q), v in rows.items()]
-        return out
+        return {c.sha: _commit_touches(c, parsed) for c in commits}
 
     # ----- cross-file edges -------------------------------------------------------------
     def _relink(self, repo_id: int) -> dict:
@@ -676,6 +669,30 @@ def _mentioned(text: str, by_name: dict, qual_any: dict) -> list[int]:
         if len(cands) == 1:
             out.append(cands[0][0])
     return out
+
+
+def _commit_touches(c: Commit, parsed: dict[str, list[Symbol]]) -> list[tuple[str, str, str]]:
+    """(path, qualname, change) of the declarations one commit touched. In a file that
+    existed before, a declaration the old file did not have is "added" and one the new file
+    no longer has is "deleted" (a method added to or removed from a class); the others the
+    hunks meet are "modified"."""
+    rows: dict[tuple[str, str], str] = {}
+    for ch in c.changes:
+        old = parsed.get(ch.old_blob) if ch.old_blob else None
+        new = parsed.get(ch.new_blob) if ch.new_blob else None
+        if new is not None:
+            before = None if old is None else {s.qualname for s in old if s.kind != "module"}
+            for s in _overlapping(new, ch.new_lines, whole=ch.old_blob is None):
+                change = "added" if ch.old_blob is None or (before is not None and s.qualname not in before) \
+                    else "modified"
+                rows.setdefault((ch.path, s.qualname), change)
+        if old is not None:
+            after = set() if new is None else {s.qualname for s in new if s.kind != "module"}
+            for s in _overlapping(old, ch.old_lines, whole=ch.new_blob is None):
+                if s.qualname not in after:
+                    rows.setdefault((ch.path if new is not None else ch.old_path or ch.path, s.qualname),
+                                    "deleted")
+    return [(p, q, v) for (p, q), v in rows.items()]
 
 
 def _overlapping(symbols: list[Symbol], ranges: list[tuple[int, int]], whole: bool) -> list[Symbol]:

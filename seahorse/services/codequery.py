@@ -155,16 +155,19 @@ class CodeQueries:
             name, path = rest, posixpath.normpath(path.replace("\\", "/"))
         else:
             path = None
+        # Every declaration of that name, the exact qualified name first, then dotted tails,
+        # then (a bare name) the methods of that name: `get` lists a module's get() and
+        # Session.get, never one hiding the other.
         ids: list[int] = []
         for tier in ("qualname", "tail", "name"):
             if tier == "name" and "." in name:
                 break
-            ids = self.store.find_symbols(name, repo_id, tier)
+            found = self.store.find_symbols(name, repo_id, tier)
             if path is not None:  # the file's own, whatever other files hold of that name
-                fields = self.code_fields(ids)
-                ids = [i for i in ids if i in fields and fields[i]["path"] == path]
-            if ids:
-                break
+                fields = self.code_fields(found)
+                found = [i for i in found if i in fields and fields[i]["path"] == path]
+            seen = set(ids)
+            ids += [i for i in found if i not in seen]
         fields = self.code_fields(ids[:limit])
         return [{"id": i, **fields[i]} for i in ids[:limit] if i in fields]
 

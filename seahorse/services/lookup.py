@@ -89,4 +89,5 @@ class Lookup:
                 "synonym_threshold": {"setting": rt.settings.synonym_threshold,
                                       "last_optimize": float(last) if last else None},
                 "repos": store.repo_summaries(), "read_only": store.read_only,
+                "damaged": store.damage(),
                 **({"graph": analyse(store.load_nodes(), store.load_edges())} if graph else {})}

@@ -158,12 +158,6 @@ class Lifecycle:
         self.db.executemany("UPDATE documents SET valid_to=? WHERE id=(SELECT doc_id FROM"
                             " memory_history WHERE id=?)", [(ra, i) for i, (_vf, ra) in pairs])
 
-    def vacuum(self) -> None:
-        """Give the pages of deleted rows back to the file system (outside any transaction)."""
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self.db.execute("VACUUM")
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
     # ----- conversations ------------------------------------------------------------------
     def add_turn(self, doc_id: int, conversation: str, seq: int, speaker: str | None,
                  turn_id: str | None, session: str | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import sqlite3
 import stat
 import time
@@ -33,6 +34,7 @@ from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .versions import VersionTables
 
 BUSY_TIMEOUT_S = 10.0
+WRITE_WAIT_S = 120.0  # the longest a write waits for other writers before it is refused
 # The tables a store is made of, parents before children (foreign keys): what `seahorse migrate`
 # copies. Not the migration list, the change log or the text index, which each store keeps
 # itself. A test checks that every table of a new store is here or deliberately not.
@@ -42,6 +44,13 @@ COPY_TABLES = ("documents", "nodes", "edges", "vectors", "facts", "memories", "m
                "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols",
                "usage")
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
+INTEGRITY_CHECK_MAX_BYTES = 512 * 1024 * 1024  # `doctor`: the full check up to here, quick_check over
+# The SQLite header's application_id of a Seahorse store ("SeaH"): a file marked by another
+# program is never taken for ours. Stores made before it carry 0 and are recognised by shape.
+APPLICATION_ID = 0x53656148
+# Every table of an up-to-date store: one missing means a damaged store (writes refused).
+REQUIRED_TABLES = frozenset(COPY_TABLES) | {"meta", "migrations", "passages_fts", "passages_fts_data",
+                                            "changes"}
 log = logging.getLogger(__name__)
 
 
@@ -64,6 +73,11 @@ def storage_error(exc: sqlite3.Error, path: Path | str) -> SeahorseError | None:
         return StorageError(
             f"database or disk is full: free space on {path.resolve().parent} (the change to "
             f"{path} was not saved)", code="disk_full")
+    if "no such table" in low:
+        return StorageError(
+            f"database {path} is missing a table ({msg}): the store is damaged; writes are refused. "
+            "Export what is readable (`seahorse export`) into a new store, or restore a backup",
+            code="missing_table")
     if "disk i/o error" in low:
         return StorageError(f"disk I/O error on {path} ({msg}); check the disk and the file system",
                             code="io_error")
@@ -79,8 +93,9 @@ class _Cursor(sqlite3.Cursor):
         err = storage_error(exc, conn.path) if isinstance(conn, _Connection) else None
         if err is None:
             return exc
-        if err.code == "corrupt":
+        if err.code in ("corrupt", "missing_table"):
             conn.damaged = err
+        conn.damage_said = True
         return err
 
     def execute(self, sql, parameters=()):  # type: ignore[override]
@@ -123,6 +138,7 @@ class _Cursor(sqlite3.Cursor):
 class _Connection(sqlite3.Connection):
     path: Path = Path()
     damaged: StorageError | None = None
+    damage_said = False  # the damage reached the caller as an error: no warning needed
 
     def execute(self, sql, parameters=()):  # type: ignore[override]
         return self.cursor(_Cursor).execute(sql, parameters)
@@ -157,6 +173,8 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         self.create = create
         self.fs_read_only = False
         self.read_only = self._detect_read_only() if read_only is None else read_only
+        if read_only is not None:
+            self.fs_read_only = _fs_read_only(self.path)
         self._depth = 0
         self._checked = False
         self.db = self._connect()
@@ -182,8 +200,10 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
             self.fs_read_only = True
             return True
         if self.path.exists():
-            # Honour the file's mode bits even for root, who could write anyway.
-            return not (self.path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+            # Honour the file's mode bits even for root, who could write anyway; for anyone
+            # else, whether this user may write it (a file of another user, an ACL).
+            return (not (self.path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+                    or not os.access(self.path, os.W_OK))
         return False
 
     def _why_read_only(self) -> str:
@@ -259,7 +279,18 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         return self._open(base + "&immutable=1")
 
     def close(self) -> None:
+        """Close the file; a damage found at open that no error has told the caller about is
+        said now, as a warning (a read of a damaged store never looks healthy)."""
+        if self.db.damaged is not None and not self.db.damage_said:
+            self.db.damage_said = True
+            log.warning("%s", self.db.damaged)
         self.db.close()
+
+    def damage(self) -> str | None:
+        """What is wrong with the file, as found at open or by a statement since (None: nothing
+        known)."""
+        damaged = getattr(self.db, "damaged", None)
+        return None if damaged is None else str(damaged)
 
     def _has_table(self, name: str) -> bool:
         row = self.db.execute(
@@ -269,15 +300,27 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
 
     def _open_schema(self) -> None:
         """Check the file is ours and not newer than us (reads only), then migrate if needed
-        and allowed."""
-        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not tables:
+        and allowed. Only a file with nothing in it (no schema object, no application_id or
+        user_version) becomes a new store; any other file that is not ours is refused
+        untouched (no WAL switch)."""
+        objects = self.db.execute("SELECT type, name FROM sqlite_master").fetchall()
+        tables = {name for kind, name in objects if kind == "table"}
+        app_id = int(self.db.execute("PRAGMA application_id").fetchone()[0])
+        user_version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        if app_id not in (0, APPLICATION_ID):
+            raise SchemaMismatch(f"{self.path} is a SQLite database of another program (application_id "
+                                 f"{app_id:#x}), not a Seahorse store; point --db/SEAHORSE_DB elsewhere")
+        if not objects:
+            if app_id == 0 and user_version:
+                raise SchemaMismatch(f"{self.path} is a SQLite database of another program (user_version "
+                                     f"{user_version}), not a Seahorse store; point --db/SEAHORSE_DB "
+                                     "elsewhere")
             if self.read_only or not self.create:
                 raise SchemaMismatch(f"{self.path} has never been initialised (no Seahorse store "
                                      "in it yet); index something first")
             self._migrate(set())
             return
-        if not {"meta", "migrations"} <= tables:
+        if not self._looks_ours(tables, app_id):
             raise SchemaMismatch(f"{self.path} is a SQLite database but not a Seahorse store; "
                                  "point --db/SEAHORSE_DB elsewhere")
         done = {r[0] for r in self.db.execute("SELECT name FROM migrations")}
@@ -294,19 +337,101 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
                 f"{self.path} was written by a newer Seahorse ({what}; this one knows "
                 f"{SCHEMA_VERSION}); upgrade with `pip install -U seahorse-rag-mcp`"
             )
-        if self.read_only:
+        if not set(known) - done:
+            self._check_tables(tables)
+        self._check_pages()
+        if self.read_only or self.db.damaged is not None:
             return
         if set(known) - done:
             self._migrate(done)  # our own store, older: bring it up to date
         elif self.create:
             self.db.execute("PRAGMA journal_mode=WAL")  # ours already; a no-op unless changed
+            if app_id != APPLICATION_ID:
+                try:  # an older store of ours gets the mark; a busy file gets it next time
+                    self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                except (sqlite3.OperationalError, SeahorseError) as exc:
+                    log.debug("application_id not set now: %s", exc)
         self.db.execute("PRAGMA synchronous=NORMAL")
+
+    def _looks_ours(self, tables: set[str], app_id: int) -> bool:
+        """A store of ours: marked with our application_id, or (made before the mark) with our
+        ``meta``/``migrations`` tables, columns and first migration."""
+        if not {"meta", "migrations"} <= tables:
+            return False
+        if app_id == APPLICATION_ID:
+            return True
+        try:
+            meta_cols = {r[1] for r in self.db.execute("PRAGMA table_info(meta)")}
+            mig_cols = {r[1] for r in self.db.execute("PRAGMA table_info(migrations)")}
+            if not ({"key", "value"} <= meta_cols and {"name", "applied_at"} <= mig_cols):
+                return False
+            first = self.db.execute("SELECT 1 FROM migrations WHERE name=?", (MIGRATIONS[0][0],))
+            return first.fetchone() is not None
+        except sqlite3.Error:
+            return False
+
+    def _check_tables(self, tables: set[str]) -> None:
+        """An up-to-date store missing one of its tables is damaged: writes are refused (reads
+        of what is there go on; one that needs the missing table fails in one line)."""
+        missing = sorted(REQUIRED_TABLES - tables)
+        if missing:
+            err = storage_error(sqlite3.OperationalError(f"no such table: {', '.join(missing)}"),
+                                self.path)
+            self.db.damaged = err
+
+    def _check_pages(self) -> None:
+        """At open: is the file whole? A damaged page noticed now is said (a warning, for
+        readers) and refuses every write instead of building on it (about 0.1 s per 50 MB,
+        once). Files over QUICK_CHECK_MAX_BYTES skip it (it would cost every one-line command
+        seconds); damage there is still caught by the statement that meets it, and `doctor`
+        checks the whole file."""
+        self._checked = True
+        if self.db.damaged is not None or self.file_size() > QUICK_CHECK_MAX_BYTES:
+            return
+        try:
+            rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)")]
+            err = None if rows == ["ok"] else storage_error(sqlite3.DatabaseError(
+                "database disk image is malformed: " + "; ".join(rows)[:200].replace("\n", " ")),
+                self.path)
+        except StorageError as exc:
+            err = exc
+        if err is not None:
+            self.db.damaged = err
+            self.db.damage_said = False  # found here, told nobody yet
+
+    def integrity(self) -> dict:
+        """SQLite's own check of the whole file (`doctor`): ``integrity_check`` up to
+        INTEGRITY_CHECK_MAX_BYTES, ``quick_check`` (no index-content cross-check) above; plus
+        the foreign keys and the text index. ``problems`` lists what is wrong (empty: ok)."""
+        full = self.file_size() <= INTEGRITY_CHECK_MAX_BYTES
+        problems: list[str] = []
+        try:
+            rows = [r[0] for r in self.db.execute(
+                "PRAGMA integrity_check(20)" if full else "PRAGMA quick_check(20)")]
+            if rows != ["ok"]:
+                problems += rows
+            fks = self.db.execute("PRAGMA foreign_key_check").fetchmany(5)
+            problems += [f"foreign key: a row of {r[0]} points at a missing {r[2]}" for r in fks]
+            if not problems and "passages_fts" in {r[0] for r in self.db.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'")}:
+                try:
+                    self.db.execute("INSERT INTO passages_fts(passages_fts, rank)"
+                                    " VALUES ('integrity-check', 1)")
+                except sqlite3.Error as exc:  # read-only connections cannot run it
+                    if "readonly" not in str(exc) and "read-only" not in str(exc):
+                        problems.append(f"text index: {exc}")
+        except StorageError as exc:
+            problems.append(str(exc))
+        if self.db.damaged is not None and not problems:
+            problems.append(str(self.db.damaged))
+        return {"check": "integrity_check" if full else "quick_check", "problems": problems}
 
     def _migrate(self, done: set[str]) -> None:
         """Apply the pending migrations of our own store (or make a new one)."""
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         with self.atomic():
+            self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL)"
             )
@@ -329,15 +454,14 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
             raise ReadOnlyDatabase(self._why_read_only())
         damaged = getattr(self.db, "damaged", None)
         if damaged is not None:
+            self.db.damage_said = True
             raise damaged
         outer = self._depth == 0
-        if outer and not self._checked:
-            self._quick_check()
         name = f"sp{self._depth}"
-        try:
-            self.db.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
-        except sqlite3.OperationalError as exc:
-            raise self._translate(exc) from None
+        if outer:
+            self._begin()
+        else:
+            self.db.execute(f"SAVEPOINT {name}")
         self._depth += 1
         try:
             yield self.db
@@ -355,20 +479,24 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
                 raise self._translate(exc) from None
             raise
 
-    def _quick_check(self) -> None:
-        """Before this connection's first write: is the file whole? A damaged page noticed now
-        refuses the write instead of building on it (about 0.1 s per 50 MB, once). Files over
-        QUICK_CHECK_MAX_BYTES skip it (it would cost every one-line write seconds); damage
-        there is still caught by the statement that meets it."""
-        if not self.db.in_transaction and self.file_size() <= QUICK_CHECK_MAX_BYTES:
-            rows = [r[0] for r in self.db.execute("PRAGMA quick_check(5)")]
-            if rows != ["ok"]:
-                err = storage_error(sqlite3.DatabaseError(
-                    "database disk image is malformed: " + "; ".join(rows)[:200].replace("\n", " ")),
-                    self.path)
-                self.db.damaged = err
-                raise err
-        self._checked = True
+    def _begin(self) -> None:
+        """Take the write lock, waiting for other writers (each try waits BUSY_TIMEOUT_S in
+        SQLite's busy handler; busy tries are repeated after a jittered back-off) for at most
+        WRITE_WAIT_S in all: a write waits its turn rather than failing under contention, and
+        a writer stuck for longer is still reported, in one line."""
+        deadline = time.monotonic() + WRITE_WAIT_S
+        pause = 0.02
+        while True:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                left = deadline - time.monotonic()
+                if not busy or left <= 0:
+                    raise self._translate(exc) from None
+                time.sleep(min(left, pause * random.uniform(0.5, 1.5)))
+                pause = min(pause * 2, 0.5)
 
     def _undo(self, outer: bool, name: str) -> None:
         """Roll back what this level did, if SQLite has not already."""
@@ -388,6 +516,7 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         if known is not None:
             return known
         if "readonly" in msg or "read-only" in msg:
+            self.read_only = True  # what `stats` reports from now on
             if self.fs_read_only or _fs_read_only(self.path):
                 self.fs_read_only = True
                 return ReadOnlyDatabase(self._why_read_only())
@@ -397,10 +526,23 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
             )
         if "locked" in msg or "busy" in msg:
             return SeahorseError(
-                f"database {self.path} stayed locked for {BUSY_TIMEOUT_S:.0f} s by another "
-                "writer; retry when it finishes"
-            )
+                f"database {self.path} stayed locked for {WRITE_WAIT_S:.0f} s by other "
+                "writers; retry when they finish", code="busy")
         return SeahorseError(f"database error on {self.path}: {msg}")
+
+    def vacuum(self) -> None:
+        """Give the pages of deleted rows back to the file system (outside any transaction).
+        Refused like any write on a read-only or damaged store; a failure is one line."""
+        if self.read_only:
+            raise ReadOnlyDatabase(self._why_read_only())
+        if self.db.damaged is not None:
+            self.db.damage_said = True
+            raise self.db.damaged
+        try:
+            for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
+                self.db.execute(sql)
+        except sqlite3.OperationalError as exc:
+            raise self._translate(exc) from None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
