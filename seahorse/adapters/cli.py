@@ -113,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     ne = sub.add_parser("neighbours", parents=[common],
                         help="a node's neighbours in the graph: kinds, labels, edge kinds, hubs")
     ne.add_argument("id", type=int, help="a node id (a search hit's, or a neighbour's)")
-    ne.add_argument("--limit", type=int, default=30, help="most neighbours, heaviest edges first (default 30)")
+    ne.add_argument("--limit", type=int, default=30,
+                    help="most neighbours, heaviest edges first (default 30)")
 
     sy = sub.add_parser("symbol", parents=[common],
                         help="a code symbol: definition, signature, span, callers, callees")
@@ -158,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ui = sub.add_parser("ui", parents=[common],
                         help="the local web viewer: search, evidence graphs, memories, documents, code")
-    ui.add_argument("--port", type=int, default=8937, help="port on 127.0.0.1 (default 8937; 0: any free one)")
+    ui.add_argument("--port", type=int, default=8937,
+                    help="port on 127.0.0.1 (default 8937; 0: any free one)")
     ui.add_argument("--open", action="store_true", help="open the URL in the default browser")
     ui.add_argument("--write", action="store_true",
                     help="allow changes from the page: delete a document, forget or edit a memory")

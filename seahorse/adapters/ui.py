@@ -23,7 +23,6 @@ import json
 import logging
 import secrets
 import socket
-import sys
 import time
 import webbrowser
 from concurrent.futures import ThreadPoolExecutor
@@ -90,6 +89,7 @@ class Viewer:
         post = [("/api/delete_document", self.delete_document), ("/api/forget", self.forget),
                 ("/api/upsert_memory", self.upsert_memory)]
         routes = [Route(p, self._static, methods=["GET"]) for p in FILES]
+        routes.append(Route("/favicon.ico", lambda _request: Response(status_code=204), methods=["GET"]))
         routes += [Route(p, partial(self._api, fn), methods=["GET"]) for p, fn in get]
         routes += [Route(p, partial(self._change, fn), methods=["POST"]) for p, fn in post]
         self.app = Starlette(routes=routes)
@@ -153,10 +153,9 @@ class Viewer:
         try:
             out = await loop.run_in_executor(self.worker, fn)
         except SeahorseError as exc:
-            return JSONResponse({"error": str(exc), "code": exc.code}, 404 if isinstance(exc, NotFound) else 400)
-        except Exception as exc:  # noqa: BLE001 - the page gets one line, stderr the rest
-            if "pytest" in sys.modules:
-                raise
+            status = 404 if isinstance(exc, NotFound) else 400
+            return JSONResponse({"error": str(exc), "code": exc.code}, status)
+        except Exception as exc:  # noqa: BLE001 - the page gets one line, stderr the traceback
             log.exception("ui: %s failed", getattr(fn, "__name__", "a call"))
             return JSONResponse({"error": f"internal error: {type(exc).__name__}"}, 500)
         return JSONResponse({**_bound(out), "ms": round(1000 * (time.perf_counter() - start), 1)})
