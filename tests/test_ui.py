@@ -374,3 +374,37 @@ def test_with_write_a_memory_gets_a_new_version_and_a_document_is_deleted(browse
         ctx.close()
     finally:
         v.stop()
+
+
+# ----- the Engine read behind Explore --------------------------------------------------------------
+def test_neighbours_reads_the_graph_with_hubs_bounds_and_catch_up(engine):
+    from seahorse.errors import InvalidInput, NotFound
+
+    # A hub: a phrase of degree >= max(8, 4 x the mean degree); here every passage names it.
+    animals = ["otters", "herons", "badgers", "foxes", "voles", "stoats", "hares", "owls", "newts", "moles",
+               "kestrels", "wrens"]
+    places = ["Aberdeen", "Bristol", "Cardiff", "Dundee", "Exeter", "Falkirk", "Glasgow", "Hull", "Inverness",
+              "Jarrow", "Kendal", "Leeds"]
+    ids = [engine.add_document(f"The Raspberry Pi 5 filmed {a} in {p}.", source=f"doc:{a}").doc_id
+           for a, p in zip(animals, places)]
+    passage = engine.get_document(ids[0])["nodes"][0]
+    out = engine.neighbours(passage)
+    assert out["node"]["id"] == passage and out["node"]["kind"] == "passage"
+    labels = {x["label"]: x for x in out["neighbours"]}
+    assert any("otters" in k for k in labels) and all(x["edge"] == "context" for x in out["neighbours"])
+    pi = next(x for x in out["neighbours"] if x["label"].lower() == "raspberry pi 5")
+    assert pi["hub"] and pi["degree"] == len(animals)
+    # Every edge drawn joins two nodes shown; the passage's edges are among them.
+    shown = {passage} | {x["id"] for x in out["neighbours"]}
+    assert all(e["src"] in shown and e["dst"] in shown for e in out["edges"])
+    assert {(min(passage, x["id"]), max(passage, x["id"])) for x in out["neighbours"]} <= \
+        {(e["src"], e["dst"]) for e in out["edges"]}
+    # The hub's neighbourhood, bounded; and it sees a passage written after the first read.
+    few = engine.neighbours(pi["id"], limit=5)
+    assert len(few["neighbours"]) == 5 and few["truncated"] and few["total"] == len(animals)
+    engine.add_document("The Raspberry Pi 5 filmed a pine marten in Mold.", source="doc:marten")
+    assert engine.neighbours(pi["id"], limit=100)["total"] == len(animals) + 1
+    with pytest.raises(NotFound):
+        engine.neighbours(10**9)
+    with pytest.raises(InvalidInput):
+        engine.neighbours(passage, limit=0)

@@ -121,14 +121,14 @@ PAGES.search = async (params) => {
   const form = h("form", { class: "bar", id: "search-form" },
     h("label", {}, "Question", h("input", { id: "q", name: "q", type: "search", class: "wide", value: q,
       placeholder: "Ask the memory a question", autofocus: true })),
+    h("button", { class: "primary", type: "submit", id: "search-go" }, "Search"),
     h("label", {}, "Kind", kindSelect(params.get("kind"))),
     h("label", {}, "As of (ISO date)", h("input", { id: "as_of", name: "as_of", value: params.get("as_of") || "",
-      placeholder: "2026-01-31" })),
+      placeholder: "2026-01-31", size: 12 })),
     h("label", {}, "Since", h("input", { id: "since", name: "since", value: params.get("since") || "", size: 10 })),
     h("label", {}, "Until", h("input", { id: "until", name: "until", value: params.get("until") || "", size: 10 })),
     h("label", {}, "Answer anyway", h("input", { id: "norefuse", name: "refuse", type: "checkbox",
-      checked: params.get("refuse") === "0" })),
-    h("button", { class: "primary", type: "submit", id: "search-go" }, "Search"));
+      checked: params.get("refuse") === "0" })));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const f = new FormData(form);
@@ -236,15 +236,14 @@ function showHit(hit, detail) {
     "hit ", h("strong", {}, Math.round(p.share * 100) + "%"))));
   const inflow = ev.inflow || {};
   detail.replaceChildren(h("div", { class: "card" },
-    h("h3", {}, `${hit.kind} ${hit.id}`),
-    fields([["source", hit.source || hit.path], ["document", hit.doc_id !== undefined && hit.doc_id !== null
-      ? link("document", { id: hit.doc_id }, String(hit.doc_id)) : null],
-    ["score", Number(hit.score).toFixed(4)], ["confidence", hit.confidence], ["dense", ev.dense], ["bm25", ev.bm25],
-    ["time", fmtTime(ev.time)], ["walk mass", inflow.seed !== undefined
-      ? `${Math.round(inflow.seed * 100)}% as a seed, ${Math.round((inflow.edges || 0) * 100)}% along edges` : null]]),
-    h("p", {}, link("node", { id: hit.id }, "Open"), " · ", link("explore", { id: hit.id }, "Explore its neighbours")),
-    h("h3", {}, "Why it came: the walk's evidence"),
-    legend(true), graph, paths));
+    h("h3", {}, `${hit.kind} ${hit.id}: why it came`),
+    h("p", {}, link("node", { id: hit.id }, "Open"), " · ", link("explore", { id: hit.id }, "Explore its neighbours"),
+      hit.doc_id !== undefined && hit.doc_id !== null ? [" · ", link("document", { id: hit.doc_id }, "Its document")] : null),
+    legend(true), graph, paths,
+    h("h3", {}, "The hit"),
+    fields([["source", hit.source || hit.path], ["score", Number(hit.score).toFixed(4)], ["confidence", hit.confidence],
+      ["dense", ev.dense], ["bm25", ev.bm25], ["time", fmtTime(ev.time)], ["walk mass", inflow.seed !== undefined
+        ? `${Math.round(inflow.seed * 100)}% as a seed, ${Math.round((inflow.edges || 0) * 100)}% along edges` : null]])));
   if (window.seahorse.graphs.evidence) window.seahorse.graphs.evidence.destroy();
   window.seahorse.graphs.evidence = SeahorseGraph.drawEvidence(graph, hit);
 }
@@ -552,7 +551,7 @@ PAGES.store = async (params) => {
     parts.push(h("div", { class: "card", id: "graph-analyses" }, h("h3", {}, "Graph"), fields([
       ["components", `${g.components.count} (largest ${g.components.largest}, ${g.components.isolated} isolated)`],
       ["communities", `${g.communities.count} (modularity ${g.communities.modularity === null ? "—" : g.communities.modularity.toFixed(3)})`],
-      ["hubs", `${g.hubs.count} (degree ≥ ${g.hubs.threshold === null ? "—" : g.hubs.threshold})`],
+      ["hubs", `${g.hubs.count} (degree ≥ ${g.hubs.threshold === null ? "—" : g.hubs.threshold.toFixed(1)})`],
       ["top hubs", h("span", {}, g.hubs.top.map((x, i) => [i ? ", " : "", link("explore", { id: x.node_id }, String(x.node_id)), ` (${x.degree})`]))]])));
   } else {
     parts.push(h("p", {}, link("store", { graph: "1" }, "Add the graph analyses"), h("span", { class: "muted" }, " (components, hubs, communities: a pass over the graph)")));

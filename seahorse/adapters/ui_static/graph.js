@@ -136,7 +136,7 @@ function ringElements(data, ring, have) {
 }
 
 const RING_LAYOUT = { name: "concentric", concentric: (n) => 10 - (n.data("ring") || 0), levelWidth: () => 1,
-  minNodeSpacing: 18, padding: 20, animate: false };
+  minNodeSpacing: 34, padding: 20, animate: false };
 
 function drawNeighbourhood(container, data, onTap) {
   const have = new Set();
