@@ -293,7 +293,8 @@ def test_memory_timeline_as_of_before_the_replacement(page, store):
     assert page.locator("#save-value").count() == 0  # read-only: no write controls
 
 
-def test_stored_markup_is_shown_as_text_and_not_run(page):
+def test_stored_markup_is_shown_as_text_and_not_run(page, store):
+    cli = store[0]
     page.goto(page.url.split("#")[0] + "#/memories")
     page.wait_for_selector("#memories tbody tr")
     cell = page.locator("#memories td.value", has_text="PWNED")
@@ -303,6 +304,12 @@ def test_stored_markup_is_shown_as_text_and_not_run(page):
     assert page.inner_text("#timeline .version .value") == SCRIPT
     page.goto(page.url.split("#")[0] + "#/search?q=PWNED+script+window&refuse=0")
     page.wait_for_selector("#search-timing[data-done]")
+    assert page.evaluate("() => window.PWNED") is None
+    assert page.locator("main img, main script").count() == 0
+    node = cli.json("memory", "show", "markup")["id"]
+    page.goto(page.url.split("#")[0] + f"#/node?id={node}")
+    page.wait_for_selector("#node-text")
+    assert page.inner_text("#node-text") == SCRIPT
     assert page.evaluate("() => window.PWNED") is None
     assert page.locator("main img, main script").count() == 0
 
