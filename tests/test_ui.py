@@ -46,6 +46,8 @@ def build_store(root: Path) -> tuple[CLI, dict]:
     time.sleep(2.1)
     cli.json("memory", "add", "editor", "Alice switched to emacs", "--tag", "tools")
     cli.json("memory", "add", "markup", SCRIPT)
+    cli.json("memory", "add", "phone", "Alice carries a Nokia 3310")
+    cli.json("memory", "add", "new-phone", "Alice carries a Pixel 9", "--supersedes", "phone")
     conv = root / "hike.jsonl"
     conv.write_text("".join(json.dumps(t) + "\n" for t in TURNS))
     cli.json("add-conversation", str(conv), "--name", "hike")
@@ -291,6 +293,15 @@ def test_memory_timeline_as_of_before_the_replacement(page, store):
     assert "nothing was stored" in as_of(old["valid_from"] - 3600)
     assert page.locator("#timeline .version.asof").count() == 0
     assert page.locator("#save-value").count() == 0  # read-only: no write controls
+    # A memory another key retired: listed with the superseded ones, its successor named.
+    page.goto(page.url.split("#")[0] + "#/memories?all=1")
+    page.wait_for_selector("#memories >> text=global/phone")
+    assert page.locator("#memories tr", has_text="global/phone").locator("td").last.inner_text() != "—"
+    page.click("#memories >> text=global/phone")
+    page.wait_for_selector("#timeline .version")
+    successor = cli.json("documents", "show", "memory:global:new-phone")["id"]
+    assert f"document {successor}" in page.inner_text("main")
+    assert "superseded" in page.inner_text("#timeline")
 
 
 def test_stored_markup_is_shown_as_text_and_not_run(page, store):

@@ -360,6 +360,8 @@ PAGES.memory = async (params) => {
   const scope = params.get("scope") || "global";
   const key = params.get("key") || "";
   const m = await api("memory", { scope, key });
+  // Retired by another key (--supersedes): the document that took its place.
+  const by = m.valid_to ? (await api("document", { id: m.doc_id })).superseded_by : null;
   const versions = [{ value: m.value, from: m.history.length ? m.history[0].replaced_at : m.created_at,
     to: epoch(m.valid_to), current: true, doc_id: m.doc_id, id: m.id, kind: m.kind }];
   for (const v of m.history) versions.push({ value: v.value, from: v.valid_from, to: v.replaced_at, doc_id: v.doc_id, kind: v.kind });
@@ -389,6 +391,7 @@ PAGES.memory = async (params) => {
     fields([["kind", m.kind], ["trust", m.trust], ["strength", m.strength], ["provenance", m.provenance],
       ["tags", (m.tags || []).join(", ")], ["time", fmtTime(m.time)], ["created", fmtTime(m.created_at)],
       ["valid until", m.valid_to ? fmtTime(m.valid_to) : null],
+      ["superseded by", by ? link("document", { id: by }, "document " + by) : null],
       ["node", link("node", { id: m.id }, String(m.id))], ["graph", link("explore", { id: m.id }, "its neighbours")]]),
     h("h3", {}, "As of"), h("label", {}, "What was true at (UTC) ", asOf), answer,
     h("h3", {}, `Timeline: ${versions.length} version(s), newest first`), h("div", { class: "timeline", id: "timeline" }, cards)];
