@@ -176,6 +176,10 @@ def main() -> None:
     db = work / f"ui-10k-{args.embedder}.db"
     built = None if db.exists() else build(db, args.embedder)
     qs = questions(args.questions)
+    from seahorse import Engine, Settings
+
+    with Engine(Settings(db_path=db, embedder=args.embedder), create=False) as eng:
+        counts = eng.stats()["nodes"]
     cli = cli_times(db, args.embedder, qs)
     lib = lib_times(db, args.embedder, qs)
     ui = ui_times(db, args.embedder, qs)
@@ -184,7 +188,7 @@ def main() -> None:
     out = {"commit": commit, "machine": benchlib.machine(),
            "versions": benchlib.versions("seahorse-rag-mcp", "starlette", "uvicorn", "playwright"),
            "chromium": subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.strip(),
-           "store": {"db": str(db), "embedder": args.embedder, "bytes": db.stat().st_size,
+           "store": {"db": str(db), "embedder": args.embedder, "bytes": db.stat().st_size, "nodes": counts,
                      "fingerprint": benchlib.fingerprint([BENCH / f for f in (
                          "musique_train_corpus.json", "hotpotqa_train_corpus.json", "locomo_dev.json")]),
                      **({"built": built} if built else {})},
