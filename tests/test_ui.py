@@ -188,6 +188,18 @@ def test_a_missing_store_is_a_clear_error(tmp_path):
     assert not (tmp_path / "none.db").exists()
 
 
+def test_a_busy_port_is_a_clear_error(store):
+    import socket
+
+    cli = store[0]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        proc = cli.run("ui", "--port", str(busy.getsockname()[1]), timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "cannot listen on 127.0.0.1" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
 # ----- in the browser ----------------------------------------------------------------------------------
 def search(page, question: str) -> None:
     page.fill("#q", question)

@@ -497,7 +497,7 @@ PAGES.code = async (params) => {
     return;
   }
   const found = await api("symbols", { name, repo });
-  if (found.items ? !found.items.length : !found.matches.length) {
+  if (!found.matches.length) {
     setMain(h("h2", {}, "Code"), form, h("p", {}, "No symbol by that name."));
     return;
   }
