@@ -245,7 +245,10 @@ function showHit(hit, detail) {
       ["dense", ev.dense], ["bm25", ev.bm25], ["time", fmtTime(ev.time)], ["walk mass", inflow.seed !== undefined
         ? `${Math.round(inflow.seed * 100)}% as a seed, ${Math.round((inflow.edges || 0) * 100)}% along edges` : null]])));
   if (window.seahorse.graphs.evidence) window.seahorse.graphs.evidence.destroy();
-  window.seahorse.graphs.evidence = SeahorseGraph.drawEvidence(graph, hit);
+  window.seahorse.graphs.evidence = null;
+  SeahorseGraph.drawEvidence(graph, hit).then((cy) => {
+    if (graph.isConnected) window.seahorse.graphs.evidence = cy; else cy.destroy();
+  }, (err) => graph.replaceChildren(errorBox(err)));
 }
 
 function legend(evidence) {
@@ -301,7 +304,7 @@ PAGES.explore = async (params) => {
     h("p", {}, link("node", { id: n.id }, "Open this node"), ` · degree ${n.degree}`, n.hub ? [" · ", badge("hub", "hub")] : null),
     h("div", { class: "split" }, h("div", {}, legend(false), graph, status), h("div", {}, h("h3", {}, "Neighbours"), list)));
   if (window.seahorse.graphs.explore) window.seahorse.graphs.explore.destroy();
-  const cy = SeahorseGraph.drawNeighbourhood(graph, data, (node) => { location.hash = route("explore", { id: node }); });
+  const cy = await SeahorseGraph.drawNeighbourhood(graph, data, (node) => { location.hash = route("explore", { id: node }); });
   window.seahorse.graphs.explore = cy;
   const say = (d) => {
     status.textContent = `${cy.nodes().length} nodes shown (at most ${MAX_EXPLORE_NODES})` +

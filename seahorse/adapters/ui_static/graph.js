@@ -39,6 +39,22 @@ const BASE_STYLE = [
   { selector: ":selected", style: { "overlay-opacity": 0.15, "overlay-color": "#1f6feb" } },
 ];
 
+// cytoscape.js (440 KB) is loaded on the first graph drawn, not with the page.
+let loading = null;
+function ensureCytoscape() {
+  if (typeof cytoscape === "function") return Promise.resolve();
+  if (!loading) {
+    loading = new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = "/static/cytoscape.min.js";
+      s.onload = resolve;
+      s.onerror = () => { loading = null; reject(new Error("could not load the graph library")); };
+      document.head.append(s);
+    });
+  }
+  return loading;
+}
+
 function newGraph(container, elements, layout) {
   return cytoscape({ container, elements, style: BASE_STYLE, layout,
     minZoom: 0.2, maxZoom: 1.4 });
@@ -104,7 +120,8 @@ function evidencePositions(elements) {
   return pos;
 }
 
-function drawEvidence(container, hit) {
+async function drawEvidence(container, hit) {
+  await ensureCytoscape();
   const elements = evidenceElements(hit);
   const pos = evidencePositions(elements);
   const cy = newGraph(container, elements, { name: "preset", positions: (n) => pos[n.id()], padding: 40 });
@@ -138,7 +155,8 @@ function ringElements(data, ring, have) {
 const RING_LAYOUT = { name: "concentric", concentric: (n) => 10 - (n.data("ring") || 0), levelWidth: () => 1,
   minNodeSpacing: 34, padding: 20, animate: false };
 
-function drawNeighbourhood(container, data, onTap) {
+async function drawNeighbourhood(container, data, onTap) {
+  await ensureCytoscape();
   const have = new Set();
   const cy = newGraph(container, ringElements(data, 0, have), RING_LAYOUT);
   cy.scratch("have", have);
