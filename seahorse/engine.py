@@ -33,6 +33,7 @@ from .services.impact import Impact
 from .services.ingest import IndexResult, Ingest
 from .services.lookup import Lookup
 from .services.memory import Memories
+from .services.neighbours import neighbourhood
 from .services.records import Records
 from .services.reembed import reembed
 from .services.retrieval import RetrievalIndex, SearchResult
@@ -202,6 +203,12 @@ class Engine:
     def expand(self, id: int) -> dict:
         """:meth:`get`, plus the whole text of the hit's document or the lines of its span."""
         return self.lookup.expand(check_id(id))
+
+    def neighbours(self, id: int, limit: int = 30) -> dict:
+        """A node's neighbours in the graph, heaviest edges first (at most ``limit``), each
+        with its kind, label, degree and hub mark, and the edges among them."""
+        with self.store.snapshot():
+            return neighbourhood(self.searcher.index(), self.store, check_id(id), limit)
 
     def budget(self) -> Budget:
         return self.searcher.budget()

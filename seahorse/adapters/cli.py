@@ -114,6 +114,12 @@ def _parser() -> argparse.ArgumentParser:
         g = sub.add_parser(name, parents=[common], help=text)
         g.add_argument("id", type=int, help="the id of a search hit")
 
+    ne = sub.add_parser("neighbours", parents=[common],
+                        help="a node's neighbours in the graph: kinds, labels, edge kinds, hubs")
+    ne.add_argument("id", type=int, help="a node id (a search hit's, or a neighbour's)")
+    ne.add_argument("--limit", type=int, default=30,
+                    help="most neighbours, heaviest edges first (default 30)")
+
     sy = sub.add_parser("symbol", parents=[common],
                         help="a code symbol: definition, signature, span, callers, callees")
     sy.add_argument("name", help=SYMBOL_NAME)
@@ -159,6 +165,14 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--allow", action="append", default=[], metavar="PATH",
                     help="a folder index_repo may read besides the client's roots (repeatable; "
                          "also SEAHORSE_ALLOW)")
+
+    ui = sub.add_parser("ui", parents=[common],
+                        help="the local web viewer: search, evidence graphs, memories, documents, code")
+    ui.add_argument("--port", type=int, default=8937,
+                    help="port on 127.0.0.1 (default 8937; 0: any free one)")
+    ui.add_argument("--open", action="store_true", help="open the URL in the default browser")
+    ui.add_argument("--write", action="store_true",
+                    help="allow changes from the page: delete a document, forget or edit a memory")
 
     mo = sub.add_parser("models", parents=[common],
                         help="models found on this machine (embedder tiers, reranker, GLiNER): where, size")
@@ -302,6 +316,11 @@ def cmd_get(args: argparse.Namespace) -> Any:
 def cmd_expand(args: argparse.Namespace) -> Any:
     with _engine(args) as eng:
         return eng.expand(args.id)
+
+
+def cmd_neighbours(args: argparse.Namespace) -> Any:
+    with _engine(args) as eng:
+        return eng.neighbours(args.id, limit=args.limit)
 
 
 def cmd_find_symbol(args: argparse.Namespace) -> Any:
@@ -498,6 +517,13 @@ def _human(command: str, out: Any) -> str:
              for r in out.get("repos", [])] + _graph_lines(out.get("graph")))
     if command in ("get", "expand"):
         return _record(out)
+    if command == "neighbours":
+        n = out["node"]
+        lines = [f"{n['kind']} {n['id']} {n['label']!r}: {out['total']} neighbour(s)"
+                 + (f", the {len(out['neighbours'])} heaviest shown" if out["truncated"] else "")]
+        lines += [f"  {x['edge']:<8} {x['weight']:<7} {x['kind']} {x['id']} {x['label']!r}"
+                  + ("  (hub)" if x["hub"] else "") for x in out["neighbours"]]
+        return "\n".join(lines)
     if command == "find-symbol":
         lines = [f"{_where(x)}  ({x['symbol_kind']})\n  {x['signature']}" for x in out]
         return "\n".join(lines) or f"no symbol by that name; {HINTS['no_symbol']}"
@@ -630,13 +656,32 @@ def cmd_run(args: argparse.Namespace) -> Any:
     raise SystemExit(0)
 
 
-COMMANDS = {"run": cmd_run, "index": cmd_index, "search": cmd_search, "stats": cmd_stats,
+def cmd_ui(args: argparse.Namespace) -> Any:
+    from .ui import serve
+
+    def ready(info: dict) -> None:
+        if args.json:
+            print(json.dumps(info), flush=True)
+        else:
+            mode = "read-write" if info["write"] else "read-only"
+            print(f"Seahorse viewer ({mode}) of {info['db']}:\n    {info['url']}\nCtrl-C stops it.",
+                  flush=True)
+
+    if not 0 <= args.port <= 65535:
+        raise InvalidInput("--port must be between 0 and 65535", field="port")
+    with _engine(args) as eng:
+        serve(eng, port=args.port, write=args.write, open_browser=args.open, ready=ready)
+    raise SystemExit(0)
+
+
+COMMANDS = {"run": cmd_run, "ui": cmd_ui, "index": cmd_index, "search": cmd_search, "stats": cmd_stats,
             "delete-document": cmd_delete, "optimize-graph": cmd_optimize, "symbol": cmd_symbol,
             "symbol-history": cmd_history, "get-recent-changes": cmd_changes, "reembed": cmd_reembed,
             "models": cmd_models, "doctor": cmd_doctor, "add-document": cmd_add_document,
             "index-repo": cmd_index_repo, "search-code": cmd_search_code, "get": cmd_get,
             "expand": cmd_expand, "find-symbol": cmd_find_symbol, "get-callers": cmd_get_callers,
-            "get-references": cmd_get_references, "migrate": cmd_migrate}
+            "get-references": cmd_get_references, "migrate": cmd_migrate,
+            "neighbours": cmd_neighbours}
 COMMANDS.update(memory_commands(lambda args, create=False: _engine(args, create=create)))
 COMMANDS.update(cli_code.commands(lambda args, create=False: _engine(args, create=create)))
 COMMANDS.update(tool_commands(lambda args, create=False: _engine(args, create=create)))

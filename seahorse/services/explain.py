@@ -35,7 +35,7 @@ def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],
     verts = {u for r in raw for p in r["paths"] for u in p["verts"]} | set(hits) | set(also)
     ids = {u: int(index.graph.node_ids[u]) for u in verts}
     kinds = store.edge_kinds(list(ids.values()))
-    labels = _labels(index, store, ids)
+    labels = node_labels(index, store, ids)
     out = []
     for v, r in zip(hits, raw):
         x_v = r["x"]
@@ -96,7 +96,9 @@ def _trace(flow: Flow, v: int) -> dict:
             "paths": paths}
 
 
-def _labels(index: RetrievalIndex, store: Store, ids: dict[int, int]) -> dict[int, dict]:
+def node_labels(index: RetrievalIndex, store: Store, ids: dict[int, int]) -> dict[int, dict]:
+    """{vertex: {id, kind, label}} for ``ids`` ({vertex: node id}): a phrase by its text, any
+    other node by its first LABEL_CHARS characters."""
     kinds = index.graph.kinds
     phrases = store.phrase_texts([i for u, i in ids.items() if kinds[u] == "phrase"])
     texts = store.node_texts([i for u, i in ids.items() if kinds[u] != "phrase"])

@@ -1,0 +1,440 @@
+"""`seahorse ui`, the local web viewer: a real `seahorse ui` process over a store built by the
+real CLI, driven in a real browser (Debian's chromium through Playwright for Python).
+
+The gate (token, host, read-only) is also checked without a browser, over plain HTTP, so it
+runs wherever the tests do. The browser tests skip, saying why, when /usr/bin/chromium or
+Playwright is missing (.ci/run installs chromium).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from conftest import CLI, PI_QUERY, PI_SENTENCES
+from test_code_repo import commit, git
+
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCRIPT = "<script>window.PWNED=1</script><img src=x onerror=\"window.PWNED=2\">"
+SOURCE_ROOT = str(Path(__file__).resolve().parent.parent)
+TURNS = [{"id": "t1", "speaker": "Ana", "text": "Shall we hike the Pinnacles trail on Saturday?"},
+         {"id": "t2", "speaker": "Ben", "text": "Yes, but the Pinnacles trail is steep after the rain."},
+         {"id": "t3", "speaker": "Ana", "text": "Then we take the river path and bring the dog."}]
+CODE = ("def parse(text):\n    return text.split()\n\n\n"
+        "def count(text):\n    \"\"\"How many words.\"\"\"\n    return len(parse(text))\n")
+
+
+def build_store(root: Path) -> tuple[CLI, dict]:
+    """A store written by the CLI: the Pi passages, a memory replaced once (2 s apart), a
+    memory holding markup, a conversation and a small git checkout."""
+    root.mkdir(parents=True, exist_ok=True)
+    cli = CLI(root, root / "kg.db")
+    for i, text in enumerate(PI_SENTENCES):
+        cli.json("index", "--text", text, "--source", f"doc:pi{i}")
+    first = cli.json("memory", "add", "editor", "Alice edits with vim", "--tag", "tools")
+    time.sleep(2.1)
+    cli.json("memory", "add", "editor", "Alice switched to emacs", "--tag", "tools")
+    cli.json("memory", "add", "markup", SCRIPT)
+    cli.json("memory", "add", "phone", "Alice carries a Nokia 3310")
+    cli.json("memory", "add", "new-phone", "Alice carries a Pixel 9", "--supersedes", "phone")
+    conv = root / "hike.jsonl"
+    conv.write_text("".join(json.dumps(t) + "\n" for t in TURNS))
+    cli.json("add-conversation", str(conv), "--name", "hike")
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, "Add the word counter", {"words.py": CODE})
+    cli.json("index", "--repo", str(repo))
+    return cli, {"memory_node": first["id"], "repo": repo}
+
+
+class Viewer:
+    """One `seahorse ui --port 0 --json` process; its URL from the first line it prints."""
+
+    def __init__(self, db: Path, *extra: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SEAHORSE_")}
+        env.update(SEAHORSE_EMBEDDER="hash", OPENBLAS_NUM_THREADS="1",
+                   PYTHONPATH=SOURCE_ROOT + os.pathsep + env.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen([sys.executable, "-m", "seahorse", "ui", "--db", str(db), "--port", "0",
+                                      "--json", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 120)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.stop()
+            raise AssertionError(f"the viewer did not start: {self.proc.stderr.read()}")
+        self.info = json.loads(line)
+        self.url = self.info["url"]
+        self.base = self.url.split("/?")[0]
+        self.token = self.url.split("token=")[1]
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+        err = self.proc.stderr.read()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        assert "Traceback" not in err, err
+        return err
+
+
+def http(url: str, *, method: str = "GET", headers: dict | None = None, body: dict | None = None
+         ) -> tuple[int, str]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return build_store(tmp_path_factory.mktemp("ui"))
+
+
+@pytest.fixture(scope="module")
+def viewer(store):
+    v = Viewer(store[0].db)
+    yield v
+    v.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no {CHROMIUM}: `apt-get install chromium` to run the browser tests")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -e '.[test]'")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, viewer):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.problems = []
+    pg.on("pageerror", lambda e: pg.problems.append(str(e)))
+    pg.on("dialog", lambda d: (pg.problems.append("dialog: " + d.message), d.dismiss()))
+    pg.goto(viewer.url)  # trades the token for the cookie, then drops it from the address
+    yield pg
+    assert pg.problems == []
+    ctx.close()
+
+
+# ----- the gate, over plain HTTP ------------------------------------------------------------------
+def test_a_request_without_the_token_is_refused(viewer):
+    assert viewer.info["write"] is False
+    assert viewer.base.startswith("http://127.0.0.1:")
+    for path in ("/", "/api/search?q=zram", "/api/memories", "/static/app.js", "/?token=wrong"):
+        status, text = http(viewer.base + path)
+        assert status == 403, path
+        assert "token" in text
+    status, text = http(f"{viewer.base}/api/memories?token={viewer.token}")
+    assert status == 200 and "editor" in text
+    # Another host name (DNS rebinding) is refused even with the token.
+    status, _ = http(viewer.url, headers={"Host": "evil.example:80"})
+    assert status == 403
+
+
+def test_a_write_is_refused_without_write(viewer, store):
+    cli = store[0]
+    headers = {"Content-Type": "application/json", "X-Seahorse-Token": viewer.token}
+    status, text = http(f"{viewer.base}/api/forget?token={viewer.token}", method="POST",
+                        headers=headers, body={"key": "editor"})
+    assert status == 403 and "read-only" in text and "--write" in text
+    # Without the header, a cookie or query token is not enough for a change (another site's form).
+    status, text = http(f"{viewer.base}/api/forget?token={viewer.token}", method="POST",
+                        headers={"Content-Type": "application/json"}, body={"key": "editor"})
+    assert status == 403
+    assert cli.json("memory", "show", "editor")["value"] == "Alice switched to emacs"
+
+
+def test_replies_are_bounded_and_bad_input_is_one_line(viewer):
+    q = f"token={viewer.token}"
+    status, text = http(f"{viewer.base}/api/search?q=zram&top_k=5000&{q}")
+    assert status == 400 and "top_k" in json.loads(text)["error"]
+    status, text = http(f"{viewer.base}/api/neighbours?id=abc&{q}")
+    assert status == 400 and "whole number" in json.loads(text)["error"]
+    status, text = http(f"{viewer.base}/api/node?id=999999&{q}")
+    assert status == 404 and json.loads(text)["error"] == "no node 999999"
+
+
+def test_a_missing_store_is_a_clear_error(tmp_path):
+    cli = CLI(tmp_path, tmp_path / "none.db")
+    proc = cli.run("ui", "--port", "0", timeout=60)
+    assert proc.returncode != 0
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_a_busy_port_is_a_clear_error(store):
+    import socket
+
+    cli = store[0]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        proc = cli.run("ui", "--port", str(busy.getsockname()[1]), timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "cannot listen on 127.0.0.1" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+# ----- in the browser ----------------------------------------------------------------------------------
+def search(page, question: str) -> None:
+    page.fill("#q", question)
+    page.click("#search-go")
+    page.wait_for_selector("#search-timing[data-done]")
+
+
+def test_search_shows_hits_and_the_evidence_graph(page, store):
+    cli = store[0]
+    assert page.url.endswith("/") or "#" in page.url  # the token left the address bar
+    assert "token" not in page.url
+    search(page, PI_QUERY)
+    cards = page.locator(".hit")
+    expected = cli.json("search", PI_QUERY, "--top-k", "10")
+    assert cards.count() == len(expected["hits"]) > 0
+    # The same Engine as the CLI: the same hits in the same order.
+    assert [int(x) for x in cards.evaluate_all("cs => cs.map(c => c.dataset.id)")] == \
+        [h["id"] for h in expected["hits"]]
+    assert PI_SENTENCES[2][:30] in page.inner_text("#hits")
+    first = expected["hits"][0]
+    cards.first.click()
+    page.wait_for_selector("#evidence-graph[data-nodes]")
+    drawn = page.evaluate("""() => { const cy = window.seahorse.graphs.evidence;
+        return { nodes: cy.nodes().map(n => ({ node: n.data('node'), seed: !!n.data('seed'),
+                                               hit: !!n.data('hit') })),
+                 edges: cy.edges().map(e => ({ src: e.source().data('node'), dst: e.target().data('node'),
+                                               kind: e.data('kind') })),
+                 rendered: cy.nodes().every(n => n.renderedPosition().x > 0) }; }""")
+    paths = first["evidence"]["paths"]
+    assert paths, "the first hit came along edges"
+    # Every hop of every path is drawn: its node, and an edge of its kind to the next one.
+    want_edges = set()
+    for p in paths:
+        chain = [hop["from"]["id"] for hop in p["hops"]] + [first["id"]]
+        want_edges |= {(a, b, hop["edge"]) for a, b, hop in zip(chain, chain[1:], p["hops"])}
+    assert {(e["src"], e["dst"], e["kind"]) for e in drawn["edges"]} == want_edges
+    seeds = {p["hops"][0]["from"]["id"] for p in paths if p["from_seed"]}
+    assert seeds and seeds <= {n["node"] for n in drawn["nodes"] if n["seed"]}
+    assert [n["node"] for n in drawn["nodes"] if n["hit"]] == [first["id"]]
+    assert drawn["rendered"]
+    assert page.locator("#evidence-paths li").count() == len(paths)
+
+
+def test_search_as_of_a_date_asks_the_engine_what_was_true_then(page, store):
+    cli = store[0]
+    old = cli.json("memory", "show", "editor")["history"][0]
+    when = datetime.fromtimestamp((old["valid_from"] + old["replaced_at"]) / 2, timezone.utc).isoformat()
+    expected = cli.json("search", "Which editor does Alice use?", "--as-of", when, "--no-refuse",
+                        "--top-k", "10")
+    page.fill("#as_of", when)
+    page.check("#norefuse")
+    search(page, "Which editor does Alice use?")
+    ids = [int(x) for x in page.locator(".hit").evaluate_all("cs => cs.map(c => c.dataset.id)")]
+    assert ids == [h["id"] for h in expected["hits"]]
+    texts = page.inner_text("#hits")
+    assert "Alice edits with vim" in texts and "emacs" not in texts
+
+
+def test_explore_follows_a_neighbour_and_expands_a_ring(page, store):
+    cli = store[0]
+    search(page, PI_QUERY)
+    hit = int(page.locator(".hit").first.get_attribute("data-id"))
+    page.locator(".hit").first.click()
+    page.click("text=Explore its neighbours")
+    page.wait_for_selector("#explore-graph[data-nodes]")
+    expected = cli.json("neighbours", str(hit), "--limit", "40")
+    assert int(page.get_attribute("#explore-graph", "data-nodes")) == 1 + len(expected["neighbours"])
+    assert page.locator("#neighbours li").count() == len(expected["neighbours"])
+    # Follow the first neighbour: the page re-centres on it, and the hit is among its neighbours.
+    nxt = expected["neighbours"][0]
+    page.locator("#neighbours a.follow").first.click()
+    page.wait_for_function(f"() => location.hash.includes('id={nxt['id']}') && "
+                           f"document.querySelector('#explore-graph[data-nodes]') && "
+                           f"document.querySelector('#neighbours li[data-id=\"{hit}\"]')")
+    centre = page.evaluate("() => window.seahorse.graphs.explore.nodes('[?centre]').map(n => n.data('node'))")
+    assert centre == [nxt["id"]]
+    before = int(page.get_attribute("#explore-graph", "data-nodes"))
+    # A ring more around a neighbour that has other neighbours: the graph grows, bounded.
+    ring = next(x for x in cli.json("neighbours", str(nxt["id"]))["neighbours"] if x["degree"] > 1)
+    page.locator(f'#neighbours li[data-id="{ring["id"]}"] button.expand').click()
+    page.wait_for_function(f"() => +document.querySelector('#explore-graph').dataset.nodes > {before}")
+
+
+def test_memory_timeline_as_of_before_the_replacement(page, store):
+    cli = store[0]
+    page.goto(page.url.split("#")[0] + "#/memories")
+    page.wait_for_selector("#memories tbody tr")
+    page.click("#memories >> text=global/editor")
+    page.wait_for_selector("#timeline .version")
+    assert page.locator("#timeline .version").count() == 2
+    shown = cli.json("memory", "show", "editor")
+    old = shown["history"][0]
+    between = (old["valid_from"] + old["replaced_at"]) / 2
+
+    def as_of(t: float) -> str:
+        page.fill("#asof", datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"))
+        return page.inner_text("#asof-answer")
+
+    assert "Alice edits with vim" in as_of(between)
+    assert "vim" in page.inner_text("#timeline .version.asof")
+    assert "Alice switched to emacs" in as_of(old["replaced_at"] + 5)
+    assert "emacs" in page.inner_text("#timeline .version.asof")
+    assert "nothing was stored" in as_of(old["valid_from"] - 3600)
+    assert page.locator("#timeline .version.asof").count() == 0
+    assert page.locator("#save-value").count() == 0  # read-only: no write controls
+    # A memory another key retired: listed with the superseded ones, its successor named.
+    page.goto(page.url.split("#")[0] + "#/memories?all=1")
+    page.wait_for_selector("#memories >> text=global/phone")
+    assert page.locator("#memories tr", has_text="global/phone").locator("td").last.inner_text() != "—"
+    page.click("#memories >> text=global/phone")
+    page.wait_for_selector("#timeline .version")
+    successor = cli.json("documents", "show", "memory:global:new-phone")["id"]
+    assert f"document {successor}" in page.inner_text("main")
+    assert "superseded" in page.inner_text("#timeline")
+
+
+def test_stored_markup_is_shown_as_text_and_not_run(page, store):
+    cli = store[0]
+    page.goto(page.url.split("#")[0] + "#/memories")
+    page.wait_for_selector("#memories tbody tr")
+    cell = page.locator("#memories td.value", has_text="PWNED")
+    assert cell.inner_text() == SCRIPT
+    page.click("#memories >> text=global/markup")
+    page.wait_for_selector("#timeline .version")
+    assert page.inner_text("#timeline .version .value") == SCRIPT
+    page.goto(page.url.split("#")[0] + "#/search?q=PWNED+script+window&refuse=0")
+    page.wait_for_selector("#search-timing[data-done]")
+    assert page.evaluate("() => window.PWNED") is None
+    assert page.locator("main img, main script").count() == 0
+    node = cli.json("memory", "show", "markup")["id"]
+    page.goto(page.url.split("#")[0] + f"#/node?id={node}")
+    page.wait_for_selector("#node-text")
+    assert page.inner_text("#node-text") == SCRIPT
+    assert page.evaluate("() => window.PWNED") is None
+    assert page.locator("main img, main script").count() == 0
+
+
+def test_documents_and_a_conversation_turn_among_its_neighbours(page, store):
+    page.goto(page.url.split("#")[0] + "#/documents?prefix=conversation:hike")
+    page.wait_for_selector("#documents tbody tr")
+    assert page.locator("#documents tbody tr").count() == 3
+    page.click("text=conversation:hike#t2")
+    page.wait_for_selector(".turn")
+    assert "steep after the rain" in page.inner_text("#document-text")
+    assert page.locator(".turn").count() == 3
+    assert "steep after the rain" in page.inner_text(".turn.this")
+
+
+def test_code_symbol_with_callers_and_history(page, store):
+    page.goto(page.url.split("#")[0] + "#/code?name=parse")
+    page.wait_for_selector("#sym-callers")
+    assert "count" in page.inner_text("#sym-callers")
+    assert "Add the word counter" in page.inner_text("#sym-history")
+
+
+def test_store_page_counts_match_stats(page, store):
+    stats = store[0].json("stats")
+    page.goto(page.url.split("#")[0] + "#/store")
+    page.wait_for_selector("#counts")
+    text = page.inner_text("#counts")
+    for kind, n in stats["nodes"].items():
+        assert f"{kind} {n}" in text
+    page.click("text=Add the graph analyses")
+    page.wait_for_selector("#graph-analyses")
+
+
+def test_the_viewer_sees_writes_of_another_process(page, store, viewer):
+    cli = store[0]
+    search(page, "Which lighthouse keeper painted the gannets?")
+    assert "Morag" not in page.inner_text("#results")
+    cli.json("index", "--text", "The lighthouse keeper Morag painted gannets on the cliffs of Noss.",
+             "--source", "doc:gannets")
+    search(page, "Which lighthouse keeper painted the gannets?")
+    assert "Morag" in page.inner_text("#hits")
+
+
+def test_with_write_a_memory_gets_a_new_version_and_a_document_is_deleted(browser, tmp_path):
+    cli = CLI(tmp_path, tmp_path / "kg.db")
+    cli.json("memory", "add", "editor", "Alice edits with vim")
+    doc = cli.json("index", "--text", PI_SENTENCES[0], "--source", "doc:gone")
+    v = Viewer(cli.db, "--write")
+    try:
+        assert v.info["write"] is True
+        ctx = browser.new_context()
+        pg = ctx.new_page()
+        pg.set_default_timeout(60_000)
+        pg.goto(v.url)
+        pg.goto(v.base + "/#/memory?scope=global&key=editor")
+        pg.wait_for_selector("#save-value")
+        pg.fill("#new-value", "Alice moved to helix")
+        pg.click("#save-value")
+        pg.wait_for_function("() => document.querySelectorAll('#timeline .version').length == 2")
+        shown = cli.json("memory", "show", "editor")
+        assert shown["value"] == "Alice moved to helix"
+        assert [h["value"] for h in shown["history"]] == ["Alice edits with vim"]
+        pg.goto(v.base + f"/#/document?id={doc['doc_id']}")
+        pg.click("#delete-document")
+        assert cli.json("documents", "list")["items"], "one click only arms the button"
+        pg.click("#delete-document")
+        pg.wait_for_selector("#documents")
+        assert cli.json("documents", "list")["items"] == []
+        ctx.close()
+    finally:
+        v.stop()
+
+
+# ----- the Engine read behind Explore --------------------------------------------------------------
+def test_neighbours_reads_the_graph_with_hubs_bounds_and_catch_up(engine):
+    from seahorse.errors import InvalidInput, NotFound
+
+    # A hub: a phrase of degree >= max(8, 4 x the mean degree); here every passage names it.
+    animals = ["otters", "herons", "badgers", "foxes", "voles", "stoats", "hares", "owls", "newts", "moles",
+               "kestrels", "wrens"]
+    places = ["Aberdeen", "Bristol", "Cardiff", "Dundee", "Exeter", "Falkirk", "Glasgow", "Hull", "Inverness",
+              "Jarrow", "Kendal", "Leeds"]
+    ids = [engine.add_document(f"The Raspberry Pi 5 filmed {a} in {p}.", source=f"doc:{a}").doc_id
+           for a, p in zip(animals, places)]
+    passage = engine.get_document(ids[0])["nodes"][0]
+    out = engine.neighbours(passage)
+    assert out["node"]["id"] == passage and out["node"]["kind"] == "passage"
+    labels = {x["label"]: x for x in out["neighbours"]}
+    assert any("otters" in k for k in labels) and all(x["edge"] == "context" for x in out["neighbours"])
+    pi = next(x for x in out["neighbours"] if x["label"].lower() == "raspberry pi 5")
+    assert pi["hub"] and pi["degree"] == len(animals)
+    # Every edge drawn joins two nodes shown; the passage's edges are among them.
+    shown = {passage} | {x["id"] for x in out["neighbours"]}
+    assert all(e["src"] in shown and e["dst"] in shown for e in out["edges"])
+    assert {(min(passage, x["id"]), max(passage, x["id"])) for x in out["neighbours"]} <= \
+        {(e["src"], e["dst"]) for e in out["edges"]}
+    # The hub's neighbourhood, bounded; and it sees a passage written after the first read.
+    few = engine.neighbours(pi["id"], limit=5)
+    assert len(few["neighbours"]) == 5 and few["truncated"] and few["total"] == len(animals)
+    engine.add_document("The Raspberry Pi 5 filmed a pine marten in Mold.", source="doc:marten")
+    assert engine.neighbours(pi["id"], limit=100)["total"] == len(animals) + 1
+    with pytest.raises(NotFound):
+        engine.neighbours(10**9)
+    with pytest.raises(InvalidInput):
+        engine.neighbours(passage, limit=0)
