@@ -40,10 +40,19 @@ SYMBOL_NAME = "qualified or bare name (PATH:NAME picks one file's, e.g. src/app.
 
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
-    common.add_argument("--db", help="SQLite file or postgresql:// URL (default $SEAHORSE_DB or "
-                        "./data/knowledge_graph.db)")
+    db_help = "SQLite file or postgresql:// URL (default $SEAHORSE_DB or ./data/knowledge_graph.db)"
+    common.add_argument("--db", help=db_help)
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
     common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    # A group's subcommands (`memory add`, `documents list`, `models quantize`) take the same
+    # flags, defaulting to "not given" so that flags given to the group itself (`seahorse
+    # memory --db X add`) are kept, not reset by the subcommand's defaults.
+    leaf = _Parser(add_help=False)
+    leaf.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
+    leaf.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="print JSON on stdout")
+    leaf.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                      help="log details to stderr")
 
     p = _Parser(prog="seahorse", description=(
         "Local knowledge engine: index text into a graph in one SQLite file and search it "
@@ -147,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="delete a document by id or source")
     de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
 
-    add_memory_parsers(sub, common)
+    add_memory_parsers(sub, common, leaf)
 
     sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
 
@@ -156,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     mo.add_argument("--measure", action="store_true",
                     help="load each model found and time it here (load, warm ms per query, RSS)")
     mosub = mo.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
-    qu = mosub.add_parser("quantize", parents=[common],
+    qu = mosub.add_parser("quantize", parents=[leaf],
                           help="write an INT8 copy of an ONNX model; sizes and speed before/after")
     qu.add_argument("--in", dest="src", required=True, help="the float ONNX model")
     qu.add_argument("--out", dest="dst", required=True, help="where to write the INT8 model")

@@ -17,24 +17,27 @@ from ..errors import InvalidInput
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentParser) -> None:
+    """``leaf``: the common flags for a group's subcommands (given to the group, they hold)."""
     me = sub.add_parser("memory", parents=[common],
                         help="memories: add (or replace), list, show, history, delete")
     mesub = me.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
-    ma = mesub.add_parser("add", parents=[common],
+    ma = mesub.add_parser("add", parents=[leaf],
                           help="remember VALUE under KEY (again: replaces it, keeps the old in history)")
     ma.add_argument("key")
     ma.add_argument("value")
     ma.add_argument("--scope", default="global", help="namespace of the key (default global)")
-    ma.add_argument("--kind", default="fact",
-                    help="fact, preference, event, instruction, note or decision (default fact)")
+    ma.add_argument("--kind", default=None,
+                    help="fact, preference, event, instruction, note or decision (default: the "
+                    "replaced value's kind, else fact)")
     ma.add_argument("--trust", type=float, default=1.0, help="0..1, scales its rank (default 1)")
     ma.add_argument("--strength", type=float, default=1.0, help="0..1, scales its rank (default 1)")
     ma.add_argument("--provenance", default="user_direct", help="where it came from (default user_direct)")
     ma.add_argument("--event-time", help="when it became true (ISO date; default now)")
-    ma.add_argument("--tag", action="append", default=None, help="a tag (repeatable)")
+    ma.add_argument("--tag", action="append", default=None,
+                    help="a tag (repeatable; default: the replaced value's tags)")
     ma.add_argument("--supersedes", help="KEY of a memory this one retires (its validity ends now)")
-    ml = mesub.add_parser("list", parents=[common], help="memories, a page at a time")
+    ml = mesub.add_parser("list", parents=[leaf], help="memories, a page at a time")
     _list_flags(ml)
     ml.add_argument("--scope", help="only this scope")
     ml.add_argument("--kind", help="only this kind")
@@ -42,7 +45,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     for name, text in (("show", "a memory's value, fields, tags, time and history"),
                        ("history", "a memory's earlier values, newest first"),
                        ("delete", "forget the memory under KEY")):
-        p = mesub.add_parser(name, parents=[common], help=text)
+        p = mesub.add_parser(name, parents=[leaf], help=text)
         p.add_argument("key")
         p.add_argument("--scope", default="global", help="namespace of the key (default global)")
 
@@ -61,10 +64,10 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
     do = sub.add_parser("documents", parents=[common], help="documents: list, show")
     dosub = do.add_subparsers(dest="documents_command", metavar="SUBCOMMAND", required=True)
-    dl = dosub.add_parser("list", parents=[common], help="documents, a page at a time")
+    dl = dosub.add_parser("list", parents=[leaf], help="documents, a page at a time")
     _list_flags(dl)
     dl.add_argument("--source-prefix", help="only sources starting so")
-    ds = dosub.add_parser("show", parents=[common], help="a document whole, by id or source")
+    ds = dosub.add_parser("show", parents=[leaf], help="a document whole, by id or source")
     ds.add_argument("ref")
     ld = sub.add_parser("list-documents", parents=[common], help="= documents list")
     _list_flags(ld)
@@ -233,4 +236,9 @@ def _page(lines: list[str], out: dict) -> str:
 
 def _when(t: float | None) -> str:
     """An epoch as the UTC time a reader expects; the JSON keeps the number."""
-    return "now" if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+    if t is None:
+        return "now"
+    try:
+        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+    except (TypeError, ValueError, OverflowError, OSError):  # a stored time no date can name
+        return "an unknown time"
