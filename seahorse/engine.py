@@ -27,6 +27,7 @@ from .services.codequery import (
     check_token_budget,
 )
 from .services.conversation import add_conversation, read_jsonl
+from .services.importing import Importer
 from .services.ingest import IndexResult, Ingest
 from .services.lookup import Lookup
 from .services.memory import Memories
@@ -79,6 +80,7 @@ class Engine:
         self.searcher = Search(rt, self.code_queries)
         self.lookup = Lookup(store, self.code_queries)
         self.records = Records(rt, self.ingest, self.memories)
+        self.importer = Importer(rt, self.ingest, self.memories)
         self._lock = threading.RLock()
 
     # ----- the shared state, read-only --------------------------------------------------
@@ -265,9 +267,13 @@ class Engine:
         with self._lock:
             yield from self.records.export()
 
-    def import_records(self, lines: Iterable[str]) -> dict:
-        """Records from :meth:`export` (JSONL lines): an exact round trip."""
-        return self.records.import_lines(lines)
+    def import_records(self, lines: Iterable[str], any_embedder: bool = False) -> dict:
+        """Records from :meth:`export` (JSONL lines): an exact round trip. Every record is
+        checked before anything is written (a bad one refuses the import, naming its line);
+        then one transaction; a record already stored unchanged is skipped (a second import
+        of the same file changes nothing). ``any_embedder`` accepts an export of a store
+        embedded by another model."""
+        return self.importer.import_lines(lines, any_embedder)
 
     def vacuum(self) -> dict:
         """Shrink the file after deletes."""

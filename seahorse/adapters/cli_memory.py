@@ -83,6 +83,8 @@ def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentPar
     ex.add_argument("--out", help="write to this file instead")
     im = sub.add_parser("import", parents=[common], help="records from `seahorse export` (JSONL)")
     im.add_argument("file", help="the export file (- for stdin)")
+    im.add_argument("--any-embedder", action="store_true",
+                    help="import an export of a store embedded by another model (texts are embedded again)")
     sub.add_parser("vacuum", parents=[common], help="shrink the file after deletes")
 
     se = sub.add_parser("setup", parents=[common],
@@ -153,13 +155,18 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
 
     def import_(args):
         with open_engine(args, create=True) as eng:
-            if args.file == "-":
-                return eng.import_records(sys.stdin)
             try:
-                with open(args.file, encoding="utf-8") as f:
-                    return eng.import_records(f)
+                src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
             except OSError as exc:
                 raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from None
+            try:
+                return eng.import_records(src, any_embedder=args.any_embedder)
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"{args.file} is not UTF-8 text (byte {exc.start}); an export is "
+                                   "UTF-8 JSONL; nothing was imported", field="file") from None
+            finally:
+                if src is not sys.stdin:
+                    src.close()
 
     def vacuum(args):
         with open_engine(args) as eng:
@@ -220,7 +227,10 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
     if command == "export":
         return f"wrote {out['documents']} document(s) and {out['memories']} memor(ies) to {out['out']}"
     if command == "import":
-        return f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
+        text = f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
+        if out["skipped"]:
+            text += f"; skipped {out['skipped']} already stored unchanged"
+        return text
     if command == "vacuum":
         return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes"
     if command == "setup":

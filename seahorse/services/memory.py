@@ -23,6 +23,16 @@ from .timeline import iso, parse_time
 MEMORY_KINDS = ("fact", "preference", "event", "instruction", "note", "decision")
 
 
+def check_fields(kind, trust, strength, provenance) -> str:
+    """A memory's fields as given (``kind`` None: keep the replaced value's); the provenance."""
+    if kind is not None and kind not in MEMORY_KINDS:
+        raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}", field="kind")
+    for name, v in (("trust", trust), ("strength", strength)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise InvalidInput(f"{name} must be a number from 0 to 1", field=name)
+    return check_name("provenance", provenance)
+
+
 class Memories:
     def __init__(self, rt: Runtime, ingest: Ingest) -> None:
         self.rt = rt
@@ -33,12 +43,7 @@ class Memories:
                trust: float = 1.0, strength: float = 1.0, provenance: str = "user_direct", *,
                event_time=None, tags=None, supersedes: str | None = None) -> dict:
         key, scope = check_name("key", key), check_name("scope", scope)
-        if kind is not None and kind not in MEMORY_KINDS:
-            raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}", field="kind")
-        for name, v in (("trust", trust), ("strength", strength)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise InvalidInput(f"{name} must be a number from 0 to 1", field=name)
-        provenance = check_name("provenance", provenance)
+        provenance = check_fields(kind, trust, strength, provenance)
         when = parse_time(event_time, "event_time")
         tags = check_tags(tags) if tags is not None else None
         if supersedes is not None:
