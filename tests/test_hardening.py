@@ -126,3 +126,252 @@ def test_group_level_db_and_json_are_honoured(cli, tmp_path: Path):
 def test_engine_with_hash(tmp_path: Path):
     with Engine(Settings(db_path=tmp_path / "x.db", embedder="hash")) as eng:
         assert eng.upsert_memory("k", "v")["status"] == "added"
+
+
+# ----- 3. import: checked first, one transaction, idempotent -----------------------------------
+def _seed_export(cli, tmp_path: Path) -> Path:
+    cli.json("index", "--text", "Raspberry Pi 5 users enable zram to keep pages in memory.",
+             "--title", "zram")
+    for value in ("tea", "coffee", "green tea"):
+        cli.json("memory", "add", "pref", value, "--kind", "preference", "--tag", "drinks")
+    conv = tmp_path / "chat.jsonl"
+    conv.write_text('{"text": "hi there", "speaker": "Ann", "time": "2024-05-01"}\n'
+                    '{"text": "hello Ann", "speaker": "Bob"}\n', encoding="utf-8")
+    cli.json("add-conversation", str(conv))
+    out = tmp_path / "export.jsonl"
+    cli.json("export", "--out", str(out))
+    return out
+
+
+def test_import_twice_changes_nothing(cli, tmp_path: Path, db_fingerprint):
+    export = _seed_export(cli, tmp_path)
+    target = tmp_path / "target.db"
+    first = cli.json("import", str(export), db=target)
+    assert (first["documents"], first["memories"], first["skipped"]) == (3, 1, 0)
+    before = db_fingerprint(target)
+    again = cli.json("import", str(export), db=target)
+    assert (again["documents"], again["memories"], again["skipped"]) == (0, 0, 4)
+    assert {s["reason"] for s in again["skips"]} == {"already stored, unchanged"}
+    assert db_fingerprint(target) == before
+    assert len(cli.json("memory", "history", "pref", db=target)["history"]) == 2
+    # into the store it came from: nothing either
+    assert cli.json("import", str(export))["skipped"] == 4
+    round_trip = cli.run("export", db=target).stdout.splitlines()[1:]
+    assert round_trip == export.read_text(encoding="utf-8").splitlines()[1:]
+
+
+def test_import_of_a_later_export_adds_only_the_new_versions(cli, tmp_path: Path):
+    export = _seed_export(cli, tmp_path)
+    target = tmp_path / "target.db"
+    cli.json("import", str(export), db=target)
+    cli.json("memory", "add", "pref", "oolong")
+    later = tmp_path / "later.jsonl"
+    cli.json("export", "--out", str(later))
+    out = cli.json("import", str(later), db=target)
+    assert (out["documents"], out["memories"], out["skipped"]) == (0, 1, 3)
+    history = [h["value"] for h in cli.json("memory", "history", "pref", db=target)["history"]]
+    assert history == ["green tea", "coffee", "tea"]
+    assert cli.run("export", db=target).stdout.splitlines()[1:] == \
+        later.read_text(encoding="utf-8").splitlines()[1:]
+
+
+HEADER = '{"type": "header", "schema_version": 9, "embedder": "hash-64"}'
+GOOD = '{"type": "document", "source": "s1", "text": "a good first record", "created_at": 1, "updated_at": 1}'
+BAD_RECORDS = {
+    "title": '{"type": "document", "source": "s2", "text": "x", "title": {"a": 1}}',
+    "metadata": '{"type": "document", "source": "s2", "text": "x", "metadata": [1]}',
+    "text": '{"type": "document", "source": "s2"}',
+    "kind": '{"type": "memory", "scope": "g", "key": "k", "value": "v", "kind": "fact", '
+            '"history": [{"value": "old"}]}',
+    "conversation": '{"type": "document", "source": "s2", "text": "x", "turn": {"speaker": "a"}}',
+    "yesterday": '{"type": "document", "source": "s2", "text": "x", "event_time": "yesterday"}',
+    "range": '{"type": "memory", "scope": "g", "key": "k", "value": "v", "kind": "fact", '
+             '"event_time": 1e300}',
+    "object": "[1, 2]",
+    "JSON": '{"type": "document", ',
+    "scope": '{"type": "memory"}',
+    "type": '{"type": "table"}',
+    "source": '{"type": "document", "source": "other", "text": "x", '
+              '"turn": {"conversation": "c", "id": "1"}}',
+    "already": GOOD,
+}
+
+
+@pytest.mark.parametrize("what", sorted(BAD_RECORDS))
+def test_a_bad_record_refuses_the_whole_import(cli, tmp_path: Path, what):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join([HEADER, GOOD, BAD_RECORDS[what], GOOD.replace("s1", "s3")]) + "\n",
+                    encoding="utf-8")
+    proc = cli.run("import", str(path))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert "line 3" in proc.stderr and "nothing was imported" in proc.stderr, proc.stderr
+    if cli.db.exists():
+        assert sqlite3.connect(cli.db).execute("SELECT count(*) FROM documents").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("header,words", [
+    ('{"type": "header", "schema_version": 99, "embedder": "hash-64"}', "schema version 99"),
+    ('{"type": "header", "schema_version": 9, "embedder": "minilm-384"}', "--any-embedder"),
+])
+def test_import_refuses_a_newer_schema_or_another_embedder(cli, tmp_path: Path, header, words):
+    path = tmp_path / "other.jsonl"
+    path.write_text(header + "\n" + GOOD + "\n", encoding="utf-8")
+    proc = cli.run("import", str(path))
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    if "any-embedder" in words:
+        assert cli.json("import", str(path), "--any-embedder")["documents"] == 1
+
+
+def test_import_is_one_transaction(engine):
+    """A failure while writing (here: a record whose text is only markup, refused by the
+    document pipeline after the first record was written) leaves nothing behind."""
+    lines = [HEADER, GOOD, '{"type": "document", "source": "s9", "text": "   "}']
+    with pytest.raises(InvalidInput):
+        engine.import_records(lines)
+    assert engine.stats()["documents"] == 0
+    assert engine.import_records(lines[:2])["documents"] == 1
+
+
+# ----- 4. conversations without turn ids re-run cleanly ------------------------------------------
+def test_conversation_without_ids_is_not_duplicated(cli, tmp_path: Path):
+    conv = tmp_path / "chat.jsonl"
+    turns = ['{"text": "hi there", "speaker": "Ann"}', '{"text": "ok", "speaker": "Bob"}',
+             '{"text": "ok", "speaker": "Bob"}']
+    conv.write_text("\n".join(turns[:2]) + "\n", encoding="utf-8")  # a run killed after two turns
+    assert cli.json("add-conversation", str(conv))["added"] == 2
+    conv.write_text("\n".join(turns) + "\n", encoding="utf-8")
+    resumed = cli.json("add-conversation", str(conv))
+    assert (resumed["added"], resumed["unchanged"]) == (1, 2)
+    again = cli.json("add-conversation", str(conv))
+    assert (again["added"], again["unchanged"]) == (0, 3)
+    docs = cli.json("documents", "list")["items"]
+    assert len(docs) == 3  # the two "ok"s are two turns, each once
+    records = [json.loads(x) for x in cli.run("export").stdout.splitlines()[1:]]
+    assert [r["turn"]["seq"] for r in records] == [0, 1, 2]
+
+
+def test_conversation_over_mcp_calls_is_not_duplicated(engine):
+    turns = [{"text": "we ship on friday", "speaker": "Ann", "session": "s1"},
+             {"text": "fine by me", "speaker": "Bob", "session": "s1"}]
+    assert engine.add_conversation(turns, "plan")["added"] == 2
+    assert engine.add_conversation(turns, "plan")["unchanged"] == 2
+    assert engine.stats()["documents"] == 2
+
+
+# ----- 13. code review: caches, search state, fts errors, threads, lexicons ------------------------
+def _phrase_ids(db: Path) -> set[int]:
+    con = sqlite3.connect(db)
+    try:
+        return {r[0] for r in con.execute("SELECT id FROM nodes WHERE kind='phrase'")}
+    finally:
+        con.close()
+
+
+def test_synonym_cache_goes_with_a_rolled_back_write(engine, hash_settings):
+    with engine.ingest.many():
+        engine.add_document("Alpha Centauri and Proxima Centauri are nearby stars.", source="a")
+        assert engine.rt.phrase_cache is not None
+
+        def fail(_i, _doc_id):
+            raise RuntimeError("the write fails after its phrases were linked")
+
+        with pytest.raises(RuntimeError):
+            engine.ingest.add_many([("Betelgeuse and Rigel shine in Orion's belt region.", "b",
+                                     None, None)], after=fail)
+        cache = engine.rt.phrase_cache
+        cached = set(cache.ids.tolist()) if cache is not None else set()
+        assert cached <= _phrase_ids(hash_settings.db_path)  # no phrase that was rolled back
+
+
+def test_search_state_is_built_aside(engine, monkeypatch):
+    from seahorse.services.state import RetrievalIndex
+
+    engine.add_document("Raspberry Pi 5 users enable zram to keep pages in memory.", source="a")
+    engine.search("zram", refuse=False)
+    state = engine.rt.index
+    seq, n = state.seq, state.graph.n
+    engine.add_document("The board throttles its CPU when it overheats under load.", source="b")
+
+    def fail(self, *args, **kwargs):
+        raise MemoryError("injected half-way through a catch-up")
+
+    monkeypatch.setattr(RetrievalIndex, "_code_kinds", fail)
+    with pytest.raises(MemoryError):
+        engine.search("zram", refuse=False)
+    monkeypatch.undo()
+    assert engine.rt.index is state and (state.seq, state.graph.n) == (seq, n)
+    engine.search("throttles", refuse=False)
+    fresh = RetrievalIndex(engine.store, engine.embedder.dim)
+    now = engine.rt.index
+    assert now.graph.node_ids.tolist() == fresh.graph.node_ids.tolist()
+    assert sorted(now.passage_idx.tolist()) == sorted(fresh.passage_idx.tolist())
+    assert (now.graph.adj != fresh.graph.adj).nnz == 0
+
+
+def test_fts_errors_are_not_silent(cli, engine):
+    engine.add_document("Raspberry Pi 5 users enable zram to keep pages in memory.", source="a")
+    assert engine.store.fts_search('"unterminated', 5) == []  # a query SQLite refuses: no match
+    assert engine.store.fts_search('"zram"', 5)
+    engine.close()
+    con = sqlite3.connect(cli.db)
+    con.execute("DROP TABLE passages_fts")
+    con.commit()
+    con.close()
+    proc = cli.run("search", "zram", "--no-refuse")
+    assert proc.returncode != 0 and "passages_fts" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_engine_shared_by_threads(engine):
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run(fn):
+        try:
+            for i in range(25):
+                fn(i)
+        except BaseException as exc:  # noqa: BLE001 - any failure fails the test
+            errors.append(exc)
+
+    jobs = [lambda i: engine.add_document(f"note {i}: zram and swap on the Pi", source=f"w{i}"),
+            lambda i: engine.upsert_memory(f"k{i % 3}", f"value {i} of the board"),
+            lambda i: engine.search("zram swap board", refuse=False),
+            lambda i: engine.list_documents()]
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert engine.stats()["documents"] == 25 + 3 + 22  # notes, memories, replaced values
+
+
+def test_lexicon_is_kept_when_another_repository_or_a_memory_changes(engine, tmp_path: Path):
+    import subprocess
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "app.py").write_text("def open_session(cookie):\n    \"\"\"Open a signed session.\"\"\"\n"
+                                 "    return cookie\n", encoding="utf-8")
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=A", "-c", "user.email=a@b.c", "-c",
+                        "commit.gpgsign=false", *args], cwd=root, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "first")
+    engine.index_repo(root)
+    engine.search_code("open a signed session", repo=str(root), refuse=False)
+    built = dict(engine.searcher.lexicons._built)
+    engine.upsert_memory("k", "the user prefers tea")
+    engine.search_code("open a signed session", repo=str(root), refuse=False)
+    assert engine.searcher.lexicons._built == built  # the same lexicon object, not rebuilt
+    (root / "app.py").write_text("def close_session(cookie):\n    return None\n", encoding="utf-8")
+    git("add", "-A")
+    git("commit", "-q", "-m", "second")
+    engine.index_repo(root)
+    hits = engine.search_code("close session", repo=str(root), refuse=False).hits
+    assert engine.searcher.lexicons._built != built and hits
