@@ -375,3 +375,72 @@ def test_lexicon_is_kept_when_another_repository_or_a_memory_changes(engine, tmp
     engine.index_repo(root)
     hits = engine.search_code("close session", repo=str(root), refuse=False).hits
     assert engine.searcher.lexicons._built != built and hits
+
+
+# ----- 15. minor ------------------------------------------------------------------------------------
+def test_index_dir_lists_fifos_gz_and_html_as_skipped(cli, tmp_path: Path):
+    import os
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "good.md").write_text("# Swap\n\nDisk swap is slow on SD cards.", encoding="utf-8")
+    (root / "page.html").write_text("<p>Zram compresses pages.</p>", encoding="utf-8")
+    (root / "notes.txt.gz").write_bytes(b"\x1f\x8b\x08\x00")
+    (root / "data.json").write_text("{}", encoding="utf-8")  # data: not a document, unlisted
+    os.mkfifo(root / "pipe.txt")
+    out = cli.json("index", "--dir", str(root), timeout=60)
+    assert out["added"] == 1
+    reasons = {Path(s["path"]).name: s["reason"] for s in out["skipped"]}
+    assert set(reasons) == {"page.html", "notes.txt.gz", "pipe.txt"}
+    assert "FIFO" in reasons["pipe.txt"] and "HTML" in reasons["page.html"]
+    assert "unpack" in reasons["notes.txt.gz"]
+
+
+def test_text_dash_reads_standard_input(cli):
+    import subprocess
+    import sys
+
+    from conftest import _clean_env
+
+    env = {**_clean_env(), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_DB": str(cli.db)}
+    for args in (["index", "--text", "-"], ["add-document", "-"]):
+        proc = subprocess.run([sys.executable, "-m", "seahorse", *args, "--json"], cwd=cli.cwd,
+                              env=env, input="Zram keeps compressed pages in memory.\n",
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    doc = cli.json("documents", "show", "1")
+    assert doc["text"] == "Zram keeps compressed pages in memory."
+
+
+@pytest.mark.parametrize("text,title", [
+    (".. _options:\n\nOptions\n=======\n\nThe options.", "Options"),
+    (".. image:: https://ci.example/badge.svg\n   :target: https://ci.example\n\n"
+     "My Project\n==========\n\nBody.", "My Project"),
+    ("[![CI](https://ci.example/b.svg)](https://ci.example) [![PyPI](https://p.svg)](https://p)\n\n"
+     "# Real Title\n\nBody.", "Real Title"),
+    (".. |badge| image:: x.svg\n\nHello world, a plain first line.", "Hello world, a plain first line."),
+    ('<p align="center"><img src="logo.png"></p>\n\nSeahorse keeps notes.', "Seahorse keeps notes."),
+])
+def test_rst_directives_and_badges_are_not_titles(cli, tmp_path: Path, text, title):
+    path = tmp_path / "README.rst"
+    path.write_text(text, encoding="utf-8")
+    cli.json("index", "--file", str(path))
+    assert cli.json("documents", "list")["items"][0]["title"] == title
+
+
+def test_tools_call_before_initialize_says_so(tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEAHORSE_")}
+    env.update(SEAHORSE_EMBEDDER="hash", SEAHORSE_DB=str(tmp_path / "kg.db"))
+    proc = subprocess.Popen([sys.executable, "-m", "seahorse.adapters.server"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "zram"}}}
+    out, err = proc.communicate(json.dumps(call).encode() + b"\n", timeout=120)
+    reply = json.loads(out.splitlines()[0])
+    assert reply["id"] == 7 and reply["error"]["code"] == -32602
+    assert reply["error"]["data"] == {"reason": "not_initialized", "method": "tools/call"}
+    assert "initialize" in reply["error"]["message"] and b"Traceback" not in err

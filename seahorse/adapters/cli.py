@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ix = sub.add_parser("index", parents=[common], help="add text, a file or a directory")
     what = ix.add_mutually_exclusive_group(required=True)
-    what.add_argument("--text", help="a text to index")
+    what.add_argument("--text", help="a text to index (- reads it from standard input)")
     what.add_argument("--file", help="a .txt/.md/.rst file to index")
     what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, "
                       ".text); skips .git, .venv, node_modules, build output and hidden folders")
@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     _repo_flags(ix, "--repo: ", exclude_prefix="--repo/--dir: ")
 
     ad = sub.add_parser("add-document", parents=[common], help="index one text (= index --text)")
-    ad.add_argument("text", help="the text to index")
+    ad.add_argument("text", help="the text to index (- reads it from standard input)")
     ad.add_argument("--source", help="name of its source (default text:<hash>)")
     ad.add_argument("--title", help="its title")
 
@@ -251,9 +251,18 @@ def cmd_index(args: argparse.Namespace) -> Any:
 
 
 def cmd_add_document(args: argparse.Namespace) -> Any:
+    text = _stdin_text() if args.text == "-" else args.text
     with _engine(args, create=True) as eng:
-        return eng.add_document(args.text, source=args.source, title=args.title,
+        return eng.add_document(text, source=args.source, title=args.title,
                                 progress=None if args.json else _bar("passages", brief=True)).as_dict()
+
+
+def _stdin_text() -> str:
+    """`--text -`: the text is standard input (UTF-8)."""
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"standard input is not UTF-8 text (byte {exc.start})", field="text") from None
 
 
 def cmd_index_repo(args: argparse.Namespace) -> Any:
@@ -471,7 +480,9 @@ def _human(command: str, out: Any) -> str:
             text += " (looked for .txt, .md, .markdown, .rst, .text)"
         if out["skipped"]:
             text += f"; skipped {len(out['skipped'])}:\n" + "\n".join(
-                f"  {s['path']}: {s['reason']}" for s in out["skipped"])
+                f"  {s['path']}: {s['reason']}" for s in out["skipped"][:50])
+            if len(out["skipped"]) > 50:
+                text += f"\n  ... {len(out['skipped']) - 50} more (--json lists them all)"
         return text
     if command == "index":
         return (f"{out['status']} document {out['doc_id']} ({out['source']}), "
