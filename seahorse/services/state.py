@@ -102,11 +102,11 @@ class RetrievalIndex:
 
     # ----- staying current --------------------------------------------------------------
     def catch_up(self, store: Store) -> "RetrievalIndex":
-        """This state brought up to the store's last change: itself when nothing changed, else
-        a new state (the change applied to a copy, or a fresh load). Everything is read (in
-        one snapshot) first, then the next state is built aside and returned whole: a failure
-        anywhere leaves this one exactly as it was, at its own ``seq``, so the next catch-up
-        applies the change once, never twice."""
+        """This state brought up to the store's last change: itself (unchanged, or caught up)
+        or a fresh load. Everything is read (in one snapshot) first; then the next state is
+        built aside, on a shallow copy whose every step replaces arrays rather than writing
+        into them, and swapped in whole: a failure anywhere leaves this one exactly as it
+        was, at its own ``seq``, so the next catch-up applies the change once, never twice."""
         with store.snapshot():
             seq = store.change_seq()
             if seq == self.seq:
@@ -127,7 +127,8 @@ class RetrievalIndex:
         nxt = copy.copy(self)  # shares the old arrays; every step below replaces, never writes in
         nxt._codes = dict(self._codes)
         nxt._advance(seq, delta, version, vec_ids, symbols, memory_priors, vectors)
-        return nxt
+        self.__dict__.update(nxt.__dict__)  # the swap: every attribute at once, nothing can fail
+        return self
 
     def _advance(self, seq: int, delta: Delta, version: int, vec_ids: set[int], symbols: list,
                  memory_priors: list | None, vectors: list) -> None:
