@@ -444,3 +444,27 @@ def test_tools_call_before_initialize_says_so(tmp_path: Path):
     assert reply["id"] == 7 and reply["error"]["code"] == -32602
     assert reply["error"]["data"] == {"reason": "not_initialized", "method": "tools/call"}
     assert "initialize" in reply["error"]["message"] and b"Traceback" not in err
+
+
+def test_import_into_a_store_with_its_own_versions_of_a_memory(tmp_path: Path):
+    """The target already holds other values under the key: the imported ones follow them,
+    with their own times, and importing again adds nothing."""
+    mine = Engine(Settings(db_path=tmp_path / "mine.db", embedder="hash"))
+    theirs = Engine(Settings(db_path=tmp_path / "theirs.db", embedder="hash"))
+    try:
+        for value, when in (("A", "2020-01-01"), ("B", "2021-01-01")):
+            mine.upsert_memory("k", value, event_time=when)
+        for value, when in (("X", "2022-01-01"), ("Y", "2023-01-01")):
+            theirs.upsert_memory("k", value, event_time=when)
+        lines = [json.dumps(r) for r in theirs.export()]
+        assert mine.import_records(lines)["memories"] == 1
+        history = mine.memory_history("k")["history"]
+        assert [h["value"] for h in history] == ["X", "B", "A"]
+        assert history[0]["valid_from"] == 1640995200.0 and history[0]["replaced_at"] == 1672531200.0
+        assert mine.show_memory("k")["value"] == "Y"
+        again = mine.import_records(lines)
+        assert (again["memories"], again["skipped"]) == (0, 1)
+        assert len(mine.memory_history("k")["history"]) == 3
+    finally:
+        mine.close()
+        theirs.close()

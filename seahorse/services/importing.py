@@ -206,12 +206,14 @@ class Importer:
         wanted = [*rec["history"], rec]
         have = [] if stored is None else [_core(v) for v in [*stored["history"], stored]]
         prefix = bool(have) and have == [_core(v) for v in wanted[:len(have)]]
+        if not prefix and len(have) > len(wanted) and have[-len(wanted):] == [_core(v) for v in wanted]:
+            return False  # imported before, after values of the store's own: nothing to add
         first = len(have) if prefix else 0
         # (valid_from, replaced_at) of each history row the record decides, oldest first; None:
         # a row of the store's own (a value the record does not hold) keeps its times.
         pairs: list[tuple | None] = [_pair(v) for v in rec["history"][:max(first - 1, 0)]]
         if stored is not None and not prefix:
-            pairs = [None] * (len(stored["history"]) + 1)
+            pairs = [None] * len(stored["history"])  # the stored current's comes with its upsert
         current = _pair(wanted[first - 1]) if prefix else None
         for i in range(first, len(wanted)):
             v = wanted[i]
