@@ -7,6 +7,7 @@ the services in :mod:`seahorse.services`, which never import this module.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -30,6 +31,7 @@ from .services.codequery import (
 )
 from .services.conversation import add_conversation, read_jsonl
 from .services.impact import Impact
+from .services.importing import Importer
 from .services.ingest import IndexResult, Ingest
 from .services.lookup import Lookup
 from .services.memory import Memories
@@ -53,7 +55,12 @@ __all__ = ["Engine", "IndexResult", "SearchResult"]
 class Engine:
     """Index text, memories and code into the graph, search it, delete from it. MiniLM and the
     reranker load on first use; a local ONNX embedder (its dimension) and GLiNER are probed
-    when it opens."""
+    when it opens.
+
+    Threads: an Engine may be shared, its calls run one at a time (every public method holds
+    the engine's lock; another thread's call waits its turn, a call from inside a progress
+    callback of the same thread goes through). :meth:`export`'s iterator holds the lock until
+    it is exhausted or closed. Processes each open their own Engine."""
 
     def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
                  phrase_embedder=None, extractor: Extractor | None = None,
@@ -87,6 +94,8 @@ class Engine:
         # the adapters say which face called (surface "cli" or "mcp").
         self.usage = Usage(store, settings.usage)
         self.surface = "library"
+        self.importer = Importer(rt, self.ingest, self.memories)
+        self._lock = threading.RLock()
 
     # ----- the shared state, read-only --------------------------------------------------
     @property
@@ -217,13 +226,15 @@ class Engine:
         return self.searcher.index()
 
     # ----- memories ---------------------------------------------------------------------
-    def upsert_memory(self, key: str, value: str, scope: str = "global", kind: str = "fact",
+    def upsert_memory(self, key: str, value: str, scope: str = "global", kind: str | None = None,
                       trust: float = 1.0, strength: float = 1.0,
                       provenance: str = "user_direct", *, event_time: str | float | None = None,
                       tags: Sequence[str] | None = None, supersedes: str | None = None) -> dict:
         """Store ``value`` under (scope, key) as a memory node linked into the graph; a second
         upsert of the key replaces the value (the old one stays in history, valid until now,
-        found by ``search(as_of=...)``). ``supersedes`` closes another key's memory."""
+        found by ``search(as_of=...)``) and keeps its ``kind`` (default fact) and ``tags`` unless
+        new ones are given; the same value, fields and event time again is ``unchanged`` (no new
+        version). ``supersedes`` closes another key's memory."""
         return self.memories.upsert(key, value, scope, kind, trust, strength, provenance,
                                     event_time=event_time, tags=tags, supersedes=supersedes)
 
@@ -272,12 +283,18 @@ class Engine:
         return self.records.get_document(id)
 
     def export(self) -> Iterator[dict]:
-        """Every document (not code files) and memory with its history, as records."""
-        return self.records.export()
+        """Every document (not code files) and memory with its history, as records (the
+        engine's lock is held while the iterator runs)."""
+        with self._lock:
+            yield from self.records.export()
 
-    def import_records(self, lines: Iterable[str]) -> dict:
-        """Records from :meth:`export` (JSONL lines): an exact round trip."""
-        return self.records.import_lines(lines)
+    def import_records(self, lines: Iterable[str], any_embedder: bool = False) -> dict:
+        """Records from :meth:`export` (JSONL lines): an exact round trip. Every record is
+        checked before anything is written (a bad one refuses the import, naming its line);
+        then one transaction; a record already stored unchanged is skipped (a second import
+        of the same file changes nothing). ``any_embedder`` accepts an export of a store
+        embedded by another model."""
+        return self.importer.import_lines(lines, any_embedder)
 
     def vacuum(self) -> dict:
         """Shrink the file after deletes."""
@@ -439,6 +456,19 @@ class Engine:
         """Counts by kind, models, node budget, repositories; ``graph`` adds igraph's analyses
         (components, hubs, communities)."""
         return self.lookup.stats(self.rt, self.budget(), graph)
+
+
+def _serialized(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        with self._lock:
+            return fn(self, *args, **kwargs)
+    return call
+
+
+for _name, _fn in list(vars(Engine).items()):  # every public method but the export generator
+    if callable(_fn) and not _name.startswith("_") and _name != "export":
+        setattr(Engine, _name, _serialized(_fn))
 
 
 def _view(snippet_chars: int | None, token_budget: int | None) -> dict:

@@ -153,17 +153,23 @@ TITLE_CHARS = 200
 def file_title(text: str) -> str | None:
     """The title a file's text gives itself: its first Markdown heading (``# Title``, or a
     line underlined with ``===``/``---``) or reStructuredText section title (a line under-,
-    and maybe over-, lined with punctuation), else its first non-empty line; YAML front matter
-    is skipped. At most TITLE_CHARS characters; None for a text with no line."""
+    and maybe over-, lined with punctuation), else its first non-empty line; YAML front matter,
+    reStructuredText directives and targets (``.. _options:``), badges and other images, link
+    definitions and lines of bare HTML tags are skipped. At most TITLE_CHARS characters; None
+    for a text with no line."""
     lines = text.splitlines()
     start = 0
     if lines and lines[0].strip() == "---":  # front matter: up to the closing ---
         end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
         start = end + 1 if end is not None else 0
     first = None
+    directive = False
     for i in range(start, len(lines)):
         line = lines[i].strip()
-        if not line or _UNDERLINE.match(line):
+        if not line or directive and lines[i][:1].isspace():
+            continue  # blank, or an indented option or body of the directive above (:target:)
+        directive = line.startswith("..")
+        if directive or _UNDERLINE.match(line) or _decoration(line):
             continue
         m = _ATX.match(lines[i])
         if m:
@@ -176,6 +182,23 @@ def file_title(text: str) -> str | None:
         # A heading further down does not name the whole file: the first line does.
         break
     return _cut(first) if first else None
+
+
+# What names nothing: Markdown images and badges (``[![CI](badge.svg)](url)``), link
+# definitions (``[id]: url``), lines of HTML tags only, and, above, reStructuredText explicit
+# markup (``.. _options:``, ``.. image::``, ``.. |badge| image::``, comments).
+_IMAGE = re.compile(r"\[!\[[^\]]*\]\([^)]*\)\]\([^)]*\)|!\[[^\]]*\]\([^)]*\)|!\[[^\]]*\]\[[^\]]*\]")
+_LINK_DEF = re.compile(r"^\[[^\]]+\]:\s*\S+")
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _decoration(line: str) -> bool:
+    if _LINK_DEF.match(line):
+        return True
+    rest = _IMAGE.sub("", line)
+    if rest != line and not rest.strip(" |"):
+        return True
+    return line.startswith("<") and not _TAG.sub("", line).strip()
 
 
 def _cut(title: str) -> str:

@@ -44,10 +44,19 @@ SYMBOL_NAME = "qualified or bare name (PATH:NAME picks one file's, e.g. src/app.
 
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
-    common.add_argument("--db", help="SQLite file or postgresql:// URL (default $SEAHORSE_DB or "
-                        "./data/knowledge_graph.db)")
+    db_help = "SQLite file or postgresql:// URL (default $SEAHORSE_DB or ./data/knowledge_graph.db)"
+    common.add_argument("--db", help=db_help)
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
     common.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    # A group's subcommands (`memory add`, `documents list`, `models quantize`) take the same
+    # flags, defaulting to "not given" so that flags given to the group itself (`seahorse
+    # memory --db X add`) are kept, not reset by the subcommand's defaults.
+    leaf = _Parser(add_help=False)
+    leaf.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
+    leaf.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="print JSON on stdout")
+    leaf.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                      help="log details to stderr")
 
     p = _Parser(prog="seahorse", description=(
         "Local knowledge engine: index text into a graph in one SQLite file and search it "
@@ -57,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ix = sub.add_parser("index", parents=[common], help="add text, a file or a directory")
     what = ix.add_mutually_exclusive_group(required=True)
-    what.add_argument("--text", help="a text to index")
+    what.add_argument("--text", help="a text to index (- reads it from standard input)")
     what.add_argument("--file", help="a .txt/.md/.rst file to index")
     what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, "
                       ".text); skips .git, .venv, node_modules, build output and hidden folders")
@@ -68,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     _repo_flags(ix, "--repo: ", exclude_prefix="--repo/--dir: ")
 
     ad = sub.add_parser("add-document", parents=[common], help="index one text (= index --text)")
-    ad.add_argument("text", help="the text to index")
+    ad.add_argument("text", help="the text to index (- reads it from standard input)")
     ad.add_argument("--source", help="name of its source (default text:<hash>)")
     ad.add_argument("--title", help="its title")
 
@@ -157,7 +166,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="delete a document by id or source")
     de.add_argument("ref", help="document id or source (file path, or text:<hash>)")
 
-    add_memory_parsers(sub, common)
+    add_memory_parsers(sub, common, leaf)
     cli_code.add_parsers(sub, common)
     add_tool_parsers(sub, common)
 
@@ -179,7 +188,7 @@ def _parser() -> argparse.ArgumentParser:
     mo.add_argument("--measure", action="store_true",
                     help="load each model found and time it here (load, warm ms per query, RSS)")
     mosub = mo.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
-    qu = mosub.add_parser("quantize", parents=[common],
+    qu = mosub.add_parser("quantize", parents=[leaf],
                           help="write an INT8 copy of an ONNX model; sizes and speed before/after")
     qu.add_argument("--in", dest="src", required=True, help="the float ONNX model")
     qu.add_argument("--out", dest="dst", required=True, help="where to write the INT8 model")
@@ -267,9 +276,18 @@ def cmd_index(args: argparse.Namespace) -> Any:
 
 
 def cmd_add_document(args: argparse.Namespace) -> Any:
+    text = _stdin_text() if args.text == "-" else args.text
     with _engine(args, create=True) as eng:
-        return eng.add_document(args.text, source=args.source, title=args.title,
+        return eng.add_document(text, source=args.source, title=args.title,
                                 progress=None if args.json else _bar("passages", brief=True)).as_dict()
+
+
+def _stdin_text() -> str:
+    """`--text -`: the text is standard input (UTF-8)."""
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"standard input is not UTF-8 text (byte {exc.start})", field="text") from None
 
 
 def cmd_index_repo(args: argparse.Namespace) -> Any:
@@ -496,7 +514,9 @@ def _human(command: str, out: Any) -> str:
             text += " (looked for .txt, .md, .markdown, .rst, .text)"
         if out["skipped"]:
             text += f"; skipped {len(out['skipped'])}:\n" + "\n".join(
-                f"  {s['path']}: {s['reason']}" for s in out["skipped"])
+                f"  {s['path']}: {s['reason']}" for s in out["skipped"][:50])
+            if len(out["skipped"]) > 50:
+                text += f"\n  ... {len(out['skipped']) - 50} more (--json lists them all)"
         return text
     if command == "index":
         return (f"{out['status']} document {out['doc_id']} ({out['source']}), "

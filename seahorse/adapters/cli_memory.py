@@ -21,24 +21,27 @@ from ..errors import InvalidInput, StorageError
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentParser) -> None:
+    """``leaf``: the common flags for a group's subcommands (given to the group, they hold)."""
     me = sub.add_parser("memory", parents=[common],
                         help="memories: add (or replace), list, show, history, delete")
     mesub = me.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
-    ma = mesub.add_parser("add", parents=[common],
+    ma = mesub.add_parser("add", parents=[leaf],
                           help="remember VALUE under KEY (again: replaces it, keeps the old in history)")
     ma.add_argument("key")
     ma.add_argument("value")
     ma.add_argument("--scope", default="global", help="namespace of the key (default global)")
-    ma.add_argument("--kind", default="fact",
-                    help="fact, preference, event, instruction, note or decision (default fact)")
+    ma.add_argument("--kind", default=None,
+                    help="fact, preference, event, instruction, note or decision (default: the "
+                    "replaced value's kind, else fact)")
     ma.add_argument("--trust", type=float, default=1.0, help="0..1, scales its rank (default 1)")
     ma.add_argument("--strength", type=float, default=1.0, help="0..1, scales its rank (default 1)")
     ma.add_argument("--provenance", default="user_direct", help="where it came from (default user_direct)")
     ma.add_argument("--event-time", help="when it became true (ISO date; default now)")
-    ma.add_argument("--tag", action="append", default=None, help="a tag (repeatable)")
+    ma.add_argument("--tag", action="append", default=None,
+                    help="a tag (repeatable; default: the replaced value's tags)")
     ma.add_argument("--supersedes", help="KEY of a memory this one retires (its validity ends now)")
-    ml = mesub.add_parser("list", parents=[common], help="memories, a page at a time")
+    ml = mesub.add_parser("list", parents=[leaf], help="memories, a page at a time")
     _list_flags(ml)
     ml.add_argument("--scope", help="only this scope")
     ml.add_argument("--kind", help="only this kind")
@@ -46,7 +49,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     for name, text in (("show", "a memory's value, fields, tags, time and history"),
                        ("history", "a memory's earlier values, newest first"),
                        ("delete", "forget the memory under KEY")):
-        p = mesub.add_parser(name, parents=[common], help=text)
+        p = mesub.add_parser(name, parents=[leaf], help=text)
         p.add_argument("key")
         p.add_argument("--scope", default="global", help="namespace of the key (default global)")
 
@@ -65,10 +68,10 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
     do = sub.add_parser("documents", parents=[common], help="documents: list, show")
     dosub = do.add_subparsers(dest="documents_command", metavar="SUBCOMMAND", required=True)
-    dl = dosub.add_parser("list", parents=[common], help="documents, a page at a time")
+    dl = dosub.add_parser("list", parents=[leaf], help="documents, a page at a time")
     _list_flags(dl)
     dl.add_argument("--source-prefix", help="only sources starting so")
-    ds = dosub.add_parser("show", parents=[common], help="a document whole, by id or source")
+    ds = dosub.add_parser("show", parents=[leaf], help="a document whole, by id or source")
     ds.add_argument("ref")
     ld = sub.add_parser("list-documents", parents=[common], help="= documents list")
     _list_flags(ld)
@@ -84,6 +87,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     ex.add_argument("--out", help="write to this file instead")
     im = sub.add_parser("import", parents=[common], help="records from `seahorse export` (JSONL)")
     im.add_argument("file", help="the export file (- for stdin)")
+    im.add_argument("--any-embedder", action="store_true",
+                    help="import an export of a store embedded by another model (texts are embedded again)")
     sub.add_parser("vacuum", parents=[common], help="shrink the file after deletes")
 
     se = sub.add_parser("setup", parents=[common],
@@ -154,13 +159,18 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
 
     def import_(args):
         with open_engine(args, create=True) as eng:
-            if args.file == "-":
-                return eng.import_records(sys.stdin)
             try:
-                with open(args.file, encoding="utf-8") as f:
-                    return eng.import_records(f)
+                src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
             except OSError as exc:
                 raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from None
+            try:
+                return eng.import_records(src, any_embedder=args.any_embedder)
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"{args.file} is not UTF-8 text (byte {exc.start}); an export is "
+                                   "UTF-8 JSONL; nothing was imported", field="file") from None
+            finally:
+                if src is not sys.stdin:
+                    src.close()
 
     def vacuum(args):
         with open_engine(args) as eng:
@@ -253,7 +263,10 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
     if command == "export":
         return f"wrote {out['documents']} document(s) and {out['memories']} memor(ies) to {out['out']}"
     if command == "import":
-        return f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
+        text = f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
+        if out["skipped"]:
+            text += f"; skipped {out['skipped']} already stored unchanged"
+        return text
     if command == "vacuum":
         return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes"
     if command == "setup":
@@ -269,4 +282,9 @@ def _page(lines: list[str], out: dict) -> str:
 
 def _when(t: float | None) -> str:
     """An epoch as the UTC time a reader expects; the JSON keeps the number."""
-    return "now" if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+    if t is None:
+        return "now"
+    try:
+        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+    except (TypeError, ValueError, OverflowError, OSError):  # a stored time no date can name
+        return "an unknown time"

@@ -14,6 +14,11 @@ answered here with the JSON-RPC 2.0 error the spec names:
 - -32602 invalid params, with the id: params given as an array, or params the SDK's parser
   refuses (a lone surrogate, nesting deeper than ~200 levels).
 
+A request for a method the server serves (tools/call, tools/list, resources/read...) sent
+before `initialize` is answered here too: -32602 (the code the SDK uses for it) with a
+message and data that say so (`{"reason": "not_initialized", "method": ...}`), where the SDK
+answers "Invalid request parameters" with empty data.
+
 An invalid notification or response gets no reply (the spec) and one line on stderr. Valid
 lines pass through unchanged, so the SDK answers them exactly as before (unknown methods:
 -32601, malformed tools/call params: -32602, tool failures: results with isError).
@@ -49,6 +54,8 @@ class Screened:
     text: str | None = None
     reply: dict[str, Any] | None = None  # a JSON-RPC error object
     dropped: str | None = None  # why an invalid notification/response got no reply
+    method: str | None = None  # of a request passed on
+    rid: Any = None
 
 
 def _error(code: int, message: str, rid: Any = None) -> Screened:
@@ -114,7 +121,23 @@ def screen(data: bytes, sdk_accepts: Callable[[str], Any]) -> Screened:
     problem = _envelope_problem(msg) or _sdk_problem(text, sdk_accepts)
     if problem:
         return _error(*problem, rid)
-    return Screened(text=text)
+    return Screened(text=text, method=msg["method"], rid=rid)
+
+
+# Requests the server serves only after the handshake (ping and initialize are exempt; a
+# method it does not serve is the SDK's -32601 either way).
+GATED = frozenset({"tools/call", "tools/list", "resources/list", "resources/read",
+                   "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+                   "prompts/list", "prompts/get", "completion/complete", "logging/setLevel"})
+
+
+def not_initialized(method: str, rid: Any) -> dict[str, Any]:
+    """The answer to a request sent before initialize."""
+    return {"jsonrpc": "2.0", "id": rid, "error": {
+        "code": INVALID_PARAMS,
+        "message": f"Server not initialized: send initialize (then notifications/initialized) "
+                   f"before {method}",
+        "data": {"reason": "not_initialized", "method": method}}}
 
 
 def _envelope_problem(msg: dict[str, Any]) -> tuple[int, str] | None:
@@ -181,6 +204,7 @@ class ScreenedStdin:
         self._sdk_accepts = sdk_accepts
         self._reply: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self._ready = anyio.Event()
+        self._initialized = False
 
     def attach(self, reply: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         self._reply = reply
@@ -195,6 +219,10 @@ class ScreenedStdin:
             if not data:
                 raise StopAsyncIteration
             verdict = screen(data, self._sdk_accepts)
+            if verdict.method == "initialize":
+                self._initialized = True
+            elif verdict.method in GATED and not self._initialized:
+                verdict = Screened(reply=not_initialized(verdict.method, verdict.rid))
             if verdict.text is not None:
                 return verdict.text
             if verdict.dropped:

@@ -238,11 +238,11 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
                        cursor=cursor).as_dict()
 
     @server.tool(annotations=WRITES)
-    def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind = "fact",
+    def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind | None = None,
                       trust: float = 1.0, strength: float = 1.0,
                       provenance: str = "user_direct", event_time: str | None = None,
                       tags: list[str] | None = None, supersedes: str | None = None) -> dict[str, Any]:
-        """Remember a value under a key (a second call with the same key replaces it: the old value stays in history, valid until now); supersedes=OTHER_KEY retires another memory; event_time (ISO date) says when it became true; returns the memory's node id and status."""
+        """Remember a value under a key (a second call with the same key replaces it: the old value stays in history, valid until now); supersedes=OTHER_KEY retires another memory; event_time (ISO date) says when it became true; kind (default fact) and tags, when not given, stay those of the value replaced; returns the memory's node id and status."""
         return rt.call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
                        strength=strength, provenance=provenance, event_time=event_time, tags=tags,
                        supersedes=supersedes)

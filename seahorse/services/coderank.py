@@ -118,18 +118,21 @@ class CodeLexicon:
 
 
 class CodeLexicons:
-    """One :class:`CodeLexicon` per repository, for the current graph version only."""
+    """One :class:`CodeLexicon` per repository, kept until that repository's declarations
+    change (``Store.repo_symbols_stamp``): a memory or a document written elsewhere in the
+    store does not rebuild it."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._built: dict[tuple[int, int], CodeLexicon] = {}
+        self._built: dict[int, tuple[tuple, CodeLexicon]] = {}
 
     def lexicon(self, version: int, repo_id: int) -> CodeLexicon:
-        key = (version, repo_id)
-        if key not in self._built:
-            self._built = {k: v for k, v in self._built.items() if k[0] == version}
-            self._built[key] = CodeLexicon(self.store.repo_symbol_texts(repo_id))
-        return self._built[key]
+        """``version`` (the graph's) is not needed: the repository's own stamp decides."""
+        stamp = self.store.repo_symbols_stamp(repo_id)
+        built = self._built.get(repo_id)
+        if built is None or built[0] != stamp:
+            built = self._built[repo_id] = (stamp, CodeLexicon(self.store.repo_symbol_texts(repo_id)))
+        return built[1]
 
     def evidence(self, version: int, repo_id: int, query: str) -> dict[int, float]:
         """node id -> BM25F of the repository's declarations holding a word of ``query``."""

@@ -4,7 +4,13 @@ turn's own, else its session's date) kept in ``turns`` and ``documents.event_tim
 turn names the turn in its source; :func:`neighbours` gives the turns around it.
 
 Turns are events, not facts: two turns with the same words are both kept (no duplicate
-check), and re-adding a conversation is idempotent turn by turn (same source, same text)."""
+check), and re-adding a conversation is idempotent turn by turn (same source, same text).
+
+A turn without an ``id`` is named by what it holds (:func:`turn_id`): ``h`` and 16 hex digits
+of the SHA-256 of its speaker, session, time and text, and of how many turns before it in the
+same call hold exactly the same (so two "ok"s in a row stay two turns). Adding the same turns
+again (a re-run, or a run resumed after a kill) names them the same and changes nothing;
+only turns not stored yet are added, after the conversation's last one."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from pathlib import Path
 
 from ..errors import InvalidInput
 from ..store import Store
+from ..text import content_hash
 from .ingest import IndexResult, Ingest
 from .runtime import check_name, check_text
 from .timeline import iso, parse_time
@@ -37,14 +44,24 @@ def check_turns(turns) -> list[dict]:
         speaker = t.get("speaker")
         if speaker is not None:
             speaker = check_name("speaker", str(speaker))
-        turn_id = t.get("id", t.get("turn_id"))
-        turn_id = check_name("turn id", str(turn_id)) if turn_id is not None else None
+        given = t.get("id", t.get("turn_id"))
+        given = check_name("turn id", str(given)) if given is not None else None
         session = t.get("session")
         session = check_name("session", str(session)) if session is not None else None
         when = t.get("time", t.get("session_date"))
-        out.append({"text": check_text("text", t["text"]), "speaker": speaker, "id": turn_id,
+        out.append({"text": check_text("text", t["text"]), "speaker": speaker, "id": given,
                     "session": session, "time": parse_time(when, f"turn {n} time")})
     return out
+
+
+def turn_id(turn: dict, seen: dict[str, int]) -> str:
+    """The id of a turn given none: from its speaker, session, time and text, and the count
+    of identical turns before it in this call (``seen`` keeps that count)."""
+    key = "\x00".join("" if turn[k] is None else str(turn[k])
+                       for k in ("speaker", "session", "time", "text"))
+    n = seen.get(key, 0)
+    seen[key] = n + 1
+    return "h" + content_hash(f"{key}\x00{n}")[:16]
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
@@ -73,19 +90,27 @@ def add_conversation(ingest: Ingest, store: Store, conversation: str, turns) -> 
     turns = check_turns(turns)
     start = store.last_turn_seq(conversation) + 1
     items, seqs = [], []
-    for n, t in enumerate(turns):
-        turn_id = t["id"] or str(start + n)
-        source = f"conversation:{conversation}#{turn_id}"
+    seen: dict[str, int] = {}
+    for t in turns:
+        if t["id"] is None:
+            t["id"] = turn_id(t, seen)
+        name = t["id"]
+        source = f"conversation:{conversation}#{name}"
         text = f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"]
-        meta = {"conversation": conversation, "turn": turn_id, "speaker": t["speaker"],
+        meta = {"conversation": conversation, "turn": name, "speaker": t["speaker"],
                 "session": t["session"], "event_time": t["time"]}
         items.append((text, source, None, {k: v for k, v in meta.items() if v is not None}))
         old = store.document_by_source(source)
-        seqs.append(store.turn(old[0])[1] if old is not None and store.turn(old[0]) else start + n)
+        held = store.turn(old[0]) if old is not None else None
+        if held is not None:
+            seqs.append(held[1])
+        else:  # a new turn goes after the conversation's last one (not after a re-added one)
+            seqs.append(start)
+            start += 1
 
     def link(i: int, doc_id: int) -> None:
         t = turns[i]
-        store.add_turn(doc_id, conversation, seqs[i], t["speaker"], t["id"] or str(seqs[i]), t["session"])
+        store.add_turn(doc_id, conversation, seqs[i], t["speaker"], t["id"], t["session"])
         link_neighbours(store, conversation, seqs[i])
 
     with ingest.many():

@@ -34,6 +34,16 @@ from .runtime import Runtime, check_text
 from .synonyms import Synonyms
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
+# Files a person may expect `index --dir` to read, listed as skipped with why (other kinds of
+# file, code and data, are not documents and pass unlisted).
+NOT_INDEXED = {
+    **dict.fromkeys((".html", ".htm", ".xhtml"),
+                    "HTML is not indexed; convert it to Markdown or text (e.g. pandoc -t gfm)"),
+    **dict.fromkeys((".gz", ".bz2", ".xz", ".zst", ".zip", ".tgz", ".tar", ".7z"),
+                    "compressed or archived; unpack it to index the text inside"),
+    **dict.fromkeys((".pdf", ".doc", ".docx", ".odt", ".rtf", ".epub"),
+                    "a binary document format; convert it to text or Markdown to index it"),
+}
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
 SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go to a file
@@ -612,6 +622,9 @@ def _text_files(root: Path, exclude: Sequence[str] = ()
         for name in sorted(filenames):
             p = Path(dirpath) / name
             if p.suffix.lower() not in TEXT_SUFFIXES:
+                why = NOT_INDEXED.get(p.suffix.lower())
+                if why is not None:
+                    skipped.append({"path": str(p).encode("utf-8", "replace").decode(), "reason": why})
                 continue
             if patterns:
                 reason = why_excluded(p.relative_to(root_real).as_posix())
@@ -631,10 +644,19 @@ def _text_files(root: Path, exclude: Sequence[str] = ()
             if stat.S_ISLNK(st.st_mode):
                 skipped.append({"path": str(p), "reason": "symlink (not followed)"})
                 continue
-            if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read; a device, a socket...
+                skipped.append({"path": str(p), "reason": f"not a regular file ({_file_type(st.st_mode)})"})
                 continue
             files.append((p, p.relative_to(root_real).as_posix(), (st.st_dev, st.st_ino)))
     return files, skipped
+
+
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def read_text_file(p: Path, max_mb: float) -> str:

@@ -23,24 +23,29 @@ from .timeline import iso, parse_time
 MEMORY_KINDS = ("fact", "preference", "event", "instruction", "note", "decision")
 
 
+def check_fields(kind, trust, strength, provenance) -> str:
+    """A memory's fields as given (``kind`` None: keep the replaced value's); the provenance."""
+    if kind is not None and kind not in MEMORY_KINDS:
+        raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}", field="kind")
+    for name, v in (("trust", trust), ("strength", strength)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise InvalidInput(f"{name} must be a number from 0 to 1", field=name)
+    return check_name("provenance", provenance)
+
+
 class Memories:
     def __init__(self, rt: Runtime, ingest: Ingest) -> None:
         self.rt = rt
         self.store = rt.store
         self.ingest = ingest
 
-    def upsert(self, key: str, value: str, scope: str = "global", kind: str = "fact",
+    def upsert(self, key: str, value: str, scope: str = "global", kind: str | None = None,
                trust: float = 1.0, strength: float = 1.0, provenance: str = "user_direct", *,
                event_time=None, tags=None, supersedes: str | None = None) -> dict:
         key, scope = check_name("key", key), check_name("scope", scope)
-        if kind not in MEMORY_KINDS:
-            raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}", field="kind")
-        for name, v in (("trust", trust), ("strength", strength)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise InvalidInput(f"{name} must be a number from 0 to 1", field=name)
-        provenance = check_name("provenance", provenance)
+        provenance = check_fields(kind, trust, strength, provenance)
         when = parse_time(event_time, "event_time")
-        tags = check_tags(tags)
+        tags = check_tags(tags) if tags is not None else None
         if supersedes is not None:
             supersedes = check_name("supersedes", supersedes)
             if supersedes == key:
@@ -50,13 +55,18 @@ class Memories:
         source = f"memory:{scope}:{key}"
         prep = self.ingest.prepare(value, source, key, {"memory": True})
         prep.node_kind = "memory"
-        prep.event_time, prep.tags = when, tags
         old = store.memory(scope, key)
         old_doc = store.document_by_source(source)
+        old_tags = store.tags_of([old_doc[0]]).get(old_doc[0], []) if old_doc is not None else []
+        # A replaced value keeps its kind and tags unless new ones are given.
+        kind = kind if kind is not None else old[2] if old is not None else "fact"
+        tags = tags if tags is not None else old_tags
+        prep.event_time, prep.tags = when, tags
         fields = (kind, float(trust), float(strength), provenance)
         if old is not None and old_doc is not None and old_doc[3] == prep.digest \
-                and tuple(old[2:6]) == fields and supersedes is None and when is None \
-                and store.tags_of([old_doc[0]]).get(old_doc[0], []) == tags:
+                and tuple(old[2:6]) == fields and supersedes is None and old_tags == tags \
+                and (when is None or when == store.doc_times([old_doc[0]])[old_doc[0]][3]):
+            # The same value, fields and time again: nothing to record (no new version).
             return self._result(self._first_node(old_doc[0]), key, scope, "unchanged")
         target = store.memory(scope, supersedes) if supersedes is not None else None
         if supersedes is not None and target is None:

@@ -1,6 +1,6 @@
 """Seeing and moving what is stored: cursor-paginated listings of memories and documents, one
-document whole, export to JSONL and import from it (an exact round trip: times, validity,
-tags, memory history), and vacuum.
+document whole, export to JSONL (imported again by ``services/importing.py``: an exact
+round trip of times, validity, tags, memory history), and vacuum.
 
 A cursor is the last id of the page as a string (keyset pagination: a write between two pages
 neither repeats nor skips a row); ``next_cursor`` is None on the last page.
@@ -12,16 +12,15 @@ from itself), then ``{"type": "memory", ..., "history": [oldest first]}``."""
 from __future__ import annotations
 
 import json
-from typing import Iterable, Iterator
+from typing import Iterator
 
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput
 from ..version import __version__
-from .conversation import add_conversation
 from .ingest import Ingest
 from .lifecycle import check_tags
 from .memory import Memories
 from .runtime import Runtime, check_int, check_name
-from .timeline import iso, parse_time
+from .timeline import iso, parse_time, stored_time
 
 PAGE = 20  # items per page by default
 PAGE_MAX = 500
@@ -115,7 +114,7 @@ class Records:
                 out["conversation"] = turn["conversation"]
         return out
 
-    # ----- export / import ------------------------------------------------------------------
+    # ----- export (import: services/importing.py) ------------------------------------------
     def export(self) -> Iterator[dict]:
         """Every record as a JSON-able dict, in one read snapshot."""
         store = self.store
@@ -127,102 +126,53 @@ class Records:
             while True:
                 rows = store.list_documents(after, PAGE_MAX, None, None, None, None, False)
                 for r in rows:
-                    if r[10]:
-                        continue
-                    turn = store.turn(r[0])
-                    yield {"type": "document", "source": r[1], "title": r[2],
-                           "text": "\n\n".join(x for _i, x in store.document_nodes(r[0])),
-                           "metadata": json.loads(r[7]) if r[7] else None, "created_at": r[3],
-                           "updated_at": r[4], "event_time": r[8], "valid_to": r[6],
-                           "tags": store.tags_of([r[0]]).get(r[0], []),
-                           "turn": None if turn is None else dict(zip(
-                               ("conversation", "seq", "speaker", "id", "session"), turn))}
+                    if not r[10]:
+                        yield document_record(store, r)
                 if len(rows) < PAGE_MAX:
                     break
                 after = rows[-1][0]
             after = 0
             while True:
                 rows = store.list_memories(after, PAGE_MAX, None, None, None, None, None, False)
-                for (_id, scope, key, kind, trust, strength, prov, created, updated, doc_id, _t,
-                     valid_to) in rows:
-                    history = []
-                    for h in reversed(store.memory_history(scope, key)):
-                        history.append({k: h[k] for k in ("value", "kind", "trust", "strength",
-                                                           "provenance", "valid_from", "replaced_at")})
-                    ev = store.doc_times([doc_id])[doc_id]
-                    yield {"type": "memory", "scope": scope, "key": key,
-                           "value": "\n\n".join(x for _i, x in store.document_nodes(doc_id)),
-                           "kind": kind, "trust": trust, "strength": strength, "provenance": prov,
-                           "created_at": created, "updated_at": updated,
-                           "event_time": ev[3], "valid_to": valid_to,
-                           "tags": store.tags_of([doc_id]).get(doc_id, []), "history": history}
+                for r in rows:
+                    yield memory_record(store, r)
                 if len(rows) < PAGE_MAX:
                     break
                 after = rows[-1][0]
-
-    def import_lines(self, lines: Iterable[str]) -> dict:
-        """Records from export lines; each document and each memory is one transaction."""
-        counts = {"documents": 0, "memories": 0, "skipped": 0}
-        store = self.store
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"line {n} is not JSON ({exc.msg})", field="file") from None
-            kind = rec.get("type") if isinstance(rec, dict) else None
-            if kind == "header":
-                continue
-            if kind == "document":
-                self._import_document(rec)
-                counts["documents"] += 1
-            elif kind == "memory":
-                self._import_memory(rec)
-                counts["memories"] += 1
-            else:
-                raise InvalidInput(f"line {n} is not an export record (type {kind!r})", field="file")
-        store.optimize()
-        return counts
-
-    def _import_document(self, rec: dict) -> None:
-        store = self.store
-        turn = rec.get("turn")
-        if turn:
-            add_conversation(self.ingest, store, turn["conversation"],
-                             [{"text": rec["text"].split(": ", 1)[1] if turn.get("speaker") else rec["text"],
-                               "speaker": turn.get("speaker"), "id": turn.get("id"),
-                               "session": turn.get("session"), "time": rec.get("event_time")}])
-            doc = store.document_by_source(rec["source"])
-        else:
-            item = (rec["text"], rec["source"], rec.get("title"), rec.get("metadata"))
-            res = self.ingest.add_many([item])[0]
-            doc = store.document(res.doc_id)
-        with store.atomic():
-            store.restore_document(doc[0], rec["created_at"], rec["updated_at"], rec.get("event_time"),
-                                   rec.get("valid_to"))
-            store.set_tags(doc[0], rec.get("tags") or [])
-
-    def _import_memory(self, rec: dict) -> None:
-        store = self.store
-        versions = rec.get("history") or []
-        key, scope = rec["key"], rec["scope"]
-        for h in versions:
-            self.memories.upsert(key, h["value"], scope, h["kind"], h["trust"], h["strength"],
-                                 h["provenance"], event_time=h.get("valid_from"))
-        self.memories.upsert(key, rec["value"], scope, rec["kind"], rec["trust"], rec["strength"],
-                             rec["provenance"], event_time=rec.get("event_time"), tags=rec.get("tags"))
-        mem = store.memory(rec["scope"], rec["key"])
-        if mem is None:
-            raise NotFound(f"memory {rec['scope']}/{rec['key']} was not stored", field="file")
-        with store.atomic():
-            store.restore_document(mem[1], rec["created_at"], rec["updated_at"], rec.get("event_time"),
-                                   rec.get("valid_to"))
-            store.restore_memory(rec["scope"], rec["key"], rec["created_at"], rec["updated_at"],
-                                 [(h.get("valid_from"), h["replaced_at"]) for h in versions])
 
     # ----- vacuum -----------------------------------------------------------------------------
     def vacuum(self) -> dict:
         before = self.store.file_size()
         self.store.vacuum()
         return {"db": str(self.store.path), "bytes_before": before, "bytes_after": self.store.file_size()}
+
+
+# An export's times are ones a date can name: a bad one already stored (services/timeline.py,
+# stored_time) is written as null, so that the export imports again.
+def document_record(store, r: tuple) -> dict:
+    """The export record of a document, from a ``Store.list_documents`` row."""
+    turn = store.turn(r[0])
+    return {"type": "document", "source": r[1], "title": r[2],
+            "text": "\n\n".join(x for _i, x in store.document_nodes(r[0])),
+            "metadata": json.loads(r[7]) if r[7] else None, "created_at": stored_time(r[3]),
+            "updated_at": stored_time(r[4]), "event_time": stored_time(r[8]),
+            "valid_to": stored_time(r[6]), "tags": store.tags_of([r[0]]).get(r[0], []),
+            "turn": None if turn is None else dict(zip(
+                ("conversation", "seq", "speaker", "id", "session"), turn))}
+
+
+def memory_record(store, row: tuple) -> dict:
+    """The export record of a memory (history oldest first), from a ``Store.list_memories`` row."""
+    (_id, scope, key, kind, trust, strength, prov, created, updated, doc_id, _t, valid_to) = row
+    history = []
+    for h in reversed(store.memory_history(scope, key)):
+        history.append({**{k: h[k] for k in ("value", "kind", "trust", "strength", "provenance")},
+                        "valid_from": stored_time(h["valid_from"]),
+                        "replaced_at": stored_time(h["replaced_at"])})
+    ev = store.doc_times([doc_id])[doc_id]
+    return {"type": "memory", "scope": scope, "key": key,
+            "value": "\n\n".join(x for _i, x in store.document_nodes(doc_id)),
+            "kind": kind, "trust": trust, "strength": strength, "provenance": prov,
+            "created_at": stored_time(created), "updated_at": stored_time(updated),
+            "event_time": stored_time(ev[3]), "valid_to": stored_time(valid_to),
+            "tags": store.tags_of([doc_id]).get(doc_id, []), "history": history}

@@ -13,6 +13,8 @@ passage) and phrase texts are read from the store per query, for the candidates 
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..mechanisms.code import SECONDARY_PATH
@@ -100,9 +102,11 @@ class RetrievalIndex:
 
     # ----- staying current --------------------------------------------------------------
     def catch_up(self, store: Store) -> "RetrievalIndex":
-        """This state brought up to the store's last change: itself when nothing changed or
-        the change was applied in place, or a fresh load. Everything is read (in one
-        snapshot) before anything is changed, so a failed read leaves the state as it was."""
+        """This state brought up to the store's last change: itself (unchanged, or caught up)
+        or a fresh load. Everything is read (in one snapshot) first; then the next state is
+        built aside, on a shallow copy whose every step replaces arrays rather than writing
+        into them, and swapped in whole: a failure anywhere leaves this one exactly as it
+        was, at its own ``seq``, so the next catch-up applies the change once, never twice."""
         with store.snapshot():
             seq = store.change_seq()
             if seq == self.seq:
@@ -120,6 +124,15 @@ class RetrievalIndex:
             replaced = sorted(vec_ids - delta.removed)
             vectors = [store.load_vectors("dense", self.dim, ids=replaced)] if replaced else []
             vectors.append(store.load_vectors("dense", self.dim, since=old_max))
+        nxt = copy.copy(self)  # shares the old arrays; every step below replaces, never writes in
+        nxt._codes = dict(self._codes)
+        nxt._advance(seq, delta, version, vec_ids, symbols, memory_priors, vectors)
+        self.__dict__.update(nxt.__dict__)  # the swap: every attribute at once, nothing can fail
+        return self
+
+    def _advance(self, seq: int, delta: Delta, version: int, vec_ids: set[int], symbols: list,
+                 memory_priors: list | None, vectors: list) -> None:
+        """Apply a change read by :meth:`catch_up` to this (fresh) copy."""
         old_n = self.graph.n
         self.graph = apply(self.graph, delta, version)
         self.dead += len(delta.removed)
@@ -138,7 +151,6 @@ class RetrievalIndex:
         self._code_kinds(old_n, self.vertices(delta.removed | set(delta.kinds)))
         self.seq = seq
         self._derive()
-        return self
 
     def _read_delta(self, store: Store, log: list) -> tuple[Delta, set[int], bool]:
         """What the log entries past this state's position changed, read from the store:
@@ -203,10 +215,10 @@ class RetrievalIndex:
         keep = ~np.isin(self.passage_idx, vertices)
         if keep.all():
             return
-        n = int(keep.sum())
-        self._vecs[:n] = self.passage_vecs[keep]
-        self._pidx[:n] = self.passage_idx[keep]
-        self._count = n
+        # New buffers (the rows kept): the state this one was copied from still reads the old.
+        self._vecs = self.passage_vecs[keep]
+        self._pidx = self.passage_idx[keep]
+        self._count = self._cap = len(self._pidx)
 
     def _mark_secondary(self, rows: list[tuple[int, str]]) -> None:
         """Code: tests and examples rank behind the code they exercise (unless asked for)."""

@@ -143,6 +143,10 @@ class Synonyms:
         if not new_ids:
             return 0
         cache = self.matrix()
+        # The matrix gains rows for phrases this transaction writes: if it rolls back, they
+        # are gone and the cache must go with them (or another writer's phrases, committed
+        # at the version this one claims, would be missing from it).
+        self.store.on_undo(lambda: self._drop(cache))
         settings = self.rt.settings
         made: set[tuple[int, int]] = set()
         for start in range(0, len(new_ids), EMBED_BLOCK):
@@ -158,6 +162,10 @@ class Synonyms:
                                     settings.synonym_threshold), made)
         cache.version = self.store.graph_version() + 1  # the caller bumps once after
         return len(made)
+
+    def _drop(self, cache: PhraseMatrix) -> None:
+        if self.rt.phrase_cache is cache:
+            self.rt.phrase_cache = None
 
     def rebuild(self, threshold: float) -> int:
         """Every phrase against every other (after the caller dropped the synonym edges)."""

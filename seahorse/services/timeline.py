@@ -43,22 +43,33 @@ _FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%d %B, %Y", "%d %
             "%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%Y-%m-%d %H:%M", "%Y/%m/%d")
 
 
+# The dates a time may name: year 1 to year 9999, as Python's datetime (and ISO 8601) can
+# write them. A time outside is refused where it enters (every caller goes through
+# parse_time); one already stored reads as unknown (stored_time).
+TIME_MIN = -62_135_596_800.0  # 0001-01-01T00:00:00Z
+TIME_MAX = 253_402_300_799.0  # 9999-12-31T23:59:59Z
+
+
 def parse_time(value, field: str = "time") -> float | None:
     """Seconds since the epoch from a number, an ISO 8601 string (``2023-05-08``,
-    ``2023-05-08T13:56:00Z``; no zone = UTC) or a written date ("1:56 pm on 8 May, 2023")."""
+    ``2023-05-08T13:56:00Z``; no zone = UTC) or a written date ("1:56 pm on 8 May, 2023"),
+    from year 1 to year 9999; anything else is :class:`InvalidInput`."""
     if value is None:
         return None
     if isinstance(value, bool):
         raise InvalidInput(f"{field} must be a date or a number of seconds", field=field)
     if isinstance(value, (int, float)):
+        if isinstance(value, int) and abs(value) > 2 * TIME_MAX:  # float() of a huge int overflows
+            raise InvalidInput(f"{field} is out of range: {_range_words()}", field=field,
+                               code="time_out_of_range")
         if not math.isfinite(value):
             raise InvalidInput(f"{field} must be a finite number", field=field)
-        return float(value)
+        return _in_range(float(value), field)
     if not isinstance(value, str) or not value.strip() or len(value) > 100:
         raise InvalidInput(f"{field} must be a date (2023-05-08) or a number of seconds", field=field)
     text = " ".join(value.split())
     if re.fullmatch(r"-?\d+(\.\d+)?", text):
-        return float(text)
+        return _in_range(float(text), field)
     dt = None
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -74,10 +85,35 @@ def parse_time(value, field: str = "time") -> float | None:
                            "(2023-05-08 or 2023-05-08T13:56:00Z) or seconds since 1970", field=field)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+    try:
+        return _in_range(dt.timestamp(), field)
+    except (OverflowError, ValueError):  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise InvalidInput(f"{field} is out of range: {_range_words()}", field=field,
+                           code="time_out_of_range") from None
+
+
+def _range_words() -> str:
+    return f"dates run from year 1 to year 9999 (seconds {TIME_MIN:.0f} to {TIME_MAX:.0f})"
+
+
+def _in_range(t: float, field: str) -> float:
+    if not TIME_MIN <= t <= TIME_MAX:
+        raise InvalidInput(f"{field} is out of range: {_range_words()}", field=field,
+                           code="time_out_of_range")
+    return t
+
+
+def stored_time(t) -> float | None:
+    """A time read back from the store, or None when it is not one a date can name (written
+    by an older version, by hand, or by another tool): reading never fails on it."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        return None
+    t = float(t)
+    return t if TIME_MIN <= t <= TIME_MAX else None  # False for NaN too
 
 
 def iso(t: float | None) -> str | None:
+    t = stored_time(t)
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 
@@ -143,7 +179,7 @@ def rank_by_time(store: Store, hits: list, window: Window, code: bool = False,
     ref = window.reference()
     for h in hits:
         t = times.get(h.doc_id)
-        if t is None:
+        if t is None or stored_time(t[0]) is None:  # no time, or one no date can name
             continue
         h.evidence["time"] = iso(t[0])
         if t[1] is not None:

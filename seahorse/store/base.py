@@ -10,7 +10,7 @@ one consistent view; vectors are float32 numpy rows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ContextManager, Iterable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Callable, ContextManager, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -28,6 +28,9 @@ class Store(Protocol):
         ...
 
     def snapshot(self) -> ContextManager[None]:
+        ...
+
+    def on_undo(self, fn: Callable[[], None]) -> None:
         ...
 
     def optimize(self) -> None:
@@ -254,6 +257,9 @@ class Store(Protocol):
         ...
 
     def link_symbols(self, repo_id: int) -> list[tuple]:
+        ...
+
+    def repo_symbols_stamp(self, repo_id: int) -> tuple:
         ...
 
     def repo_symbol_texts(self, repo_id: int) -> list[tuple]:

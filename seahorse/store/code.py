@@ -135,6 +135,12 @@ class CodeTables:
                                "FROM symbols s JOIN nodes n ON n.id=s.node_id WHERE s.repo_id=? "
                                "AND s.kind NOT IN ('doc', 'window', 'file')", (repo_id,)).fetchall()
 
+    def repo_symbols_stamp(self, repo_id: int) -> tuple:
+        """What changes whenever a repository's declarations do: their count and highest node
+        id (a re-indexed file's nodes get new, higher ids; a removed one lowers the count)."""
+        return tuple(self.db.execute("SELECT count(*), max(node_id) FROM symbols WHERE repo_id=?",
+                                     (repo_id,)).fetchone())
+
     def link_refs(self, repo_id: int) -> list[tuple]:
         """(node_id, name, kind, self_call, receiver) of every reference in a repository."""
         return self.db.execute("SELECT r.node_id, r.name, r.kind, r.self_call, r.receiver FROM symbol_refs r "

@@ -45,11 +45,12 @@ class Lifecycle:
         self.db.execute("UPDATE documents SET superseded_by=? WHERE id=?", (new_doc, old_doc))
 
     def doc_times(self, doc_ids: Sequence[int]
-                  ) -> dict[int, tuple[float, float | None, int | None, float | None]]:
-        """Per document: (its time, valid_to, superseded_by, event_time)."""
+                  ) -> dict[int, tuple[float | None, float | None, int | None, float | None]]:
+        """Per document: (its time, valid_to, superseded_by, event_time); a time that is not
+        a number (text written into the column by another tool) reads as None."""
         rows = select_in(self.db, f"SELECT d.id, {DOC_TIME}, d.valid_to, d.superseded_by, d.event_time"
                          " FROM documents d WHERE d.id IN ({in})", [int(i) for i in doc_ids])
-        return {int(r[0]): (float(r[1]), r[2], r[3], r[4]) for r in rows}
+        return {int(r[0]): (_number(r[1]), _number(r[2]), r[3], _number(r[4])) for r in rows}
 
     def docs_in_time(self, since: float | None, until: float | None, as_of: float | None) -> list[int]:
         """Ids of the documents whose time is in [since, until] and that were valid at
@@ -221,3 +222,7 @@ def _conditions(first: str, first_arg, equal: dict, tag: str | None, since: floa
             where.append(f"{DOC_TIME} {op} ?")
             args.append(val)
     return " AND ".join(where), args
+
+
+def _number(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None

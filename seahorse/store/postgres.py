@@ -301,6 +301,7 @@ class PostgresStore(SQLiteStore):
         self.fs_read_only = False
         self.read_only = bool(read_only)
         self._depth = 0
+        self._undo_hooks: list = []
         self._checked = True  # no file to quick_check
         self.db = _PgConnection(self._connect_pg, url)  # type: ignore[assignment]
         try:

@@ -17,7 +17,7 @@ import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
 import numpy as np
@@ -176,6 +176,7 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         if read_only is not None:
             self.fs_read_only = _fs_read_only(self.path)
         self._depth = 0
+        self._undo_hooks: list[tuple[int, Callable[[], None]]] = []
         self._checked = False
         self.db = self._connect()
         try:
@@ -463,11 +464,13 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         else:
             self.db.execute(f"SAVEPOINT {name}")
         self._depth += 1
+        level = self._depth
         try:
             yield self.db
         except BaseException:
             self._depth -= 1
             self._undo(outer, name)
+            self._run_undo_hooks(level)
             raise
         self._depth -= 1
         try:
@@ -475,9 +478,28 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         except BaseException as exc:
             if outer:
                 self._undo(outer, name)
+                self._run_undo_hooks(level)
             if isinstance(exc, sqlite3.OperationalError):
                 raise self._translate(exc) from None
             raise
+        # Committed: nothing to undo any more. Released: the enclosing level's undo undoes it.
+        self._undo_hooks = [] if outer else [(min(d, level - 1), fn) for d, fn in self._undo_hooks]
+
+    def on_undo(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` if the transaction (or savepoint) in progress is rolled back: a cache
+        changed inside a write (e.g. the synonym phrase matrix) is dropped with the rows it
+        mirrors. Outside a transaction there is nothing to undo."""
+        if self._depth:
+            self._undo_hooks.append((self._depth, fn))
+
+    def _run_undo_hooks(self, level: int) -> None:
+        hooks = [fn for d, fn in self._undo_hooks if d >= level]
+        self._undo_hooks = [(d, fn) for d, fn in self._undo_hooks if d < level]
+        for fn in reversed(hooks):
+            try:
+                fn()
+            except Exception:  # a hook must never hide the failure that rolled back
+                log.exception("undo hook failed")
 
     def _begin(self) -> None:
         """Take the write lock, waiting for other writers (each try waits BUSY_TIMEOUT_S in
@@ -866,8 +888,11 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
                 " ORDER BY bm25(passages_fts) LIMIT ?",
                 (match, limit),
             ).fetchall()
-        except sqlite3.OperationalError:
-            return []
+        except sqlite3.OperationalError as exc:
+            if _fts_syntax(exc):  # callers quote user words (text.fts_match); say so if one slips
+                log.warning("full-text query refused by SQLite (%s): %.80r", exc, match)
+                return []
+            raise self._translate(exc) from None  # a locked, damaged or incomplete store says so
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def counts(self) -> dict[str, object]:
@@ -911,3 +936,10 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
             if p.exists():
                 total += p.stat().st_size
         return total
+
+
+def _fts_syntax(exc: sqlite3.OperationalError) -> bool:
+    """An FTS5 query the parser refused (the query's fault), not a store that failed."""
+    msg = str(exc)
+    return msg.startswith(("fts5: syntax error", "unterminated string", "no such column",
+                           "unknown special query", "fts5: column queries"))
