@@ -1,17 +1,16 @@
 """What the install ships and needs: the grammar wheels, igraph as an extra, the vendored MiniLM
-tokenizer, the constraints file, the version, and an install from a git URL (slow)."""
+tokenizer, the constraints file, the version, and `uvx` from a git URL (slow)."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-import venv
 from pathlib import Path
 
 import pytest
@@ -129,61 +128,20 @@ def test_version_is_the_distribution_version(cli) -> None:
     assert v.returncode == 0 and v.stdout.strip() == f"seahorse {__version__}"
 
 
-def _repo_at_work_tree(dest: Path) -> str:
-    """A git repository holding the tracked files as they are now, committed: its file:// URL."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True,
-                            check=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    git = ["git", "-C", str(dest), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
-    subprocess.run(["git", "init", "-q", str(dest)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "work tree"], check=True)
-    return f"git+file://{dest}"
-
-
-def _initialize(argv: list[str], env: dict[str, str], timeout: float) -> dict:
-    """Spawn an MCP server, send `initialize`, return the result."""
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                          "clientInfo": {"name": "test", "version": "0"}}}
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, text=True)
-    try:
-        out, err = proc.communicate(json.dumps(request) + "\n", timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
-    assert lines and "result" in lines[0], (out, err[-2000:])
-    return lines[0]["result"]
+def _check_install():
+    spec = importlib.util.spec_from_file_location("check_install", ROOT / "scripts" / "check_install.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.slow
-def test_install_from_a_git_url_with_pip_and_uvx(tmp_path: Path) -> None:
-    """`pip install git+file://...` into a fresh venv (with the constraints), then
-    `seahorse --version`; and `uvx --from git+file://... seahorse-server` answers `initialize`
-    with the version. Wheels come from the local caches, so this takes about a minute."""
-    url = _repo_at_work_tree(tmp_path / "repo")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAHORSE_", "VIRTUAL_ENV"))}
-    env["SEAHORSE_DB"] = str(tmp_path / "kg.db")
+def test_uvx_from_a_git_url_prints_the_version_and_serves(tmp_path: Path) -> None:
+    """`uvx --from git+file://<a commit of this work tree> seahorse --version`, then
+    `seahorse-server` answering `initialize` with serverInfo.version (constraints applied).
+    The pip and pipx legs take minutes: scripts/check_install.py runs them."""
+    check = _check_install()
+    url = check.repo_at_work_tree(tmp_path / "repo")
     started = time.perf_counter()
-    venv.create(tmp_path / "venv", with_pip=True)
-    py = tmp_path / "venv" / "bin" / "python"
-    done = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-compile", "-c", str(CONSTRAINTS),
-                           url], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    version = subprocess.run([str(tmp_path / "venv" / "bin" / "seahorse"), "--version"], env=env,
-                             capture_output=True, text=True, timeout=120)
-    assert version.returncode == 0 and version.stdout.strip() == f"seahorse {__version__}", version.stderr
-    pip_seconds = time.perf_counter() - started
-
-    uvx = shutil.which("uvx", path=str(Path(sys.executable).parent)) or shutil.which("uvx")
-    assert uvx, "uv is in the test extra"
-    env.update(UV_CONSTRAINT=str(CONSTRAINTS), UV_PYTHON=sys.executable, UV_NO_PROGRESS="1")
-    result = _initialize([uvx, "--from", url, "seahorse-server"], env, timeout=600)
-    assert result["serverInfo"] == {"name": "seahorse", "version": __version__}
-    print(f"pip install + --version {pip_seconds:.0f} s; uvx total {time.perf_counter() - started:.0f} s")
+    assert check.leg_uvx(url, tmp_path / "uvx", check.clean_env(tmp_path)) == f"seahorse {__version__}"
+    print(f"uvx leg {time.perf_counter() - started:.0f} s")
