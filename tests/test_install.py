@@ -40,7 +40,7 @@ SNIPPETS = {  # one function (or method) named `area` per grammar
 
 def _dependencies(section: str) -> list[Requirement]:
     """The requirement strings of one pyproject list (``dependencies`` or an extra's)."""
-    block = re.search(rf"^{re.escape(section)} = \[(.*?)\]", PYPROJECT, re.S | re.M)
+    block = re.search(rf"^{re.escape(section)} = \[(.*?)\]$", PYPROJECT, re.S | re.M)
     assert block, section
     return [Requirement(s) for s in re.findall(r'"([^"]+)"', re.sub(r"#.*", "", block.group(1)))]
 
