@@ -6,10 +6,11 @@ DEMO_DB ?= data/demo.db
 
 .PHONY: demo test lint bench schema clean
 
-$(BIN)/seahorse: pyproject.toml
+# constraints.txt pins every package (scripts/lock_constraints.py regenerates it).
+$(BIN)/seahorse: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
 demo: $(BIN)/seahorse

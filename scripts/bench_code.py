@@ -327,7 +327,7 @@ def main() -> int:
     print("# bench_code")
     print("machine:", json.dumps(benchlib.machine()))
     print("versions:", json.dumps(benchlib.versions("seahorse-rag-mcp", "rag-your-code", "onnxruntime",
-                                                    "tree-sitter", "tree-sitter-language-pack")))
+                                                    "tree-sitter", "tree-sitter-python", "tree-sitter-cpp")))
     print("split:", args.split)
     out: dict = {"machine": benchlib.machine(), "split": args.split, "corpora": {}}
     for name in args.corpus or list(CORPORA):

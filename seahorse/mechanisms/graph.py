@@ -56,6 +56,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import MissingExtra
+
 HUB_MIN_DEGREE = 8
 HUB_FACTOR = 4.0
 # The budgeted walk (LocalWalk). A round pushes the vertices holding at least PUSH_SHARE of the
@@ -425,7 +427,10 @@ def analyse(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int
     node_ids, kinds, _doc_ids, _index, adj, degree = _arrays(nodes, edges)
     n = len(node_ids)
     upper = sp.triu(adj, format="coo")  # one entry per distinct pair (self-loops included)
-    import igraph as ig  # offline only: the query path never pays for loading it
+    try:
+        import igraph as ig  # offline only, and an extra: the query path never pays for loading it
+    except ImportError:
+        raise MissingExtra("stats --graph needs igraph: pip install 'seahorse-rag-mcp[analysis]'") from None
 
     g = ig.Graph(n=n, edges=np.column_stack([upper.row, upper.col]).tolist(), directed=False)
     weights = np.maximum(upper.data, 0.0)

@@ -22,7 +22,7 @@ from typing import IO, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, MissingExtra, NotFound
 from ..mechanisms.budget import release_free_memory
 from ..mechanisms.embed import cap_tokens
 from ..mechanisms.extract import Phrase
@@ -504,10 +504,13 @@ class Ingest:
         self.rt.after_write()
         self.rt.phrase_cache = None
         store.optimize()
+        try:  # igraph's analyses come with the `analysis` extra; without it, graph is None
+            graph = analyse(store.load_nodes(), store.load_edges())
+        except MissingExtra:
+            graph = None
         out = {"threshold": threshold, "synonym_edges_removed": removed,
                 "synonym_edges_added": made, "orphan_phrases_removed": orphans,
-                "before": before, "after": store.counts(),
-                "graph": analyse(store.load_nodes(), store.load_edges())}
+                "before": before, "after": store.counts(), "graph": graph}
         setting = self.rt.settings.synonym_threshold
         if threshold != setting:
             out["notice"] = (f"phrases indexed from now on link at the synonym_threshold setting "
