@@ -154,7 +154,7 @@ class Run:
                                   res.info["node_budget"]))
             elif method == "dense":
                 q = eng.embedder.embed([question])[0]
-                order = np.argsort(-(index.passage_vecs @ q))[:k]
+                order = np.argsort(-index.dense(q))[:k]
                 ranked = [gidx_src[int(index.passage_idx[o])] for o in order]
             else:  # bm25
                 hits = eng.store.fts_search(fts_match(query_terms(question)), k)
