@@ -22,6 +22,7 @@ import numpy as np
 from ..mechanisms.code import SECONDARY_PATH
 from ..mechanisms.graph import GraphCache
 from ..mechanisms.graphdelta import Delta, apply
+from ..mechanisms.numeric import quantise
 from ..store import Store
 
 RETRIEVABLE = ("passage", "memory", "symbol")
@@ -33,14 +34,6 @@ DEAD_MAX = 0.25
 # Vectors are read, quantised and scored this many rows at a time (a float32 block of 8192 x
 # 384 is 12 MB, the most a load or a query holds beside the int8 rows).
 VECTOR_BLOCK = 8192
-
-
-def quantise(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows as int8 with a float32 scale each: ``row ~= q * scale``, ``scale = max|row| / 127``."""
-    mat = np.asarray(mat, dtype=np.float32)
-    scale = np.abs(mat).max(axis=1) / 127.0 if len(mat) else np.zeros(0, dtype=np.float32)
-    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-    return np.rint(mat / scale[:, None]).astype(np.int8), scale
 
 
 class RetrievalIndex:
