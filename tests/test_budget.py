@@ -210,3 +210,26 @@ def test_a_pi_5_short_of_memory_walks_less() -> None:
     assert _auto(full) == int(0.25 * 24 * MiB // BYTES_PER_NODE) < PROFILE_CAPS["high"]
     assert _auto(full) < _auto(some) < _auto(PI5_LOADED) == PROFILE_CAPS["high"]
     assert compute_budget("auto", 0.25, None, full).bound == "memory"
+
+
+def test_the_walk_target_is_a_setting_and_the_engine_walks_by_it(tmp_path: Path) -> None:
+    """HIPPO_WALK_MS reaches the budget the engine walks with (a bad value fails naming it),
+    and a graph over the budget is walked by the local push: at most the budget touched."""
+    from seahorse import Engine, load_settings
+    from seahorse.errors import ConfigError
+
+    assert load_settings({"HIPPO_WALK_MS": "2.5"}).walk_ms == 2.5
+    for bad in ("0", "-1", "nan"):
+        with pytest.raises(ConfigError, match="HIPPO_WALK_MS|finite"):
+            load_settings({"HIPPO_WALK_MS": bad})
+    settings = load_settings({}, db_path=tmp_path / "k.db", embedder="hash", walk_ms=0.01)
+    with Engine(settings) as eng:
+        b = eng.budget()
+        assert b.latency_nodes == latency_nodes(0.01) == MIN_BUDGET
+        assert b.node_budget <= MIN_BUDGET
+        eng.index_many([(f"Document {k} about Topic{k % 7} and Alpha{k} with Beta{k} near Gamma{k}.",
+                         f"d{k}", None, None) for k in range(200)])
+        assert eng.retrieval_index().graph.n > b.node_budget
+        res = eng.search("Topic3 Alpha10", top_k=3)
+        assert res.info["node_budget"] == b.node_budget
+        assert 0 < res.info["walked_nodes"] <= b.node_budget
