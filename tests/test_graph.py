@@ -597,3 +597,12 @@ def test_vertex_index_finds_ids_in_any_order() -> None:
         with pytest.raises(KeyError):
             index[8]
     assert VertexIndex(np.zeros(0, dtype=np.int64)).lookup([1]).tolist() == [-1]
+
+
+@given(st.lists(st.integers(0, 5), min_size=0, max_size=40), st.integers(0, 45))
+def test_top_positions_is_the_stable_sort_cut(values: list[int], k: int) -> None:
+    from seahorse.mechanisms.graph import top_positions
+
+    v = np.array(values, dtype=np.float64)
+    want = np.sort(np.argsort(-v, kind="stable")[:k])
+    assert top_positions(v, k).tolist() == want.tolist()
