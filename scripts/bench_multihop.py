@@ -16,7 +16,10 @@ refusal is scripts/bench_trust.py's).
 ``--memory pi5-4g`` answers the node budget's memory readings with those of a loaded 4 GB
 Raspberry Pi 5 (``PI5_LOADED``) instead of this machine's, so the budget is the one a Pi
 would walk with; ``--memory both`` adds a ``seahorse@pi5`` row right after the ``seahorse``
-one, on the same index (the fair comparison of their walk times on a shared machine).
+one, on the same index (the fair comparison of their walk times on a shared machine);
+``--memory all`` adds ``seahorse@whole`` too: the profile ``max`` set explicitly, so every walk
+is the whole-graph power iteration (what ``auto`` did on this machine before the latency bound,
+issue 23), on the same index.
 ``walk p50`` is the search's own ``timings_ms.walk``: seeding (dense, BM25, facts) and walk.
 The walk alone, per budget (time, nodes, memory): ``scripts/bench_walk.py``.
 
@@ -154,7 +157,7 @@ class Run:
                                   res.info["node_budget"]))
             elif method == "dense":
                 q = eng.embedder.embed([question])[0]
-                order = np.argsort(-(index.passage_vecs @ q))[:k]
+                order = np.argsort(-index.dense(q))[:k]
                 ranked = [gidx_src[int(index.passage_idx[o])] for o in order]
             else:  # bm25
                 hits = eng.store.fts_search(fts_match(query_terms(question)), k)
@@ -213,7 +216,7 @@ def main() -> None:
                     help="override a retrieval setting (tuning on dev only)")
     ap.add_argument("--sweep", default=None, metavar="KEY=V1,V2",
                     help="dev split only: evaluate Seahorse at each value on one index")
-    ap.add_argument("--memory", choices=["this", "pi5-4g", "both"], default="this",
+    ap.add_argument("--memory", choices=["this", "pi5-4g", "both", "all"], default="this",
                     help="memory readings the node budget is sized from")
     ap.add_argument("--via", default="api",
                     help="api, files or api,files: index through Engine.index_many, or one Markdown "
@@ -223,7 +226,8 @@ def main() -> None:
                     help="also run Seahorse on this PostgreSQL database (a schema per corpus)")
     args = ap.parse_args()
     this_machine = budget.read_memory
-    readings = {"seahorse": this_machine, "seahorse@pi5": lambda: budget.PI5_LOADED}
+    readings = {"seahorse": this_machine, "seahorse@pi5": lambda: budget.PI5_LOADED,
+                "seahorse@whole": this_machine}
     if args.memory == "pi5-4g":
         readings["seahorse"] = readings["seahorse@pi5"]
 
@@ -267,10 +271,14 @@ def main() -> None:
             continue
         print(f"{'method':<12} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7} {'p95 ms':>7}"
               f" {'walk p50':>8} {'walked':>7} {'budget':>7}")
-        methods = ("bm25", "dense", "seahorse") + (("seahorse@pi5",) if args.memory == "both" else ())
+        methods = ("bm25", "dense", "seahorse")
+        methods += ("seahorse@pi5",) if args.memory in ("both", "all") else ()
+        methods += ("seahorse@whole",) if args.memory == "all" else ()
+        base = run.engine.settings
         for method in methods:
             if method in readings:  # the budget in force is re-read from these readings
                 budget.read_memory = readings[method]
+                run.engine.rt.settings = replace(base, profile="max") if method == "seahorse@whole" else base
                 run.engine.searcher._budget = None
             for split in wanted:
                 rows, times = run.rankings(method, splits[split])

@@ -4,14 +4,16 @@ Indexes each corpus of ../shared/bench/memory once (or opens the store kept by `
 records the seeds and damping retrieval hands the walk for each dev question, then replays
 those walks under each budget, the budgets interleaved question by question and pass by pass
 (so a busy shared machine slows them alike). ``whole`` is the whole graph (power iteration);
-``pi5-4g`` is the budget a loaded 4 GB Raspberry Pi 5 gets (``budget.PI5_LOADED``).
+``auto`` is the budget ``auto`` gives on this machine (the smallest of profile cap, latency
+bound and memory bound, issue 23); ``pi5-4g`` is the budget a loaded 4 GB Raspberry Pi 5 gets
+(``budget.PI5_LOADED``).
 
 Per budget: walk p50 / p95 (ms, over every pass), nodes touched (max), top-5 retrievable nodes
 shared with the whole-graph walk (mean), and tracemalloc's peak during the walk per touched
 node, less the walk's 4 bytes per graph node (the worst question; the figure behind
 ``budget.BYTES_PER_NODE``).
 
-    python scripts/bench_walk.py [--budgets whole,pi5-4g,5000,2000] [--passes 5] [--keep DIR]
+    python scripts/bench_walk.py [--budgets whole,auto,pi5-4g,5000,2000] [--passes 5] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def node_budget(name: str, n: int) -> int:
         return n
     if name == "pi5-4g":
         return compute_budget("auto", 0.25, None, PI5_LOADED).node_budget
+    if name == "auto":
+        return compute_budget("auto", 0.25, None).node_budget
     return int(name)
 
 
@@ -106,7 +110,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH)
     ap.add_argument("--datasets", default="musique,hotpotqa")
-    ap.add_argument("--budgets", default="whole,pi5-4g,5000,2000")
+    ap.add_argument("--db", type=Path, help="replay on this existing store instead (its questions: "
+                    "--questions JSONL of {question}); e.g. a scale-10k store of bench_scale.py")
+    ap.add_argument("--questions", type=Path, help="with --db: the questions.jsonl to replay")
+    ap.add_argument("--budgets", default="whole,auto,pi5-4g,5000,2000")
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--keep", type=Path, help="keep (and reuse) the indexed stores in this folder")
     ap.add_argument("--json", type=Path, help="also write the results here")
@@ -116,6 +123,14 @@ def main() -> None:
               "versions": benchlib.versions("seahorse-rag-mcp", "numpy", "scipy"), "datasets": {}}
     print(f"# machine {report['machine']}")
     print(f"# versions {report['versions']}")
+    if args.db:
+        questions = [(json.loads(line)["question"], None)
+                     for line in args.questions.read_text().splitlines() if line][:len(DEV)]
+        with Engine(load_settings(db_path=args.db), create=False) as eng:
+            report["datasets"][args.db.stem] = replay_store(args.db.stem, eng, questions, args)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -131,17 +146,22 @@ def run(name: str, loader, folder: Path, args, report: dict) -> None:
     with Engine(load_settings(db_path=db)) as eng:
         if not eng.stats()["nodes"]:
             eng.index_many([(text, src, title, None) for src, title, text in docs])
-        walks = recorded_walks(eng, questions)
-        n = eng.retrieval_index().graph.n
-        budgets = {b: node_budget(b, n) for b in args.budgets.split(",")}
-        rows = replay(eng, walks, budgets, args.passes)
-    report["datasets"][name] = {"fingerprint": benchlib.fingerprint(files), "nodes": n, "budgets": rows}
+        report["datasets"][name] = {"fingerprint": benchlib.fingerprint(files),
+                                    **replay_store(name, eng, questions, args)}
+
+
+def replay_store(name: str, eng: Engine, questions, args) -> dict:
+    walks = recorded_walks(eng, questions)
+    n = eng.retrieval_index().graph.n
+    budgets = {b: node_budget(b, n) for b in args.budgets.split(",")}
+    rows = replay(eng, walks, budgets, args.passes)
     print(f"\n## {name}: {n} nodes, {len(walks)} dev walks x {args.passes} passes")
     print(f"{'budget':<8} {'nodes':>7} {'p50 ms':>7} {'p95 ms':>7} {'touched':>8} {'top5 =':>7} "
           f"{'B/node':>7}")
     for label, r in rows.items():
         print(f"{label:<8} {r['budget']:7d} {r['walk_p50_ms']:7.1f} {r['walk_p95_ms']:7.1f} "
               f"{r['touched_max']:8d} {r['top5_overlap']:7.3f} {r['bytes_per_touched_node']:7d}")
+    return {"nodes": n, "budgets": rows}
 
 
 if __name__ == "__main__":

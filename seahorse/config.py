@@ -97,6 +97,7 @@ class Settings:
     profile: str = "auto"
     node_max: int | None = None
     memory_alpha: float = 0.25
+    walk_ms: float = 10.0  # the walk's latency target: budget.latency_nodes
     max_file_mb: float = 10.0
     max_text_mb: float = 5.0
     chunk_chars: int = 900
@@ -208,6 +209,7 @@ _ENV = {
     "profile": ("HIPPO_PERFORMANCE_PROFILE", str),
     "node_max": ("HIPPO_NODE_MAX", int),
     "memory_alpha": ("HIPPO_MEMORY_ALPHA", float),
+    "walk_ms": ("HIPPO_WALK_MS", float),
     "max_file_mb": ("SEAHORSE_MAX_FILE_MB", float),
     "max_text_mb": ("SEAHORSE_MAX_TEXT_MB", float),
     "session_ttl": ("SEAHORSE_SESSION_TTL", float),
@@ -343,8 +345,10 @@ def _validate(s: Settings) -> None:
     if not 0.0 < s.memory_alpha <= 1.0:
         raise ConfigError("HIPPO_MEMORY_ALPHA must be in (0, 1]")
     if not all(math.isfinite(x) for x in (s.session_ttl, s.max_file_mb, s.max_text_mb,
-                                           s.memory_alpha)):
+                                           s.memory_alpha, s.walk_ms)):
         raise ConfigError("numeric settings must be finite numbers (not nan or inf)")
+    if s.walk_ms <= 0:
+        raise ConfigError("HIPPO_WALK_MS must be positive (milliseconds)")
     if s.session_ttl <= 0:
         raise ConfigError("SEAHORSE_SESSION_TTL must be positive (seconds)")
     if s.max_file_mb <= 0 or s.max_text_mb <= 0:

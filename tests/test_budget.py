@@ -13,9 +13,12 @@ from seahorse.mechanisms.budget import (
     MIN_BUDGET,
     PI5_LOADED,
     PROFILE_CAPS,
+    WALK_MS,
+    WALK_NODES_PER_MS,
     GiB,
     MemoryReading,
     compute_budget,
+    latency_nodes,
     profile_for,
     read_memory,
     read_zram,
@@ -25,8 +28,13 @@ from seahorse.mechanisms.graph import GraphCache
 MiB = 1024**2
 
 
-def _auto(reading: MemoryReading, alpha: float = 0.25, node_max: int | None = None) -> int:
-    return compute_budget("auto", alpha, node_max, reading).node_budget
+# A latency target so loose its bound never binds: the memory bound's own tests.
+LOOSE_MS = 1e6
+
+
+def _auto(reading: MemoryReading, alpha: float = 0.25, node_max: int | None = None,
+          walk_ms: float = LOOSE_MS) -> int:
+    return compute_budget("auto", alpha, node_max, reading, walk_ms=walk_ms).node_budget
 
 
 def test_low_available_memory_gives_a_smaller_budget() -> None:
@@ -115,6 +123,24 @@ def test_read_zram_without_zram(tmp_path: Path) -> None:
     assert read_zram(tmp_path / "missing") == (0, 0)
 
 
+def test_the_latency_target_bounds_auto_on_a_roomy_machine() -> None:
+    """On a machine with memory to spare (profile max, 1M nodes), the walk's latency target is
+    what binds: WALK_NODES_PER_MS per millisecond, at least MIN_BUDGET; twice the target,
+    twice the nodes. An explicit profile keeps its cap."""
+    roomy = MemoryReading(total=24 * GiB, available=16 * GiB)
+    b = compute_budget("auto", 0.25, None, roomy)
+    assert b.profile == "max" and b.bound == "latency"
+    assert b.node_budget == latency_nodes(WALK_MS) == int(WALK_MS * WALK_NODES_PER_MS)
+    assert b.node_budget < PROFILE_CAPS["max"] and b.memory_nodes > b.node_budget
+    assert _auto(roomy, walk_ms=2 * WALK_MS) == 2 * b.node_budget
+    assert _auto(roomy, walk_ms=0.01) == MIN_BUDGET
+    assert compute_budget("max", 0.25, None, roomy).node_budget == PROFILE_CAPS["max"]
+    # The three bounds are reported; the smallest is the one in force.
+    d = b.as_dict()
+    assert d["bound"] == "latency" and d["latency_nodes"] == b.node_budget
+    assert d["memory_nodes"] == int(0.25 * 16 * GiB // BYTES_PER_NODE)
+
+
 def test_read_memory_and_as_dict() -> None:
     reading = read_memory()
     assert reading.total > 0 and 0 < reading.available <= reading.total
@@ -155,7 +181,8 @@ def _query_seeds(rng: np.random.Generator, g: GraphCache, passages: int) -> np.n
 
 def test_a_loaded_pi_5_budget_binds_and_walks_close_to_the_whole_graph() -> None:
     b = compute_budget("auto", 0.25, None, PI5_LOADED)
-    assert b.profile == "high" and b.node_budget == PROFILE_CAPS["high"]
+    assert b.profile == "high" and b.node_budget == PROFILE_CAPS["high"] and b.bound == "profile"
+    assert b.latency_nodes > b.node_budget and b.memory_nodes > b.node_budget
     rng = np.random.default_rng(0)
     g = _corpus_graph(rng, passages=2_000, phrases=28_000)
     assert g.n > 2 * b.node_budget
@@ -182,3 +209,27 @@ def test_a_pi_5_short_of_memory_walks_less() -> None:
                          zram_used=2 * GiB - 16 * MiB)
     assert _auto(full) == int(0.25 * 24 * MiB // BYTES_PER_NODE) < PROFILE_CAPS["high"]
     assert _auto(full) < _auto(some) < _auto(PI5_LOADED) == PROFILE_CAPS["high"]
+    assert compute_budget("auto", 0.25, None, full).bound == "memory"
+
+
+def test_the_walk_target_is_a_setting_and_the_engine_walks_by_it(tmp_path: Path) -> None:
+    """HIPPO_WALK_MS reaches the budget the engine walks with (a bad value fails naming it),
+    and a graph over the budget is walked by the local push: at most the budget touched."""
+    from seahorse import Engine, load_settings
+    from seahorse.errors import ConfigError
+
+    assert load_settings({"HIPPO_WALK_MS": "2.5"}).walk_ms == 2.5
+    for bad in ("0", "-1", "nan"):
+        with pytest.raises(ConfigError, match="HIPPO_WALK_MS|finite"):
+            load_settings({"HIPPO_WALK_MS": bad})
+    settings = load_settings({}, db_path=tmp_path / "k.db", embedder="hash", walk_ms=0.01)
+    with Engine(settings) as eng:
+        b = eng.budget()
+        assert b.latency_nodes == latency_nodes(0.01) == MIN_BUDGET
+        assert b.node_budget <= MIN_BUDGET
+        eng.index_many([(f"Document {k} about Topic{k % 7} and Alpha{k} with Beta{k} near Gamma{k}.",
+                         f"d{k}", None, None) for k in range(200)])
+        assert eng.retrieval_index().graph.n > b.node_budget
+        res = eng.search("Topic3 Alpha10", top_k=3)
+        assert res.info["node_budget"] == b.node_budget
+        assert 0 < res.info["walked_nodes"] <= b.node_budget

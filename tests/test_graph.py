@@ -552,3 +552,57 @@ def test_graph_cache_no_longer_builds_an_igraph_graph() -> None:
     cache = GraphCache.build(1, nodes, edges)
     assert not hasattr(cache, "graph")
     assert not any(isinstance(v, ig.Graph) for v in vars(cache).values())
+
+
+# ----- the resident graph (issue 23): loaded in blocks, ids found by binary search ---------
+@pytest.mark.parametrize("seed", [0, 1])
+def test_graph_loaded_from_edge_blocks_equals_the_built_one(seed: int) -> None:
+    """GraphCache.load (arrays, edges in blocks, 32-bit indices) gives the adjacency, hub
+    shares and walk that GraphCache.build gives from the same lists; repeated and reversed
+    pairs add up in both."""
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(10_000, 300, replace=False)).astype(np.int64)
+    nodes = [(int(i), "phrase" if k % 3 else "passage", k // 3) for k, i in enumerate(ids)]
+    pick = rng.integers(0, len(ids), (2_000, 2))
+    pick = pick[pick[:, 0] != pick[:, 1]]
+    edges = [(int(ids[a]), int(ids[b]), "context", float(w))
+             for (a, b), w in zip(pick, rng.uniform(0.1, 1.0, len(pick)))]
+    built = GraphCache.build(1, nodes, edges)
+    blocks = [(np.array([e[0] for e in edges[k:k + 97]]), np.array([e[1] for e in edges[k:k + 97]]),
+               np.array([e[3] for e in edges[k:k + 97]])) for k in range(0, len(edges), 97)]
+    loaded = GraphCache.load(1, ids, np.array([n[1] for n in nodes], dtype=object),
+                             np.array([n[2] for n in nodes], dtype=np.int64), iter(blocks))
+    assert loaded.adj.indices.dtype == np.int32
+    assert abs(loaded.adj - built.adj).max() < 1e-12
+    assert np.array_equal(loaded.hub_self, built.hub_self)
+    seeds = np.zeros(len(ids))
+    seeds[rng.choice(len(ids), 5, replace=False)] = 1.0
+    a = loaded.personalized_pagerank(seeds, 0.5, len(ids)).scores
+    b = built.personalized_pagerank(seeds, 0.5, len(ids)).scores
+    assert np.abs(a - b).sum() < 1e-9
+    with pytest.raises(KeyError):
+        GraphCache.load(1, ids, np.array([n[1] for n in nodes], dtype=object), np.zeros(len(ids), np.int64),
+                        iter([(np.array([ids[0]]), np.array([10_001]), np.array([1.0]))]))
+
+
+def test_vertex_index_finds_ids_in_any_order() -> None:
+    from seahorse.mechanisms.graph import VertexIndex
+
+    for node_ids in (np.array([3, 7, 10, 42]), np.array([42, 3, 10, 7])):
+        index = VertexIndex(node_ids)
+        assert [index[i] for i in node_ids] == list(range(4))
+        assert index.get(5) is None and index.get(99, -1) == -1 and 5 not in index and 42 in index
+        assert index.lookup([7, 8, 42, -1]).tolist() == [int(np.flatnonzero(node_ids == 7)[0]), -1,
+                                                           int(np.flatnonzero(node_ids == 42)[0]), -1]
+        with pytest.raises(KeyError):
+            index[8]
+    assert VertexIndex(np.zeros(0, dtype=np.int64)).lookup([1]).tolist() == [-1]
+
+
+@given(st.lists(st.integers(0, 5), min_size=0, max_size=40), st.integers(0, 45))
+def test_top_positions_is_the_stable_sort_cut(values: list[int], k: int) -> None:
+    from seahorse.mechanisms.graph import top_positions
+
+    v = np.array(values, dtype=np.float64)
+    want = np.sort(np.argsort(-v, kind="stable")[:k])
+    assert top_positions(v, k).tolist() == want.tolist()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from seahorse.mechanisms.numeric import quantise
 from seahorse.services import synonyms
-from seahorse.services.synonyms import PhraseMatrix, nearest_pairs, quantise
+from seahorse.services.synonyms import PhraseMatrix, nearest_pairs
 
 
 def reference(queries, query_ids, ids, mat, k, threshold):

@@ -532,7 +532,7 @@ def _human(command: str, out: Any) -> str:
                              or "0"),
             f"embedder   {out['embedder']} ({out['dim']}-d); phrases {out['phrase_embedder']}",
             f"profile    {b['profile']} (requested {b['requested']}), "
-            f"node budget {b['node_budget']}",
+            f"node budget {b['node_budget']} (bound by {b['bound']})",
         ] + [f"repo       {r['root']}: {r['files']} files, {r['symbols']} symbols, {r['commits']} commits"
              for r in out.get("repos", [])] + _graph_lines(out.get("graph")))
     if command in ("get", "expand"):

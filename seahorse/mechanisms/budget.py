@@ -1,15 +1,20 @@
-"""How many graph nodes one query may walk, from the machine and the memory free right now.
+"""How many graph nodes one query may walk, from the machine, the memory free right now and a
+latency target.
 
-Two bounds, the smaller wins. *Time*: the profile (the seed system's names) low / mid / high /
-max caps the walk at 2k / 5k / 10k / 1M touched nodes; ``auto`` picks it from total RAM
-(:func:`profile_for`). The
-walk's cost grows with the nodes it touches, not with the graph (``graph.LocalWalk``), so the
-cap is a latency bound. *Memory*: ``HIPPO_MEMORY_ALPHA`` x (available RAM + half the unused
-zram, compressed swap in RAM) / ``BYTES_PER_NODE``, re-read at most once a second by the
-search service. A walk needs about 1 KiB per touched node (measured below), so this bound
-binds only when memory is nearly gone: under 10k nodes below ~40 MB usable at alpha 0.25. On
-a loaded 4 GB Pi 5 (``PI5_LOADED``: 1.2 GB available, 1.9 GiB zram free) the memory bound is
-about 540k nodes and the 10k time cap is what binds.
+Three bounds under ``auto``, the smallest wins. *Profile*: low / mid / high / max (the seed
+system's names) cap the walk at 2k / 5k / 10k / 1M touched nodes, picked from total RAM
+(:func:`profile_for`). *Latency*: ``HIPPO_WALK_MS`` (10 ms) x ``WALK_NODES_PER_MS``, the nodes a
+budgeted walk (``graph.LocalWalk``) touches per millisecond, measured (below): the walk's cost
+grows with the nodes it touches, not with the graph, so this bound keeps it near the target
+whatever the corpus, and the whole-graph walk runs only on graphs under it (where it is the
+cheaper of the two). *Memory*: ``HIPPO_MEMORY_ALPHA`` x (available RAM + half the unused zram,
+compressed swap in RAM) / ``BYTES_PER_NODE``, re-read at most once a second by the search
+service; about 1 KiB per touched node (measured below), so it binds only when memory is nearly
+gone (under 10k nodes below ~40 MB usable at alpha 0.25). On a loaded 4 GB Pi 5
+(``PI5_LOADED``: 1.2 GB available, 1.9 GiB zram free) the memory bound is about 540k nodes,
+the latency bound 15k and the 10k profile cap is what binds; on this 24 GB machine (profile
+max) the latency bound binds. An explicit profile uses its cap alone (``max``: the whole graph
+up to 1M nodes).
 """
 
 from __future__ import annotations
@@ -26,6 +31,13 @@ PROFILE_CAPS = {"low": 2_000, "mid": 5_000, "high": 10_000, "max": 1_000_000}
 # heap selection + subgraph: 430-3,140). 1 KiB covers the worst.
 BYTES_PER_NODE = 1024
 MIN_BUDGET = 500
+# The latency bound: nodes one budgeted walk touches per millisecond of walk, and the default
+# target. Measured with `bench_walk.py` (walk p50 over the dev questions' walks on the MuSiQue
+# and HotpotQA graphs, 21k-32k nodes, and on the 124k-node scale-10k graph, budgets 2k-20k, on
+# this loaded 2-core x86_64): about 1,500 nodes per ms at 10k-20k nodes, a little less at small
+# budgets, where each round's fixed cost weighs more. 10 ms gives 15k nodes.
+WALK_NODES_PER_MS = 1_500
+WALK_MS = 10.0
 GiB = 1024**3
 FITTED = 0.875  # MemTotal is at least 7/8 of the RAM fitted (firmware and kernel keep the rest)
 
@@ -54,6 +66,9 @@ class Budget:
     requested: str
     node_budget: int
     reading: MemoryReading
+    bound: str = "profile"  # what set node_budget: profile | latency | memory | node_max
+    latency_nodes: int | None = None  # the latency bound (None: an explicit profile)
+    memory_nodes: int | None = None  # the memory bound (None: an explicit profile)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -104,18 +119,32 @@ def profile_for(total: int) -> str:
     return "max"
 
 
+def latency_nodes(walk_ms: float) -> int:
+    """The nodes a budgeted walk touches in about ``walk_ms`` milliseconds (at least MIN_BUDGET)."""
+    return max(MIN_BUDGET, int(walk_ms * WALK_NODES_PER_MS))
+
+
 def compute_budget(requested: str, alpha: float, node_max: int | None,
-                   reading: MemoryReading | None = None) -> Budget:
-    """The node budget in force for ``requested`` (auto|low|mid|high|max)."""
+                   reading: MemoryReading | None = None, walk_ms: float = WALK_MS) -> Budget:
+    """The node budget in force for ``requested`` (auto|low|mid|high|max): under ``auto`` the
+    smallest of the profile cap (and ``node_max``), the latency bound of ``walk_ms`` and the
+    memory bound; an explicit profile's cap (or ``node_max``) alone."""
     reading = reading or read_memory()
     profile = profile_for(reading.total) if requested == "auto" else requested
     cap = PROFILE_CAPS[profile]
-    if node_max is not None:
-        cap = node_max if requested != "auto" else min(cap, node_max)
+    if requested != "auto":
+        nodes = node_max if node_max is not None else cap
+        return Budget(profile=profile, requested=requested, node_budget=int(nodes), reading=reading,
+                      bound="node_max" if node_max is not None else "profile")
     usable = alpha * (reading.available + 0.5 * reading.zram_free)
-    adaptive = max(MIN_BUDGET, int(usable // BYTES_PER_NODE))
-    nodes = cap if requested != "auto" else min(cap, adaptive)
-    return Budget(profile=profile, requested=requested, node_budget=int(nodes), reading=reading)
+    memory = max(MIN_BUDGET, int(usable // BYTES_PER_NODE))
+    latency = latency_nodes(walk_ms)
+    bounds = {"profile": cap, "latency": latency, "memory": memory}
+    if node_max is not None:
+        bounds["node_max"] = node_max
+    bound = min(bounds, key=lambda k: (bounds[k], k != "profile"))  # ties: the profile's
+    return Budget(profile=profile, requested=requested, node_budget=int(bounds[bound]),
+                  reading=reading, bound=bound, latency_nodes=latency, memory_nodes=memory)
 
 
 _trim = None  # glibc's malloc_trim, False where there is none (musl, macOS)

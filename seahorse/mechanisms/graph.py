@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import numpy as np
 import scipy.sparse as sp
@@ -162,6 +163,20 @@ def _rows(adj: sp.csr_matrix, rows: np.ndarray, scale: np.ndarray) -> tuple[np.n
     return adj.indices[pos], adj.data[pos] * np.repeat(scale, count)
 
 
+def top_positions(values: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the ``k`` largest values, ties to the lower position, in position
+    order: what ``np.sort(np.argsort(-values, kind="stable")[:k])`` gives, by a partition
+    (linear) instead of a sort (a round can offer a million candidates on a large graph)."""
+    if k >= len(values):
+        return np.arange(len(values))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    threshold = np.partition(values, len(values) - k)[len(values) - k]  # the k-th largest
+    above = np.flatnonzero(values > threshold)
+    ties = np.flatnonzero(values == threshold)[:k - len(above)]
+    return np.sort(np.concatenate([above, ties]))
+
+
 class LocalWalk:
     """One budgeted walk (the module docstring's *Seeds*, *Grow* and *Settle*).
 
@@ -176,7 +191,7 @@ class LocalWalk:
         seed_idx = np.flatnonzero(seeds)
         cap = max(1, int(budget * SEED_SHARE))
         if len(seed_idx) > cap:  # the heaviest, ties to the lower index
-            seed_idx = np.sort(seed_idx[np.argsort(-seeds[seed_idx], kind="stable")[:cap]])
+            seed_idx = seed_idx[top_positions(seeds[seed_idx], cap)]
         self.p = seeds[seed_idx] / seeds[seed_idx].sum()
         self.q = residual_target(seeds[seed_idx], hub_self[seed_idx])
         size = min(budget, adj.shape[0])
@@ -231,7 +246,7 @@ class LocalWalk:
         room = self.budget - self.m
         if len(new) > room:
             inflow = np.bincount(inverse, flow, minlength=len(new))
-            new = np.sort(new[np.argsort(-inflow, kind="stable")[:room]])
+            new = new[top_positions(inflow, room)]
         self.slot[new] = np.arange(self.m + 1, self.m + len(new) + 1)
         self.nodes[self.m:self.m + len(new)] = new
         self.m += len(new)
@@ -283,6 +298,58 @@ def hub_residual_shares(degree: np.ndarray, eligible: np.ndarray) -> np.ndarray:
     return np.where(hubs, share, 0.0)
 
 
+class VertexIndex:
+    """Store node id -> vertex index, by binary search over the node ids (ids only grow, so the
+    vertices are in id order; any other order is sorted once). Mapping-like: ``get``, ``[]``,
+    ``in``, ``len``; :meth:`lookup` maps an array at once. A dict of a million ints costs
+    ~100 MB; this costs nothing beyond the node id array the graph keeps anyway."""
+
+    def __init__(self, node_ids: np.ndarray) -> None:
+        self.ids = node_ids
+        ordered = len(node_ids) < 2 or bool(np.all(node_ids[1:] > node_ids[:-1]))
+        self._order = None if ordered else np.argsort(node_ids, kind="stable")
+        self._sorted = node_ids if ordered else node_ids[self._order]
+
+    def lookup(self, node_ids) -> np.ndarray:
+        """The vertex of each node id (-1 for one not in the graph)."""
+        q = np.asarray(node_ids, dtype=np.int64).ravel()
+        if not len(self._sorted) or not len(q):
+            return np.full(len(q), -1, dtype=np.int64)
+        k = np.minimum(np.searchsorted(self._sorted, q), len(self._sorted) - 1)
+        found = self._sorted[k] == q
+        v = k if self._order is None else self._order[k]
+        return np.where(found, v, -1).astype(np.int64)
+
+    def get(self, node_id, default=None):
+        v = int(self.lookup([node_id])[0])
+        return default if v < 0 else v
+
+    def __getitem__(self, node_id) -> int:
+        v = self.get(node_id)
+        if v is None:
+            raise KeyError(node_id)
+        return v
+
+    def __contains__(self, node_id) -> bool:
+        return self.get(node_id) is not None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def adjacency(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> sp.csr_matrix:
+    """The symmetric weighted CSR adjacency of these vertex pairs (repeated pairs add up), with
+    32-bit indices: what the walk reads."""
+    if not len(src):
+        return sp.csr_matrix((n, n))
+    rows = np.concatenate([src, dst]).astype(np.int32, copy=False)
+    cols = np.concatenate([dst, src]).astype(np.int32, copy=False)
+    adj = sp.csr_matrix((np.concatenate([w, w]).astype(np.float64, copy=False), (rows, cols)),
+                        shape=(n, n))
+    adj.sum_duplicates()
+    return adj
+
+
 def _arrays(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int, str, float]]):
     """Vertex arrays, the index map, the symmetric CSR adjacency and the degrees.
 
@@ -291,16 +358,13 @@ def _arrays(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int
     node_ids = np.array([n[0] for n in nodes], dtype=np.int64)
     kinds = np.array([n[1] for n in nodes], dtype=object)
     doc_ids = np.array([-1 if n[2] is None else n[2] for n in nodes], dtype=np.int64)
-    index = {int(i): k for k, i in enumerate(node_ids)}
-    n = len(nodes)
-    src = np.array([index[e[0]] for e in edges], dtype=np.int64)
-    dst = np.array([index[e[1]] for e in edges], dtype=np.int64)
+    index = VertexIndex(node_ids)
+    src = index.lookup([e[0] for e in edges])
+    dst = index.lookup([e[1] for e in edges])
     w = np.array([e[3] for e in edges], dtype=np.float64)
-    if len(edges):
-        adj = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([src, dst]),
-                            np.concatenate([dst, src]))), shape=(n, n))
-    else:
-        adj = sp.csr_matrix((n, n))
+    if (src < 0).any() or (dst < 0).any():
+        raise KeyError("an edge names a node that is not in the graph")
+    adj = adjacency(len(nodes), src, dst, w)
     degree = np.diff(adj.indptr).astype(np.float64)
     return node_ids, kinds, doc_ids, index, adj, degree
 
@@ -338,19 +402,50 @@ class GraphCache:
     adj: sp.csr_matrix
     degree: np.ndarray
     hub_self: np.ndarray  # residual share s per vertex (> 0 only for hubs); teleported, not a loop
-    index: dict[int, int] = field(default_factory=dict)
+    index: VertexIndex | None = None  # store node id -> vertex
     strength: np.ndarray | None = None  # weighted degree per vertex
     _t: tuple[sp.csr_matrix, np.ndarray] | None = field(default=None, repr=False)
     _push: PushTerms | None = field(default=None, repr=False)
     _pagerank: dict[float, np.ndarray] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.index is None:
+            self.index = VertexIndex(self.node_ids)
+
     @classmethod
     def build(cls, version: int, nodes: list[tuple[int, str, int | None]],
               edges: list[tuple[int, int, str, float]]) -> "GraphCache":
         node_ids, kinds, doc_ids, index, adj, degree = _arrays(nodes, edges)
+        return cls.assemble(version, node_ids, kinds, doc_ids, adj, index)
+
+    @classmethod
+    def load(cls, version: int, node_ids: np.ndarray, kinds: np.ndarray, doc_ids: np.ndarray,
+             edge_blocks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> "GraphCache":
+        """:meth:`build` from arrays, the edges given as blocks of (src id, dst id, weight)
+        arrays: each block is mapped to 32-bit vertex indices as it comes, so the load holds
+        about 16 bytes per edge besides the adjacency it builds (never a tuple per edge)."""
+        index = VertexIndex(node_ids)
+        src, dst, w = [np.zeros(0, dtype=np.int32)], [np.zeros(0, dtype=np.int32)], [np.zeros(0)]
+        for s_ids, d_ids, weight in edge_blocks:
+            a, b = index.lookup(s_ids), index.lookup(d_ids)
+            if (a < 0).any() or (b < 0).any():
+                raise KeyError("an edge names a node that is not in the graph")
+            src.append(a.astype(np.int32)), dst.append(b.astype(np.int32))
+            w.append(np.asarray(weight, dtype=np.float64))
+        a, b, weights = np.concatenate(src), np.concatenate(dst), np.concatenate(w)
+        del src, dst, w
+        adj = adjacency(len(node_ids), a, b, weights)
+        return cls.assemble(version, node_ids, kinds, doc_ids, adj, index)
+
+    @classmethod
+    def assemble(cls, version: int, node_ids: np.ndarray, kinds: np.ndarray, doc_ids: np.ndarray,
+                 adj: sp.csr_matrix, index: VertexIndex | None = None) -> "GraphCache":
+        """The cache of these vertex arrays and adjacency (degrees, hub shares derived)."""
+        degree = np.diff(adj.indptr).astype(np.float64)
         hub_self = hub_residual_shares(degree, kinds == "phrase")
         strength = np.asarray(adj.sum(axis=1)).ravel()
-        return cls(version, node_ids, kinds, doc_ids, adj, degree, hub_self, index, strength)
+        return cls(version, node_ids, kinds, doc_ids, adj, degree, hub_self,
+                   index or VertexIndex(node_ids), strength)
 
     @property
     def n(self) -> int:

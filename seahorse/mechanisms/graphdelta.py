@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .graph import GraphCache, hub_residual_shares
+from .graph import GraphCache, VertexIndex
 
 
 @dataclass
@@ -33,12 +33,8 @@ class Delta:
 def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
     """A new GraphCache: ``g`` changed by ``delta`` (``g`` itself is left as it was)."""
     old_n = g.n
-    index = g.index
-    if delta.nodes:
-        index = dict(g.index)
-        for k, (node_id, _kind, _doc) in enumerate(delta.nodes):
-            index[int(node_id)] = old_n + k
     node_ids = np.concatenate([g.node_ids, np.array([n[0] for n in delta.nodes], dtype=np.int64)])
+    index = VertexIndex(node_ids) if delta.nodes else g.index
     kinds = np.concatenate([g.kinds, np.array([n[1] for n in delta.nodes], dtype=object)])
     doc_ids = np.concatenate([g.doc_ids, np.array([-1 if n[2] is None else n[2] for n in delta.nodes],
                                                   dtype=np.int64)])
@@ -47,26 +43,29 @@ def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
     if n != old_n:
         adj = sp.csr_matrix((adj.data, adj.indices, np.concatenate(
             [adj.indptr, np.full(n - old_n, adj.indptr[-1], dtype=adj.indptr.dtype)])), shape=(n, n))
-    rows, cols, vals = [], [], []
-    for src, dst, _kind, w in delta.edges:
-        a, b = index.get(int(src)), index.get(int(dst))
-        if a is not None and b is not None and a != b:
-            rows.append(a), cols.append(b), vals.append(float(w))
+    rows, cols, vals = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    if delta.edges:
+        a = index.lookup([e[0] for e in delta.edges])
+        b = index.lookup([e[1] for e in delta.edges])
+        ok = (a >= 0) & (b >= 0) & (a != b)
+        rows.append(a[ok]), cols.append(b[ok])
+        vals.append(np.array([float(e[3]) for e in delta.edges])[ok])
     if delta.pairs:
-        known = [(index[a], index[b], w) for (a, b), w in delta.pairs.items()
-                 if a in index and b in index and index[a] != index[b]]
-        if known:
-            u = np.array([k[0] for k in known], dtype=np.int64)
-            v = np.array([k[1] for k in known], dtype=np.int64)
+        pairs = list(delta.pairs)
+        u = index.lookup([p[0] for p in pairs])
+        v = index.lookup([p[1] for p in pairs])
+        ok = (u >= 0) & (v >= 0) & (u != v)
+        if ok.any():
+            u, v = u[ok], v[ok]
             old = np.asarray(adj[u, v]).ravel()
-            rows += u.tolist()
-            cols += v.tolist()
-            vals += (np.array([k[2] for k in known]) - old).tolist()
-    if rows:
-        r, c, w = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals)
+            rows.append(u), cols.append(v)
+            vals.append(np.array([delta.pairs[p] for p in pairs])[ok] - old)
+    r, c, w = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+    if len(r):
         adj = adj + sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([r, c]),
                                   np.concatenate([c, r]))), shape=(n, n))
-    removed = np.array([index[i] for i in delta.removed if i in index], dtype=np.int64)
+    removed = index.lookup(sorted(delta.removed))
+    removed = removed[removed >= 0]
     if removed.size:
         keep = np.ones(n)
         keep[removed] = 0.0
@@ -75,12 +74,10 @@ def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
         kinds[removed] = ""
         doc_ids[removed] = -1
     for node_id, kind in delta.kinds.items():
-        if node_id in index:
-            kinds[index[node_id]] = kind
+        v = index.get(node_id)
+        if v is not None:
+            kinds[v] = kind
     adj = sp.csr_matrix(adj)
     adj.eliminate_zeros()
     adj.sort_indices()
-    degree = np.diff(adj.indptr).astype(np.float64)
-    hub_self = hub_residual_shares(degree, kinds == "phrase")
-    strength = np.asarray(adj.sum(axis=1)).ravel()
-    return GraphCache(version, node_ids, kinds, doc_ids, adj, degree, hub_self, index, strength)
+    return GraphCache.assemble(version, node_ids, kinds, doc_ids, adj, index)

@@ -172,11 +172,11 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     store's full-text candidates a commit is easily outranked by code."""
     t0 = time.perf_counter()
     g = index.graph
-    if index.passage_vecs.shape[0] == 0:
+    if len(index.passage_idx) == 0:
         return SearchResult(query, [], {"reason": "empty_index"})
     q = embedder.embed([query])[0]
     t_embed = time.perf_counter()
-    dense = index.passage_vecs @ q
+    dense = index.dense(q)
     seeds = np.zeros(g.n)
     # One repository's search ranks code by its own rule (_code_scores, tuned without it).
     fair = 1.0 if code else kind_relevance(index, dense)

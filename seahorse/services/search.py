@@ -52,7 +52,7 @@ class Search:
         now = time.monotonic()
         if self._budget is None or now - self._budget_at > 1.0:
             s = self.rt.settings
-            self._budget = compute_budget(s.profile, s.memory_alpha, s.node_max)
+            self._budget = compute_budget(s.profile, s.memory_alpha, s.node_max, walk_ms=s.walk_ms)
             self._budget_at = now
         return self._budget
 

@@ -6,9 +6,13 @@ by triggers, so writes by this process and by any other process on the same file
 alike) names the nodes added and removed, the edges changed and the memories re-weighted;
 :func:`~seahorse.mechanisms.graphdelta.apply` changes the graph by that much.
 
-What stays resident is what every query reads: the graph (CSR adjacency, per-vertex arrays,
-the id -> vertex map) and the passages' dense vectors. Facts (sentence vectors, ~10 per
-passage) and phrase texts are read from the store per query, for the candidates only.
+What stays resident is what every query reads: the graph (CSR adjacency with 32-bit indices,
+per-vertex arrays; node id -> vertex by binary search over the ids) and the passages' dense
+vectors, as int8 with a scale per row (a quarter of float32; the cosines they give differ from
+float32's by under 1e-2, and the dev rankings did not move: docs/out-of-core.md). Everything is
+read from the store in blocks, so a load never holds a Python object per edge or a float32
+copy of every vector. Facts (sentence vectors, ~3 per passage) and phrase texts are read from
+the store per query, for the candidates only.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy as np
 from ..mechanisms.code import SECONDARY_PATH
 from ..mechanisms.graph import GraphCache
 from ..mechanisms.graphdelta import Delta, apply
+from ..mechanisms.numeric import quantise
 from ..store import Store
 
 RETRIEVABLE = ("passage", "memory", "symbol")
@@ -28,6 +33,9 @@ RETRIEVABLE = ("passage", "memory", "symbol")
 CATCH_UP_MAX = 200_000
 # Reload when removed vertices (kept as empty slots until then) are over this share.
 DEAD_MAX = 0.25
+# Vectors are read, quantised and scored this many rows at a time (a float32 block of 8192 x
+# 384 is 12 MB, the most a load or a query holds beside the int8 rows).
+VECTOR_BLOCK = 8192
 
 
 class RetrievalIndex:
@@ -35,20 +43,22 @@ class RetrievalIndex:
 
     def __init__(self, store: Store, dim: int) -> None:
         self.dim = dim
+        self._cap = 0
+        self._vecs = np.zeros((0, dim), dtype=np.int8)
+        self._scale = np.zeros(0, dtype=np.float32)
+        self._pidx = np.zeros(0, dtype=np.int64)
+        self._count = 0
         with store.snapshot():
             self.seq = store.change_seq()
-            self.graph = GraphCache.build(store.graph_version(), store.load_nodes(), store.load_edges())
-            ids, mat = store.load_vectors("dense", dim)
+            node_ids, kinds, doc_ids = store.node_arrays()
+            self.graph = GraphCache.load(store.graph_version(), node_ids, kinds, doc_ids,
+                                         store.edge_blocks())
+            self._load_vectors(store, since=0)
             symbols = store.symbol_paths()
             priors = store.memory_priors()
         g = self.graph
         self.max_node = int(g.node_ids[-1]) if g.n else 0
         self.dead = 0
-        self._cap = 0
-        self._vecs = np.zeros((0, dim), dtype=np.float32)
-        self._pidx = np.zeros(0, dtype=np.int64)
-        self._count = 0
-        self._append_passages(ids, mat)
         self.secondary = np.zeros(g.n, dtype=bool)
         self._mark_secondary(symbols)
         self.prior = np.ones(g.n)
@@ -65,8 +75,21 @@ class RetrievalIndex:
 
     @property
     def passage_vecs(self) -> np.ndarray:
-        """Dense vectors of the retrievable nodes that have one (rows of ``passage_idx``)."""
-        return self._vecs[:self._count]
+        """Dense vectors of the retrievable nodes that have one (rows of ``passage_idx``), as
+        float32 from the int8 rows: a full copy, for tools and tests; a query uses :meth:`dense`."""
+        return self._vecs[:self._count].astype(np.float32) * self._scale[:self._count, None]
+
+    def dense(self, q: np.ndarray) -> np.ndarray:
+        """The dot product of ``q`` with every row of ``passage_vecs`` (cosines: both are unit
+        vectors), a block at a time, without the float32 copy."""
+        n = self._count
+        out = np.empty(n, dtype=np.float32)
+        q = np.asarray(q, dtype=np.float32)
+        for a in range(0, n, VECTOR_BLOCK):
+            b = min(n, a + VECTOR_BLOCK)
+            out[a:b] = self._vecs[a:b].astype(np.float32) @ q
+        out *= self._scale[:n]
+        return out
 
     @property
     def passage_idx(self) -> np.ndarray:
@@ -97,8 +120,7 @@ class RetrievalIndex:
 
     def vertices(self, node_ids) -> np.ndarray:
         """Graph vertex of each store node id (-1 for one not in the graph)."""
-        get = self.graph.index.get
-        return np.array([get(int(i), -1) for i in node_ids], dtype=np.int64)
+        return self.graph.index.lookup(list(node_ids) if isinstance(node_ids, set) else node_ids)
 
     # ----- staying current --------------------------------------------------------------
     def catch_up(self, store: Store) -> "RetrievalIndex":
@@ -192,20 +214,31 @@ class RetrievalIndex:
         linked = self.kind_mask(RETRIEVABLE)[adj.indices] & (adj.data > 0)
         self.passage_count = np.bincount(rows, weights=linked, minlength=g.n).astype(np.float64)
 
+    def _load_vectors(self, store: Store, since: int) -> None:
+        """Append every dense vector of a node after ``since``, VECTOR_BLOCK rows at a time."""
+        while True:
+            ids, mat = store.load_vectors("dense", self.dim, since=since, limit=VECTOR_BLOCK)
+            if not len(ids):
+                return
+            self._append_passages(ids, mat)
+            since = int(ids[-1])
+
     def _append_passages(self, ids: np.ndarray, mat: np.ndarray) -> None:
-        """Add dense rows, growing the buffer by doubling (appends cost what they add)."""
+        """Add dense rows (quantised), growing the buffer by half (appends cost what they add)."""
         idx = self.vertices(ids)
         keep = idx >= 0
         idx, mat = idx[keep], mat[keep]
         need = self._count + len(idx)
         if need > self._cap:
-            cap = max(need, 2 * self._cap, 64)
-            vecs = np.zeros((cap, self.dim), dtype=np.float32)
+            cap = max(need, self._cap + self._cap // 2, 64)
+            vecs = np.zeros((cap, self.dim), dtype=np.int8)
             vecs[:self._count] = self._vecs[:self._count]
+            scale = np.zeros(cap, dtype=np.float32)
+            scale[:self._count] = self._scale[:self._count]
             pidx = np.zeros(cap, dtype=np.int64)
             pidx[:self._count] = self._pidx[:self._count]
-            self._vecs, self._pidx, self._cap = vecs, pidx, cap
-        self._vecs[self._count:need] = mat
+            self._vecs, self._scale, self._pidx, self._cap = vecs, scale, pidx, cap
+        self._vecs[self._count:need], self._scale[self._count:need] = quantise(mat)
         self._pidx[self._count:need] = idx
         self._count = need
 
@@ -216,19 +249,19 @@ class RetrievalIndex:
         if keep.all():
             return
         # New buffers (the rows kept): the state this one was copied from still reads the old.
-        self._vecs = self.passage_vecs[keep]
+        self._vecs = self._vecs[:self._count][keep]
+        self._scale = self._scale[:self._count][keep]
         self._pidx = self.passage_idx[keep]
         self._count = self._cap = len(self._pidx)
 
     def _mark_secondary(self, rows: list[tuple[int, str]]) -> None:
         """Code: tests and examples rank behind the code they exercise (unless asked for)."""
-        index = self.graph.index
-        hits = [index[i] for i, path in rows if i in index and SECONDARY_PATH.search(path)]
-        self.secondary[hits] = True
+        v = self.vertices([i for i, path in rows if SECONDARY_PATH.search(path)])
+        self.secondary[v[v >= 0]] = True
 
     def _apply_priors(self, priors: list[tuple[int, float]]) -> None:
         """A memory's rank is its walk score times trust x strength (both 1 by default)."""
-        index = self.graph.index
-        for node_id, weight in priors:
-            if node_id in index:
-                self.prior[index[node_id]] = weight
+        if priors:
+            v = self.vertices([i for i, _w in priors])
+            w = np.array([w for _i, w in priors], dtype=np.float64)
+            self.prior[v[v >= 0]] = w[v >= 0]

@@ -16,21 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..mechanisms.numeric import quantise
 from .runtime import Runtime
 
 SIM_ROWS = 512  # query phrases per similarity block
 SIM_COLS = 8192  # phrases per block of the matrix: 512 x 8192 x 4 bytes = 16 MB of cosines
 EMBED_BLOCK = 4096  # new phrases embedded, stored and linked at a time
 LOAD_ROWS = 8192  # phrases read from the store at a time
-
-
-def quantise(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows as int8 and a float32 scale each (largest magnitude / 127), as the store keeps them."""
-    mat = np.asarray(mat, dtype=np.float32)
-    peak = np.abs(mat).max(axis=1) if mat.size else np.zeros(len(mat), np.float32)
-    scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    q = np.clip(np.rint(mat / scale[:, None]), -127, 127).astype(np.int8)
-    return q, scale
 
 
 class PhraseMatrix:

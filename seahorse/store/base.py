@@ -151,6 +151,12 @@ class Store(Protocol):
     def load_edges(self) -> list[tuple[int, int, str, float]]:
         ...
 
+    def node_arrays(self, rows: int = 65_536) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ...
+
+    def edge_blocks(self, rows: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        ...
+
     def nodes_since(self, node_id: int) -> list[tuple[int, str, int | None]]:
         ...
 
@@ -164,7 +170,8 @@ class Store(Protocol):
         ...
 
     def load_vectors(self, space: str, dim: int, since: int = 0,
-                     ids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     ids: Sequence[int] | None = None,
+                     limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         ...
 
     def facts_of(self, passage_ids: Sequence[int], dim: int

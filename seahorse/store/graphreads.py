@@ -56,6 +56,27 @@ class GraphReads:
     def load_edges(self) -> list[tuple[int, int, str, float]]:
         return self.db.execute("SELECT src, dst, kind, weight FROM edges").fetchall()
 
+    def node_arrays(self, rows: int = 65_536) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`load_nodes` as arrays (id, kind, doc_id or -1), read in blocks of ``rows``:
+        no Python tuple per node is held, and each kind is one shared string."""
+        cur = self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id")
+        names: dict[str, str] = {}
+        ids, docs = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        kinds = [np.zeros(0, dtype=object)]
+        while block := cur.fetchmany(rows):
+            ids.append(np.array([r[0] for r in block], dtype=np.int64))
+            kinds.append(np.array([names.setdefault(r[1], r[1]) for r in block], dtype=object))
+            docs.append(np.array([-1 if r[2] is None else r[2] for r in block], dtype=np.int64))
+        return np.concatenate(ids), np.concatenate(kinds), np.concatenate(docs)
+
+    def edge_blocks(self, rows: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Every edge (any kind) as blocks of (src, dst, weight) arrays of at most ``rows``."""
+        cur = self.db.execute("SELECT src, dst, weight FROM edges")
+        while block := cur.fetchmany(rows):
+            yield (np.array([r[0] for r in block], dtype=np.int64),
+                   np.array([r[1] for r in block], dtype=np.int64),
+                   np.array([r[2] for r in block], dtype=np.float64))
+
     def nodes_since(self, node_id: int) -> list[tuple[int, str, int | None]]:
         """The nodes added after ``node_id`` (ids only grow), as :meth:`load_nodes` gives them."""
         return self.db.execute("SELECT id, kind, doc_id FROM nodes WHERE id > ? ORDER BY id",

@@ -57,6 +57,10 @@ class _Result:
         rows, self._rows = self._rows, []
         return rows
 
+    def fetchmany(self, size: int) -> list:
+        rows, self._rows = self._rows[:size], self._rows[size:]
+        return rows
+
     def __iter__(self) -> Iterator:
         return iter(self.fetchall())
 

@@ -842,11 +842,13 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
 
     # ----- bulk reads for the caches ----------------------------------------------------
     def load_vectors(self, space: str, dim: int, since: int = 0,
-                     ids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Vectors of ``space``: of every node, of nodes after ``since``, or of ``ids``."""
+                     ids: Sequence[int] | None = None,
+                     limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Vectors of ``space``: of every node, of nodes after ``since`` (the first ``limit``
+        of them, by id, when given), or of ``ids``."""
         if ids is None:
             rows = self.db.execute("SELECT node_id, vec FROM vectors WHERE space=? AND node_id > ?"
-                                   " ORDER BY node_id", (space, since)).fetchall()
+                                   " ORDER BY node_id LIMIT ?", (space, since, limit or 2**62)).fetchall()
         else:
             rows = select_in(self.db, "SELECT node_id, vec FROM vectors WHERE space=? AND node_id IN ({in})"
                              " ORDER BY node_id", list(ids), (space,))
