@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= data/demo.db
 
-.PHONY: demo test lint bench schema clean
+.PHONY: demo test lint bench schema reference clean
 
 $(BIN)/seahorse: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,9 @@ bench: $(BIN)/seahorse
 
 schema: $(BIN)/seahorse
 	$(BIN)/python scripts/gen_schema.py --write
+
+reference: $(BIN)/seahorse
+	$(BIN)/python scripts/gen_reference.py
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .ruff_cache

@@ -1,7 +1,24 @@
 """The MCP memory server (stdio): thin tools over one Engine; mcp lives only here.
 
-stdout carries the protocol alone; logs go to stderr. The engine (and with it numpy, the
-graph and the models) loads on the first tool call, so the handshake stays fast.
+stdout carries the protocol alone; logs go to stderr. The server's lifespan owns the engine,
+which (and with it numpy, the graph and the models) loads on the first tool call, so the
+handshake stays fast; it is closed when the session ends.
+
+How to add a tool (the pattern every tool below follows):
+
+1. The Engine method comes first (one verb, one row in TECH_SPEC.md "Vocabulary").
+2. Its result type goes in adapters/results.py: a TypedDict listing the fields the method
+   returns (``NotRequired[...]`` for those present only sometimes, ``D("...")`` to describe one),
+   with ``__pydantic_config__ = OPEN`` (or inherited) so fields added later still reach clients.
+   The SDK publishes it as the tool's ``outputSchema`` and checks every reply against it.
+3. The tool: ``ctx: Context`` first, then each parameter as ``Annotated[type, P("what it is")]``
+   with its default; a one-sentence docstring (the model reads it as a prompt); the annotation
+   that says what it touches (READ_ONLY, WRITES, DELETES, ...); the body calls one Engine method
+   through ``runtime(ctx).call("method", ...)`` (errors become ToolErrors there) and returns
+   its dict (``.as_dict()`` of result objects), annotated ``-> R.YourResult``.
+4. A case in tests/test_mcp_schemas.py's ``calls()``: the test calls every tool over stdio and
+   validates each reply against its published schema; ``make reference`` refreshes
+   docs/reference/mcp.md.
 """
 
 from __future__ import annotations
@@ -10,16 +27,21 @@ import json
 import logging
 import sys
 import threading
-from typing import Any, Literal
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Literal
 
 import anyio
 import anyio.from_thread
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from pydantic import Field
+from typing_extensions import Annotated
 
 from ..errors import SeahorseError
 from ..version import __version__
+from . import results as R  # noqa: N812 - R.SearchResult reads as "the result of search"
 
 log = logging.getLogger("seahorse")
 
@@ -36,6 +58,27 @@ SEARCH = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHin
 # A second delete_document of the same id is an error ("no document"), so not idempotent.
 DELETE_ONCE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False,
                               openWorldHint=False)
+
+
+
+def P(text: str) -> Any:  # noqa: N802 - reads as part of the parameter's type
+    """A parameter's description in the tool's input schema: ``Annotated[str, P("...")]``."""
+    return Field(description=text)
+
+
+# Parameter descriptions shared by several tools.
+CURSOR = "next_cursor of the previous page (leave out for the first page)"
+SINCE = "ISO date: only items whose time is at or after it"
+UNTIL = "ISO date: only items whose time is at or before it"
+SCOPE = "the memory's namespace"
+REFUSE = "false: answer even when the store does not seem to hold the answer"
+SESSION = ("a conversation's id: earlier searches with it seed this one (for "
+           "SEAHORSE_SESSION_TTL seconds); without it search writes nothing")
+SOURCE = "the document's name (default text:<hash>); adding the same source again replaces it"
+METADATA = "JSON object kept with it; event_time (ISO date) dates it, tags (list) tags it"
+HIT_ID = "a hit's id (from search or search_code)"
+REPO = "the repository's path or name (may be left out when only one is indexed)"
+SYMBOL = "qualified or bare name (Flask.wsgi_app, wsgi_app) or PATH:NAME (src/app.py:run)"
 
 INSTRUCTIONS = (
     "Seahorse is a local long-term memory. Call `search` before answering questions about "
@@ -54,6 +97,12 @@ class _Runtime:
         self.db = db
         self.lock = threading.Lock()
         self._engine = None
+
+    def close(self) -> None:
+        with self.lock:
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
 
     def call(self, fn_name: str, *args, **kwargs) -> Any:
         return self.call_with(lambda eng: getattr(eng, fn_name)(*args, **kwargs),
@@ -133,88 +182,134 @@ def progress_to(ctx: Context, unit: str):
     return report
 
 
+def runtime(ctx: Context) -> _Runtime:
+    """The engine holder the server's lifespan owns."""
+    return ctx.request_context.lifespan_context
+
+
 def build_server(db: str | None = None) -> MCPServer:
-    rt = _Runtime(db)
+    holder = _Runtime(db)
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[_Runtime]:
+        """The server's lifespan owns the engine: opened on the first tool call (so the
+        handshake stays fast), closed when the session ends."""
+        try:
+            yield holder
+        finally:
+            await anyio.to_thread.run_sync(holder.close)
+
     server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING")
+                       log_level="WARNING", lifespan=lifespan)
 
     @server.tool(annotations=WRITES)
-    def add_document(ctx: Context, text: str, source: str | None = None,
-                     metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    def add_document(ctx: Context, text: Annotated[str, P("the text to index (note, document, transcript)")],
+                     source: Annotated[str | None, P(SOURCE)] = None,
+                     metadata: Annotated[dict[str, Any] | None, P(METADATA)] = None) -> R.AddDocumentResult:
         """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
-        return rt.call("add_document", text, source=source, metadata=metadata,
-                       progress=progress_to(ctx, "passages")).as_dict()
+        return runtime(ctx).call("add_document", text, source=source, metadata=metadata,
+                                 progress=progress_to(ctx, "passages")).as_dict()
 
     @server.tool(annotations=SEARCH)
-    def search(query: str, session_id: str | None = None, top_k: int = 5, refuse: bool = True,
-               kinds: list[NodeKind] | None = None, since: str | None = None, until: str | None = None,
-               as_of: str | None = None, cursor: str | None = None) -> dict[str, Any]:
+    def search(ctx: Context, query: Annotated[str, P("the question, in plain words")],
+               session_id: Annotated[str | None, P(SESSION)] = None,
+               top_k: Annotated[int, P(f"hits per page (at most {MCP_TOP_K_MAX})")] = 5,
+               refuse: Annotated[bool, P(REFUSE)] = True,
+               kinds: Annotated[list[NodeKind] | None, P("only hits of these kinds")] = None,
+               since: Annotated[str | None, P(SINCE)] = None,
+               until: Annotated[str | None, P(UNTIL)] = None,
+               as_of: Annotated[str | None, P("ISO date: search what was true then (replaced memory "
+                                             "values included)")] = None,
+               cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchResult:
         """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included). next_cursor, passed back as cursor with the same query, gives the next page (null on the last)."""
         from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
         if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
             raise ToolError(f"top_k is at most {MCP_TOP_K_MAX} here; narrow the question or use since/until")
-        return rt.call("search", query, top_k=top_k, session_id=session_id, refuse=refuse, kinds=kinds,
-                       snippet_chars=SNIPPET_CHARS, since=since, until=until, as_of=as_of,
-                       cursor=cursor).as_dict()
+        return runtime(ctx).call("search", query, top_k=top_k, session_id=session_id, refuse=refuse,
+                                 kinds=kinds, snippet_chars=SNIPPET_CHARS, since=since, until=until,
+                                 as_of=as_of, cursor=cursor).as_dict()
 
     @server.tool(annotations=WRITES)
-    def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind = "fact",
-                      trust: float = 1.0, strength: float = 1.0,
-                      provenance: str = "user_direct", event_time: str | None = None,
-                      tags: list[str] | None = None, supersedes: str | None = None) -> dict[str, Any]:
+    def upsert_memory(ctx: Context, key: Annotated[str, P("the memory's name, unique in its scope")],
+                      value: Annotated[str, P("what to remember")],
+                      scope: Annotated[str, P(SCOPE)] = "global",
+                      kind: Annotated[MemoryKind, P("what sort of memory it is")] = "fact",
+                      trust: Annotated[float, P("0..1: how far to believe it; scales its rank")] = 1.0,
+                      strength: Annotated[float, P("0..1: how much it matters; scales its rank")] = 1.0,
+                      provenance: Annotated[str, P("where it came from")] = "user_direct",
+                      event_time: Annotated[str | None, P("ISO date: when it became true (default now)")] = None,
+                      tags: Annotated[list[str] | None, P("tags to filter by (list_memories tag=, forget tag=)")] = None,
+                      supersedes: Annotated[str | None, P("KEY of another memory this one retires")] = None,
+                      ) -> R.UpsertMemoryResult:
         """Remember a value under a key (a second call with the same key replaces it: the old value stays in history, valid until now); supersedes=OTHER_KEY retires another memory; event_time (ISO date) says when it became true; returns the memory's node id and status."""
-        return rt.call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
-                       strength=strength, provenance=provenance, event_time=event_time, tags=tags,
-                       supersedes=supersedes)
+        return runtime(ctx).call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
+                                 strength=strength, provenance=provenance, event_time=event_time,
+                                 tags=tags, supersedes=supersedes)
 
     @server.tool(annotations=DELETES)
-    def delete_memory(key: str, scope: str = "global") -> dict[str, Any]:
+    def delete_memory(ctx: Context, key: Annotated[str, P("the memory's key")],
+                      scope: Annotated[str, P(SCOPE)] = "global") -> R.DeleteMemoryResult:
         """Forget the memory stored under a key; returns whether it existed."""
-        return rt.call("delete_memory", key, scope=scope)
+        return runtime(ctx).call("delete_memory", key, scope=scope)
 
     @server.tool(annotations=DELETES)
-    def forget(key: str | None = None, scope: str | None = None, tag: str | None = None,
-               before: str | None = None) -> dict[str, Any]:
+    def forget(ctx: Context, key: Annotated[str | None, P("only the memory under this key")] = None,
+               scope: Annotated[str | None, P("only memories of this scope")] = None,
+               tag: Annotated[str | None, P("only memories with this tag")] = None,
+               before: Annotated[str | None, P("ISO date: only memories stored or happened before it")] = None,
+               ) -> R.ForgetResult:
         """Delete every memory (with its history) matching all the conditions given: key, scope, tag, or stored/happened before a date."""
-        return rt.call("forget", key=key, scope=scope, tag=tag, before=before)
+        return runtime(ctx).call("forget", key=key, scope=scope, tag=tag, before=before)
 
     @server.tool(annotations=WRITES)
-    def add_conversation(ctx: Context, turns: list[dict[str, Any]],
-                         conversation: str = "conversation") -> dict[str, Any]:
+    def add_conversation(ctx: Context,
+                         turns: Annotated[list[dict[str, Any]], P("the turns, each {text, speaker, time, "
+                                                                  "id, session}; text is required")],
+                         conversation: Annotated[str, P("the conversation's name (sources "
+                                                        "conversation:NAME#ID)")] = "conversation",
+                         ) -> R.AddConversationResult:
         """Index a conversation's turns, each {text, speaker, time, id, session}; each turn becomes retrievable on its own (source conversation:NAME#ID), dated by its time or session date; expand(id) of a hit returns the turns around it."""
-        return rt.call("add_conversation", turns, conversation=conversation)
+        return runtime(ctx).call("add_conversation", turns, conversation=conversation)
 
     @server.tool(annotations=READ_ONLY)
-    def list_memories(cursor: str | None = None, limit: int = 20, scope: str | None = None,
-                      kind: str | None = None, tag: str | None = None, since: str | None = None,
-                      until: str | None = None) -> dict[str, Any]:
+    def list_memories(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
+                      limit: Annotated[int, P("items per page (at most 500)")] = 20,
+                      scope: Annotated[str | None, P("only this scope")] = None,
+                      kind: Annotated[str | None, P("only this kind")] = None,
+                      tag: Annotated[str | None, P("only memories with this tag")] = None,
+                      since: Annotated[str | None, P(SINCE)] = None,
+                      until: Annotated[str | None, P(UNTIL)] = None) -> R.ListMemoriesResult:
         """List stored memories a page at a time ({items: [{key, scope, value, kind, time, ...}], next_cursor}); pass next_cursor back for the next page; values are cut at 400 characters (get or show the whole)."""
-        return rt.call("list_memories", cursor, limit, scope=scope, kind=kind, tag=tag, since=since,
-                       until=until)
+        return runtime(ctx).call("list_memories", cursor, limit, scope=scope, kind=kind, tag=tag,
+                                 since=since, until=until)
 
     @server.tool(annotations=READ_ONLY)
-    def list_documents(cursor: str | None = None, limit: int = 20, source_prefix: str | None = None,
-                       tag: str | None = None, since: str | None = None,
-                       until: str | None = None) -> dict[str, Any]:
+    def list_documents(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
+                       limit: Annotated[int, P("items per page (at most 500)")] = 20,
+                       source_prefix: Annotated[str | None, P("only sources starting so")] = None,
+                       tag: Annotated[str | None, P("only documents with this tag")] = None,
+                       since: Annotated[str | None, P(SINCE)] = None,
+                       until: Annotated[str | None, P(UNTIL)] = None) -> R.ListDocumentsResult:
         """List stored documents a page at a time ({items: [{id, source, title, time, passages}], next_cursor}); pass next_cursor back for the next page."""
-        return rt.call("list_documents", cursor, limit, source_prefix=source_prefix, tag=tag,
-                       since=since, until=until)
+        return runtime(ctx).call("list_documents", cursor, limit, source_prefix=source_prefix, tag=tag,
+                                 since=since, until=until)
 
     @server.tool(annotations=DELETE_ONCE)
-    def delete_document(id: int | str) -> dict[str, Any]:
+    def delete_document(ctx: Context, id: Annotated[int | str, P("the document's doc_id or source")],
+                        ) -> R.DeleteDocumentResult:
         """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
-        return rt.call("delete_document", id)
+        return runtime(ctx).call("delete_document", id)
 
     @server.tool(annotations=READ_ONLY)
-    def get(id: int) -> dict[str, Any]:
+    def get(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.Record:
         """Return the full record of a hit by its id: whole text, source, and a memory's fields and history."""
-        return rt.call("get", id)
+        return runtime(ctx).call("get", id)
 
     @server.tool(annotations=READ_ONLY)
-    def expand(id: int) -> dict[str, Any]:
+    def expand(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.ExpandResult:
         """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
-        out = rt.call("expand", id)
+        out = runtime(ctx).call("expand", id)
         text = out.get("document_text")
         if text is not None and len(text) > EXPAND_CHARS:  # a long document is cut: replies stay bounded
             out["document_text"] = text[:EXPAND_CHARS]
@@ -223,22 +318,31 @@ def build_server(db: str | None = None) -> MCPServer:
 
     # ----- code ------------------------------------------------------------------------
     @server.tool(annotations=WRITES)
-    def index_repo(ctx: Context, path: str, worktree: bool = False, history: bool = True,
-                   max_commits: int = 1000) -> dict[str, Any]:
+    def index_repo(ctx: Context, path: Annotated[str, P("the checkout's folder")],
+                   worktree: Annotated[bool, P("also index uncommitted edits, marked dirty")] = False,
+                   history: Annotated[bool, P("index git history (commits and what they touched)")] = True,
+                   max_commits: Annotated[int, P("newest commits indexed")] = 1000) -> R.IndexRepoResult:
         """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty."""
-        return rt.call("index_repo", path, worktree=worktree, history=history, max_commits=max_commits,
-                       progress=progress_to(ctx, "files"))
+        return runtime(ctx).call("index_repo", path, worktree=worktree, history=history,
+                                 max_commits=max_commits, progress=progress_to(ctx, "files"))
 
     @server.tool(annotations=READ_ONLY)
-    def search_code(query: str, repo: str | None = None, token_budget: int = 2000,
-                    top_k: int = 10, refuse: bool = True, cursor: str | None = None) -> dict[str, Any]:
+    def search_code(ctx: Context, query: Annotated[str, P("what the code does, in plain words")],
+                    repo: Annotated[str | None, P(REPO)] = None,
+                    token_budget: Annotated[int, P("the hits fit this many tokens")] = 2000,
+                    top_k: Annotated[int, P("hits at most")] = 10,
+                    refuse: Annotated[bool, P(REFUSE)] = True,
+                    cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchCodeResult:
         """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code; next_cursor (passed back as cursor) gives the next page."""
-        return rt.call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
-                       token_budget=token_budget, cursor=cursor).as_dict()
+        return runtime(ctx).call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
+                                 token_budget=token_budget, cursor=cursor).as_dict()
 
     @server.tool(annotations=READ_ONLY)
-    def find_symbol(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
+    def find_symbol(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                    repo: Annotated[str | None, P(REPO)] = None,
+                    limit: Annotated[int, P("matches at most")] = 20) -> R.FindSymbolResult:
         """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app; PATH:NAME, e.g. src/app.py:run, picks one file's); returns path, span, signature and doc of each, with callers and callees of the first."""
+        rt = runtime(ctx)
         found = rt.call("find_symbol", name, repo=repo, limit=limit)
         if not found:
             raise ToolError(f"no symbol {name!r}; {HINTS['no_symbol']}")
@@ -247,31 +351,39 @@ def build_server(db: str | None = None) -> MCPServer:
         return {"matches": found, "first": first}
 
     @server.tool(annotations=READ_ONLY)
-    def get_callers(name: str, repo: str | None = None) -> dict[str, Any]:
+    def get_callers(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                    repo: Annotated[str | None, P(REPO)] = None) -> R.CallersResult:
         """Symbols whose calls resolve unambiguously to this one (ambiguous calls are not guessed: see get_references)."""
-        return rt.call("get_callers", name, repo=repo)
+        return runtime(ctx).call("get_callers", name, repo=repo)
 
     @server.tool(annotations=READ_ONLY)
-    def get_references(name: str, repo: str | None = None) -> dict[str, Any]:
+    def get_references(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                       repo: Annotated[str | None, P(REPO)] = None) -> R.ReferencesResult:
         """Every place naming the symbol: calls, imports, subclasses and docs; `resolved: false` marks a same-named call that could mean another symbol."""
-        return rt.call("get_references", name, repo=repo)
+        return runtime(ctx).call("get_references", name, repo=repo)
 
     @server.tool(annotations=READ_ONLY)
-    def symbol_history(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
+    def symbol_history(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                       repo: Annotated[str | None, P(REPO)] = None,
+                       limit: Annotated[int, P("commits at most")] = 20) -> R.SymbolHistoryResult:
         """The commits that changed a symbol, newest first, with author, date and the full message (the why)."""
-        return rt.call("symbol_history", name, repo=repo, limit=limit)
+        return runtime(ctx).call("symbol_history", name, repo=repo, limit=limit)
 
     @server.tool(annotations=READ_ONLY)
-    def get_recent_changes(since: str | None = None, repo: str | None = None,
-                           limit: int = 20) -> dict[str, Any]:
+    def get_recent_changes(ctx: Context,
+                           since: Annotated[str | None, P("a revision: HEAD~20, a sha or a tag; "
+                                                          "default the newest `limit` commits")] = None,
+                           repo: Annotated[str | None, P(REPO)] = None,
+                           limit: Annotated[int, P("commits at most")] = 20) -> R.RecentChangesResult:
         """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
-        return rt.call("get_recent_changes", since, repo=repo, limit=limit)
+        return runtime(ctx).call("get_recent_changes", since, repo=repo, limit=limit)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:
         """Node and edge counts by kind, profile, node budget, embedder and database size."""
+        # The SDK injects no Context into a static resource: the lifespan's holder directly.
         try:
-            return json.dumps(rt.call("stats"))
+            return json.dumps(holder.call("stats"))
         except ToolError as exc:
             from mcp.server.mcpserver.exceptions import ResourceError
 
@@ -316,7 +428,11 @@ async def serve_stdio(server: MCPServer) -> None:
                 await write_stream.send(SessionMessage(mcp_types.JSONRPCError.model_validate(error)))
 
             source.attach(reply)
-            lowlevel = server._lowlevel_server  # what run_stdio_async runs; no public handle
+            # The one private name used: MCPServer's public run_stdio_async() opens its own
+            # stdio_server() and keeps the write stream to itself, so neither a screened stdin
+            # nor the replies to invalid requests could go through it; this is its body with
+            # those two streams (mcp 2.3; tests/test_jsonrpc.py fails if it moves).
+            lowlevel = server._lowlevel_server
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
