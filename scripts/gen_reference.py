@@ -147,7 +147,7 @@ def mcp_reference() -> str:
         if out.get("properties"):
             req = set(out.get("required", []))
             lines += ["Returns:", "", "| field | type | meaning |", "|---|---|---|"]
-            for name, s in out["properties"].items():
+            for name, s in sorted(out["properties"].items(), key=lambda kv: kv[0] not in req):
                 opt = "" if name in req else " (sometimes)"
                 lines.append(f"| `{name}`{opt} | {_type(s)} | {_cell(s.get('description', ''))} |")
             lines += ["", "<details><summary>output schema</summary>", "", "```json",

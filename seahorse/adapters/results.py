@@ -41,16 +41,16 @@ class AddDocumentResult(TypedDict):
 class CodeFields(TypedDict):
     """Fields of a hit, or a declaration, from an indexed repository."""
     __pydantic_config__ = OPEN  # type: ignore[misc]
-    path: NotRequired[Annotated[str, D("file path relative to the repository root")]]
+    path: NotRequired[Annotated[str | None, D("file path relative to the repository root")]]
     symbol: NotRequired[Annotated[str | None, D("qualified name; null for a doc passage")]]
-    start_line: NotRequired[int]
-    end_line: NotRequired[int]
+    start_line: NotRequired[int | None]
+    end_line: NotRequired[int | None]
     symbol_kind: NotRequired[str | None]
     signature: NotRequired[str | None]
     doc: NotRequired[str | None]
     language: NotRequired[str | None]
-    repo: NotRequired[str]
-    dirty: NotRequired[Annotated[bool, D("from uncommitted edits (index_repo worktree=true)")]]
+    repo: NotRequired[str | None]
+    dirty: NotRequired[Annotated[bool | None, D("from uncommitted edits (index_repo worktree=true)")]]
 
 
 class Hit(CodeFields):
@@ -108,13 +108,13 @@ class SearchCodeResult(Page):
 
 
 class Record(CodeFields):
-    """A hit's whole record."""
+    """A node's whole record (a phrase node has only id, kind and text)."""
     id: int
     kind: str
     text: str
-    source: str
-    title: str | None
-    doc_id: int
+    source: NotRequired[str]
+    title: NotRequired[str | None]
+    doc_id: NotRequired[int]
     ordinal: NotRequired[int]
     passages: NotRequired[int]
     memory: NotRequired[Annotated[dict[str, Any], D("a memory's fields: key, scope, kind, trust, ...")]]

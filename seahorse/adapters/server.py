@@ -11,11 +11,13 @@ How to add a tool (the pattern every tool below follows):
    returns (``NotRequired[...]`` for those present only sometimes, ``D("...")`` to describe one),
    with ``__pydantic_config__ = OPEN`` (or inherited) so fields added later still reach clients.
    The SDK publishes it as the tool's ``outputSchema`` and checks every reply against it.
-3. The tool: ``ctx: Context`` first, then each parameter as ``Annotated[type, P("what it is")]``
-   with its default; a one-sentence docstring (the model reads it as a prompt); the annotation
-   that says what it touches (READ_ONLY, WRITES, DELETES, ...); the body calls one Engine method
-   through ``runtime(ctx).call("method", ...)`` (errors become ToolErrors there) and returns
-   its dict (``.as_dict()`` of result objects), annotated ``-> R.YourResult``.
+3. The tool, inside build_server: ``@tool(READ_ONLY)`` (or WRITES, DELETES, ...: what it
+   touches); ``ctx: Context`` first, then each parameter as ``Annotated[type, P("what it is")]``
+   with its default; a one-sentence docstring (the model reads it as a prompt); the body calls
+   one Engine method through ``runtime(ctx).call("method", ...)`` (errors become ToolErrors
+   there) and returns its dict (``.as_dict()`` of result objects), annotated
+   ``-> R.YourResult``. ``@tool`` checks the reply against that type (a field of the wrong
+   type is a readable "internal error", logged, not the SDK's bare "Error executing tool").
 4. A case in tests/test_mcp_schemas.py's ``calls()``: the test calls every tool over stdio and
    validates each reply against its published schema; ``make reference`` refreshes
    docs/reference/mcp.md.
@@ -23,10 +25,12 @@ How to add a tool (the pattern every tool below follows):
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 import threading
+import typing
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Literal
 
@@ -36,7 +40,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import Annotated
 
 from ..errors import SeahorseError
@@ -182,6 +186,32 @@ def progress_to(ctx: Context, unit: str):
     return report
 
 
+def checked(fn):
+    """The tool with its reply checked against its return type (results.py) before the SDK
+    checks it again: a reply that does not fit (a bug) becomes a ToolError naming the field
+    and is logged, where the SDK's own check would answer only "Error executing tool X"."""
+    adapter = None
+
+    @functools.wraps(fn)
+    def tool(*args, **kwargs):
+        nonlocal adapter
+        out = fn(*args, **kwargs)
+        if adapter is None:
+            from pydantic import TypeAdapter
+
+            adapter = TypeAdapter(typing.get_type_hints(fn)["return"])
+        try:
+            adapter.validate_python(out)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(map(str, err["loc"])) or "the reply"
+            log.error("%s: reply does not fit its schema: %s", fn.__name__, exc)
+            raise ToolError(f"internal error: the reply does not fit its schema ({where}: "
+                            f"{err['msg']})") from None
+        return out
+    return tool
+
+
 def runtime(ctx: Context) -> _Runtime:
     """The engine holder the server's lifespan owns."""
     return ctx.request_context.lifespan_context
@@ -202,7 +232,13 @@ def build_server(db: str | None = None) -> MCPServer:
     server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING", lifespan=lifespan)
 
-    @server.tool(annotations=WRITES)
+    def tool(annotations: ToolAnnotations):
+        """``server.tool`` with the reply checked against the tool's result type first."""
+        def register(fn):
+            return server.tool(annotations=annotations)(checked(fn))
+        return register
+
+    @tool(WRITES)
     def add_document(ctx: Context, text: Annotated[str, P("the text to index (note, document, transcript)")],
                      source: Annotated[str | None, P(SOURCE)] = None,
                      metadata: Annotated[dict[str, Any] | None, P(METADATA)] = None) -> R.AddDocumentResult:
@@ -210,7 +246,7 @@ def build_server(db: str | None = None) -> MCPServer:
         return runtime(ctx).call("add_document", text, source=source, metadata=metadata,
                                  progress=progress_to(ctx, "passages")).as_dict()
 
-    @server.tool(annotations=SEARCH)
+    @tool(SEARCH)
     def search(ctx: Context, query: Annotated[str, P("the question, in plain words")],
                session_id: Annotated[str | None, P(SESSION)] = None,
                top_k: Annotated[int, P(f"hits per page (at most {MCP_TOP_K_MAX})")] = 5,
@@ -230,7 +266,7 @@ def build_server(db: str | None = None) -> MCPServer:
                                  kinds=kinds, snippet_chars=SNIPPET_CHARS, since=since, until=until,
                                  as_of=as_of, cursor=cursor).as_dict()
 
-    @server.tool(annotations=WRITES)
+    @tool(WRITES)
     def upsert_memory(ctx: Context, key: Annotated[str, P("the memory's name, unique in its scope")],
                       value: Annotated[str, P("what to remember")],
                       scope: Annotated[str, P(SCOPE)] = "global",
@@ -247,13 +283,13 @@ def build_server(db: str | None = None) -> MCPServer:
                                  strength=strength, provenance=provenance, event_time=event_time,
                                  tags=tags, supersedes=supersedes)
 
-    @server.tool(annotations=DELETES)
+    @tool(DELETES)
     def delete_memory(ctx: Context, key: Annotated[str, P("the memory's key")],
                       scope: Annotated[str, P(SCOPE)] = "global") -> R.DeleteMemoryResult:
         """Forget the memory stored under a key; returns whether it existed."""
         return runtime(ctx).call("delete_memory", key, scope=scope)
 
-    @server.tool(annotations=DELETES)
+    @tool(DELETES)
     def forget(ctx: Context, key: Annotated[str | None, P("only the memory under this key")] = None,
                scope: Annotated[str | None, P("only memories of this scope")] = None,
                tag: Annotated[str | None, P("only memories with this tag")] = None,
@@ -262,7 +298,7 @@ def build_server(db: str | None = None) -> MCPServer:
         """Delete every memory (with its history) matching all the conditions given: key, scope, tag, or stored/happened before a date."""
         return runtime(ctx).call("forget", key=key, scope=scope, tag=tag, before=before)
 
-    @server.tool(annotations=WRITES)
+    @tool(WRITES)
     def add_conversation(ctx: Context,
                          turns: Annotated[list[dict[str, Any]], P("the turns, each {text, speaker, time, "
                                                                   "id, session}; text is required")],
@@ -272,7 +308,7 @@ def build_server(db: str | None = None) -> MCPServer:
         """Index a conversation's turns, each {text, speaker, time, id, session}; each turn becomes retrievable on its own (source conversation:NAME#ID), dated by its time or session date; expand(id) of a hit returns the turns around it."""
         return runtime(ctx).call("add_conversation", turns, conversation=conversation)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def list_memories(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
                       limit: Annotated[int, P("items per page (at most 500)")] = 20,
                       scope: Annotated[str | None, P("only this scope")] = None,
@@ -284,7 +320,7 @@ def build_server(db: str | None = None) -> MCPServer:
         return runtime(ctx).call("list_memories", cursor, limit, scope=scope, kind=kind, tag=tag,
                                  since=since, until=until)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def list_documents(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
                        limit: Annotated[int, P("items per page (at most 500)")] = 20,
                        source_prefix: Annotated[str | None, P("only sources starting so")] = None,
@@ -295,18 +331,18 @@ def build_server(db: str | None = None) -> MCPServer:
         return runtime(ctx).call("list_documents", cursor, limit, source_prefix=source_prefix, tag=tag,
                                  since=since, until=until)
 
-    @server.tool(annotations=DELETE_ONCE)
+    @tool(DELETE_ONCE)
     def delete_document(ctx: Context, id: Annotated[int | str, P("the document's doc_id or source")],
                         ) -> R.DeleteDocumentResult:
         """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
         return runtime(ctx).call("delete_document", id)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def get(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.Record:
         """Return the full record of a hit by its id: whole text, source, and a memory's fields and history."""
         return runtime(ctx).call("get", id)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def expand(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.ExpandResult:
         """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
         out = runtime(ctx).call("expand", id)
@@ -317,7 +353,7 @@ def build_server(db: str | None = None) -> MCPServer:
         return out
 
     # ----- code ------------------------------------------------------------------------
-    @server.tool(annotations=WRITES)
+    @tool(WRITES)
     def index_repo(ctx: Context, path: Annotated[str, P("the checkout's folder")],
                    worktree: Annotated[bool, P("also index uncommitted edits, marked dirty")] = False,
                    history: Annotated[bool, P("index git history (commits and what they touched)")] = True,
@@ -326,7 +362,7 @@ def build_server(db: str | None = None) -> MCPServer:
         return runtime(ctx).call("index_repo", path, worktree=worktree, history=history,
                                  max_commits=max_commits, progress=progress_to(ctx, "files"))
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def search_code(ctx: Context, query: Annotated[str, P("what the code does, in plain words")],
                     repo: Annotated[str | None, P(REPO)] = None,
                     token_budget: Annotated[int, P("the hits fit this many tokens")] = 2000,
@@ -337,7 +373,7 @@ def build_server(db: str | None = None) -> MCPServer:
         return runtime(ctx).call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
                                  token_budget=token_budget, cursor=cursor).as_dict()
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def find_symbol(ctx: Context, name: Annotated[str, P(SYMBOL)],
                     repo: Annotated[str | None, P(REPO)] = None,
                     limit: Annotated[int, P("matches at most")] = 20) -> R.FindSymbolResult:
@@ -350,26 +386,26 @@ def build_server(db: str | None = None) -> MCPServer:
         first = rt.call("symbol", f'{found[0]["path"]}:{found[0]["symbol"]}', repo=repo)
         return {"matches": found, "first": first}
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def get_callers(ctx: Context, name: Annotated[str, P(SYMBOL)],
                     repo: Annotated[str | None, P(REPO)] = None) -> R.CallersResult:
         """Symbols whose calls resolve unambiguously to this one (ambiguous calls are not guessed: see get_references)."""
         return runtime(ctx).call("get_callers", name, repo=repo)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def get_references(ctx: Context, name: Annotated[str, P(SYMBOL)],
                        repo: Annotated[str | None, P(REPO)] = None) -> R.ReferencesResult:
         """Every place naming the symbol: calls, imports, subclasses and docs; `resolved: false` marks a same-named call that could mean another symbol."""
         return runtime(ctx).call("get_references", name, repo=repo)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def symbol_history(ctx: Context, name: Annotated[str, P(SYMBOL)],
                        repo: Annotated[str | None, P(REPO)] = None,
                        limit: Annotated[int, P("commits at most")] = 20) -> R.SymbolHistoryResult:
         """The commits that changed a symbol, newest first, with author, date and the full message (the why)."""
         return runtime(ctx).call("symbol_history", name, repo=repo, limit=limit)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def get_recent_changes(ctx: Context,
                            since: Annotated[str | None, P("a revision: HEAD~20, a sha or a tag; "
                                                           "default the newest `limit` commits")] = None,
