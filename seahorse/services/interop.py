@@ -176,8 +176,6 @@ def read_server_memory(path: str | Path) -> Plan:
             entities[rel["from"]]["relations"].append({"to": rel["to"], "relationType": rel["relationType"]})
             plan.relations += 1
     for name, ent in entities.items():
-        if not name.strip() and not ent["observations"]:
-            continue
         meta = {"server_memory": {"name": name, "entityType": ent["entityType"],
                                   "observations": ent["observations"], "relations": ent["relations"]},
                 "tags": _short_tags([ent["entityType"]])}
