@@ -329,3 +329,28 @@ def test_engine_checks_formats_and_fields(engine, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="--to must be one of"):
         list(engine.export_to("yaml"))
     assert engine.import_from("server-memory", src)["added"] == 1
+
+
+def test_one_transaction_on_each_backend(backend_engine, tmp_path: Path, monkeypatch) -> None:
+    eng = backend_engine
+    src = tmp_path / "memory.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ENTITIES + RELATIONS))
+    real = eng.store.add_passage
+    docs: set = set()
+
+    def fail_on_the_third_document(doc_id, *args, **kw):
+        docs.add(doc_id)
+        if len(docs) == 3:
+            raise OSError("disk full (injected)")
+        return real(doc_id, *args, **kw)
+
+    monkeypatch.setattr(eng.store, "add_passage", fail_on_the_third_document)
+    with pytest.raises(OSError):
+        eng.import_from("server-memory", src)
+    monkeypatch.undo()
+    assert eng.list_documents()["items"] == []
+
+    assert eng.import_from("server-memory", src)["added"] == 4
+    hits = eng.search("Which database holds the invoices?", refuse=False).hits
+    assert "server-memory:Billing Service" in [h.source for h in hits[:2]]
+    assert _canon(list(eng.export_to("server-memory"))) == _canon(ENTITIES + RELATIONS)
