@@ -88,7 +88,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     im.add_argument("--from", dest="fmt", default="seahorse", choices=IMPORT_FORMATS,
                     help="seahorse (default), server-memory (its JSONL knowledge graph), basic-memory "
                          "(a folder of Markdown notes), jsonl or csv (rows of text, title, time, tags); "
-                         "one transaction, skipped records listed with the reason")
+                         "the last four are checked whole, then written in one transaction, with the "
+                         "records skipped and why")
     im.add_argument("--field", action="append", metavar="ROLE=NAME",
                     help="for jsonl/csv: the field holding text, title, source, id, time or tags "
                          "(repeatable; e.g. text=body)")

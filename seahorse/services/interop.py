@@ -363,10 +363,10 @@ def read_csv(path: str | Path, fields: dict[str, str] | None = None) -> Plan:
         raise InvalidInput(f"{p.name} is not CSV ({exc})", field="path") from None
     if not header:
         raise InvalidInput(f"{p.name} has no header row", field="path")
-    text_col = fields.get("text") if fields else None
-    if (text_col or "") not in header and not any(n in header for n in FIELD_NAMES["text"]):
-        raise InvalidInput(f"{p.name} has no text column ({text_col or ', '.join(FIELD_NAMES['text'])}); "
-                           f"its columns: {', '.join(header)}", field="path")
+    wanted = (fields["text"],) if fields and "text" in fields else FIELD_NAMES["text"]
+    if not any(n in header for n in wanted):
+        raise InvalidInput(f"{p.name} has no text column ({', '.join(wanted)}); its columns: "
+                           f"{', '.join(header)}", field="path")
     for n, row in enumerate(rows, 2):
         if None in row:
             plan.skip(f"row {n}", f"{len(header) + len(row[None])} cells under {len(header)} columns")
