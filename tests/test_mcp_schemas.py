@@ -96,3 +96,40 @@ def test_a_reply_outside_its_schema_fails_the_check() -> None:
         except AssertionError:
             continue
         raise AssertionError(f"{bad} passed")
+
+
+def test_the_lifespan_owns_the_engine(tmp_path: Path, monkeypatch) -> None:
+    """In process: the engine opens on the first tool call and is closed (its database file
+    released) when the session ends."""
+    import os
+
+    import pytest
+    from mcp import Client
+
+    from seahorse.adapters.server import build_server
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to see open files")
+    monkeypatch.setenv("SEAHORSE_EMBEDDER", "hash")
+    db = tmp_path / "kg.db"
+
+    def open_on_db() -> list[str]:
+        found = []
+        for fd in Path("/proc/self/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith(str(db)):
+                found.append(target)
+        return found
+
+    async def main() -> None:
+        async with Client(build_server(str(db))) as client:
+            assert open_on_db() == []  # the handshake opened nothing
+            res = await client.call_tool("add_document", {"text": "Sourdough rises with wild yeast."})
+            assert not res.is_error
+            assert open_on_db()
+        assert open_on_db() == [], "the session ended but the engine still holds the database"
+
+    asyncio.run(main())
