@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= data/demo.db
 
-.PHONY: demo test lint bench schema clean
+.PHONY: demo test lint bench schema reference clean
 
 # constraints.txt pins every package (scripts/lock_constraints.py regenerates it).
 $(BIN)/seahorse: pyproject.toml constraints.txt
@@ -33,6 +33,9 @@ bench: $(BIN)/seahorse
 
 schema: $(BIN)/seahorse
 	$(BIN)/python scripts/gen_schema.py --write
+
+reference: $(BIN)/seahorse
+	$(BIN)/python scripts/gen_reference.py
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .ruff_cache

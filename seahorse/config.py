@@ -234,6 +234,45 @@ _ENV = {
     "gliner_auto_setup": ("GLINER_ONNX_AUTO_SETUP", parse_bool, _BOOL),
 }
 ENV_VARS = tuple(spec[0] for spec in _ENV.values())  # every variable Seahorse reads
+# What each setting means, for docs/reference/settings.md (scripts/gen_reference.py).
+SETTING_DOCS = {
+    "db_path": "the database: a SQLite file, or a postgresql:// URL (the --db flag wins)",
+    "embedder": "passage embedder tier: minilm (all-MiniLM-L6-v2 INT8), wordllama (fast: static "
+                "embeddings), onnx (a local model, embedder_path) or hash (deterministic fake, tests only)",
+    "embedder_path": "for onnx: a folder with one .onnx sentence embedder and its tokenizer.json",
+    "onnx_threads": "intra-op threads of every ONNX model; 0 = min(2, cores)",
+    "profile": "auto, low, mid, high or max: caps the nodes one query walks",
+    "node_max": "a hard cap on the node budget",
+    "memory_alpha": "share of available RAM + half the free zram that auto may plan for",
+    "max_file_mb": "larger files are refused with a clear error",
+    "max_text_mb": "the same for one inline text (--text, MCP add_document)",
+    "chunk_chars": "passage length a document is cut into (characters)",
+    "damping": "the walk's damping (chosen on the dev split)",
+    "passage_prior": "seed weight of a passage's dense cosine, min-max scaled (chosen on dev)",
+    "lexical_prior": "seed weight of a passage's BM25 score, min-max scaled (chosen on dev)",
+    "fact_top_k": "best-matching facts whose phrases seed the walk",
+    "synonym_threshold": "cosine at which a new phrase is linked to a near-synonym; optimize-graph "
+                         "rebuilds every synonym edge at it",
+    "synonym_neighbours": "near-synonyms linked per new phrase at most",
+    "session_ttl": "seconds an MCP search session keeps its context",
+    "rerank_enabled": "rerank the top candidates with a cross-encoder",
+    "rerank_model_path": "the cross-encoder .onnx",
+    "rerank_tokenizer_path": "its tokenizer.json",
+    "rerank_top_n": "PageRank candidates rescored (after duplicates are removed); 0 = PageRank only",
+    "rerank_fusion_method": "weighted_sum (min-max normalised scores) or rrf (reciprocal rank fusion)",
+    "rerank_w_ppr": "weight of the PageRank side (weights are normalised)",
+    "rerank_w_rerank": "weight of the cross-encoder side",
+    "rerank_rrf_k": "the k of 1/(k + rank)",
+    "rerank_model_max_len": "tokens of a packed [CLS] query [SEP] passage [SEP] pair",
+    "rerank_query_max_len": "query tokens kept",
+    "rerank_passage_max_len": "passage tokens kept; on overflow the passage side is trimmed",
+    "gliner_onnx_path": "a GLiNER ONNX model folder; unset or unusable: the rule-based extractor",
+    "gliner_model": "the model's name (recorded in the database's extractor name), or a local "
+                    "folder to copy from",
+    "gliner_labels": "entity labels, comma-separated",
+    "gliner_threshold": "span score needed, in (0, 1)",
+    "gliner_auto_setup": "when gliner_onnx_path is empty, copy the model there from a local source only",
+}
 _GROUPS = {"rerank": RerankSettings, "gliner": GlinerSettings}
 
 

@@ -33,6 +33,7 @@ from .services.conversation import add_conversation, read_jsonl
 from .services.impact import Impact
 from .services.importing import Importer
 from .services.ingest import IndexResult, Ingest
+from .services.interop import Interop
 from .services.lookup import Lookup
 from .services.memory import Memories
 from .services.neighbours import neighbourhood
@@ -96,6 +97,7 @@ class Engine:
         self.surface = "library"
         self.importer = Importer(rt, self.ingest, self.memories)
         self._lock = threading.RLock()
+        self.interop = Interop(rt, self.ingest)
 
     # ----- the shared state, read-only --------------------------------------------------
     @property
@@ -295,6 +297,27 @@ class Engine:
         of the same file changes nothing). ``any_embedder`` accepts an export of a store
         embedded by another model."""
         return self.importer.import_lines(lines, any_embedder)
+
+    def import_from(self, fmt: str, path: str | Path, fields: Sequence[str] | dict | None = None) -> dict:
+        """Import another tool's file in one transaction (``server-memory``, ``basic-memory``
+        folder, ``jsonl``, ``csv``; ``fields`` names a row's columns, ``["text=body"]``): every
+        record is checked first; the report says what was imported and what was skipped and
+        why. Seahorse's own export goes through :meth:`import_records`."""
+        return self.interop.import_from(fmt, path, fields)
+
+    def export_to(self, fmt: str) -> Iterator[dict]:
+        """The records of :meth:`export` in another tool's shape: ``server-memory`` lines
+        (entities, then relations) or ``jsonl``/``csv`` rows (source, title, text, time, tags,
+        metadata), which ``import_from`` reads back."""
+        from .services.interop import EXPORT_FORMATS, export_rows
+
+        if fmt == "seahorse":
+            return self.export()
+        if fmt == "server-memory":
+            return self.interop.export_server_memory(self.export())
+        if fmt in ("jsonl", "csv"):
+            return export_rows(self.export())
+        raise InvalidInput(f"--to must be one of {', '.join(EXPORT_FORMATS)}", field="to")
 
     def vacuum(self) -> dict:
         """Shrink the file after deletes."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidInput, StorageError
+from ..services.interop import EXPORT_FORMATS, IMPORT_FORMATS
 
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
 
@@ -85,8 +86,20 @@ def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentPar
     ex = sub.add_parser("export", parents=[common],
                         help="every document and memory (with history) as JSONL, on stdout")
     ex.add_argument("--out", help="write to this file instead")
-    im = sub.add_parser("import", parents=[common], help="records from `seahorse export` (JSONL)")
-    im.add_argument("file", help="the export file (- for stdin)")
+    ex.add_argument("--to", default="seahorse", choices=EXPORT_FORMATS,
+                    help="seahorse (default: the exact round trip), server-memory (the MCP memory "
+                         "server's entities and relations), jsonl or csv (rows import --from reads)")
+    im = sub.add_parser("import", parents=[common],
+                        help="records from `seahorse export`, or another tool's file (--from)")
+    im.add_argument("file", help="the file (- for stdin; a folder for basic-memory)")
+    im.add_argument("--from", dest="fmt", default="seahorse", choices=IMPORT_FORMATS,
+                    help="seahorse (default), server-memory (its JSONL knowledge graph), basic-memory "
+                         "(a folder of Markdown notes), jsonl or csv (rows of text, title, time, tags); "
+                         "the last four are checked whole, then written in one transaction, with the "
+                         "records skipped and why")
+    im.add_argument("--field", action="append", metavar="ROLE=NAME",
+                    help="for jsonl/csv: the field holding text, title, source, id, time or tags "
+                         "(repeatable; e.g. text=body)")
     im.add_argument("--any-embedder", action="store_true",
                     help="import an export of a store embedded by another model (texts are embedded again)")
     sub.add_parser("vacuum", parents=[common], help="shrink the file after deletes")
@@ -153,11 +166,18 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
     def export(args):
         with open_engine(args) as eng:
             if args.out:
-                return _write_file(eng.export(), Path(args.out))
-            _write(eng.export(), sys.stdout)  # JSONL is the output: nothing else is printed
+                return {**_write_file(eng.export_to(args.to), Path(args.out), args.to), "to": args.to}
+            _write(eng.export_to(args.to), sys.stdout, args.to)  # the output: nothing else is printed
             raise SystemExit(0)
 
     def import_(args):
+        if args.fmt != "seahorse":
+            if args.file == "-":
+                raise InvalidInput(f"--from {args.fmt} reads a file, not stdin", field="file")
+            with open_engine(args, create=True) as eng:
+                return eng.import_from(args.fmt, args.file, args.field)
+        if args.field:
+            raise InvalidInput("--field is for --from jsonl or csv", field="field")
         with open_engine(args, create=True) as eng:
             try:
                 src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
@@ -186,7 +206,7 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
             "export": export, "import": import_, "vacuum": vacuum, "setup": setup}
 
 
-def _write_file(records, out: Path) -> dict:
+def _write_file(records, out: Path, to: str = "seahorse") -> dict:
     """The export into ``out`` whole or not at all: written to a temporary file in the same
     folder, synced, then renamed over ``out`` (a full disk or a kill never leaves a truncated
     export; an older file of that name stays as it was)."""
@@ -200,7 +220,7 @@ def _write_file(records, out: Path) -> dict:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, delete=False,
                                          prefix=f".{target.name}.", suffix=".tmp") as f:
             tmp = f.name
-            counts = _write(records, f)
+            counts = _write(records, f, to)
             os.fsync(f.fileno())
         os.replace(tmp, target)
         tmp = None
@@ -218,12 +238,23 @@ def _write_file(records, out: Path) -> dict:
     return {"out": str(target), **counts}
 
 
-def _write(records, out) -> dict:
-    counts = {"documents": 0, "memories": 0}
-    for rec in records:
-        out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        if rec["type"] != "header":
-            counts["documents" if rec["type"] == "document" else "memories"] += 1
+def _write(records, out, to: str = "seahorse") -> dict:
+    if to == "csv":
+        from ..services.interop import write_csv
+
+        counts = {"rows": write_csv(records, out)}
+    elif to == "seahorse":
+        counts = {"documents": 0, "memories": 0}
+        for rec in records:
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            if rec["type"] != "header":
+                counts["documents" if rec["type"] == "document" else "memories"] += 1
+    else:
+        counts = {}
+        for rec in records:
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            what = {"entity": "entities", "relation": "relations"}.get(rec.get("type"), "rows")
+            counts[what] = counts.get(what, 0) + 1
     out.flush()
     return counts
 
@@ -261,7 +292,19 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
         return (f"conversation {out['conversation']}: {out['turns']} turn(s), {out['added']} added, "
                 f"{out['updated']} updated, {out['unchanged']} unchanged")
     if command == "export":
+        if out["to"] != "seahorse":
+            counts = ", ".join(f"{n} {what}" for what, n in out.items() if what not in ("out", "to"))
+            return f"wrote {counts or 'nothing'} ({out['to']}) to {out['out']}"
         return f"wrote {out['documents']} document(s) and {out['memories']} memor(ies) to {out['out']}"
+    if command == "import" and "from" in out:
+        lines = [f"imported {out['documents']} document(s) from {out['from']} ({out['added']} added, "
+                 f"{out['updated']} updated, {out['unchanged']} unchanged; {out['relations']} "
+                 f"relation(s)); skipped {out['skipped']}"]
+        lines += [f"  skipped {s['at']}: {s['reason']}" for s in out["skipped_records"]]
+        if out["skipped"] > len(out["skipped_records"]):
+            more = out["skipped"] - len(out["skipped_records"])
+            lines.append(f"  ... and {more} more (--json lists the first)")
+        return "\n".join(lines)
     if command == "import":
         text = f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
         if out["skipped"]:

@@ -1,28 +1,54 @@
 """The MCP memory server (stdio): thin tools over one Engine; mcp lives only here.
 
-stdout carries the protocol alone; logs go to stderr. The engine (and with it numpy, the
-graph and the models) loads on the first tool call, so the handshake stays fast.
+stdout carries the protocol alone; logs go to stderr. The server's lifespan owns the engine,
+which (and with it numpy, the graph and the models) loads on the first tool call, so the
+handshake stays fast; it is closed when the session ends.
+
+How to add a tool (the pattern every tool below follows):
+
+1. The Engine method comes first (one verb, one row in TECH_SPEC.md "Vocabulary").
+2. Its result type goes in adapters/results.py: a TypedDict listing the fields the method
+   returns (``NotRequired[...]`` for those present only sometimes, ``D("...")`` to describe one),
+   with ``__pydantic_config__ = OPEN`` (or inherited) so fields added later still reach clients.
+   The SDK publishes it as the tool's ``outputSchema`` and checks every reply against it.
+3. The tool, inside build_server: ``@tool(READ_ONLY)`` (or WRITES, DELETES, ...: what it
+   touches); ``ctx: Context`` first, then each parameter as ``Annotated[type, P("what it is")]``
+   with its default; a one-sentence docstring (the model reads it as a prompt); the body calls
+   one Engine method through ``runtime(ctx).call("method", ...)`` (errors become ToolErrors
+   there) and returns its dict (``.as_dict()`` of result objects), annotated
+   ``-> R.YourResult``. ``@tool`` checks the reply against that type (a field of the wrong
+   type is a readable "internal error", logged, not the SDK's bare "Error executing tool").
+4. A case in tests/test_mcp_schemas.py's ``calls()``: the test calls every tool over stdio and
+   validates each reply against its published schema; ``make reference`` refreshes
+   docs/reference/mcp.md.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 import threading
+import typing
 import warnings
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, AsyncIterator, Literal
 from urllib.parse import unquote, urlparse
 
 import anyio
 import anyio.from_thread
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from pydantic import Field, ValidationError
+from typing_extensions import Annotated
 
 from ..errors import SeahorseError
 from ..version import __version__
+from . import results as R  # noqa: N812 - R.SearchResult reads as "the result of search"
 
 log = logging.getLogger("seahorse")
 
@@ -44,6 +70,27 @@ INDEXES_VERSIONS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, id
 DELETE_ONCE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False,
                               openWorldHint=False)
 
+
+
+def P(text: str) -> Any:  # noqa: N802 - reads as part of the parameter's type
+    """A parameter's description in the tool's input schema: ``Annotated[str, P("...")]``."""
+    return Field(description=text)
+
+
+# Parameter descriptions shared by several tools.
+CURSOR = "next_cursor of the previous page (leave out for the first page)"
+SINCE = "ISO date: only items whose time is at or after it"
+UNTIL = "ISO date: only items whose time is at or before it"
+SCOPE = "the memory's namespace"
+REFUSE = "false: answer even when the store does not seem to hold the answer"
+SESSION = ("a conversation's id: earlier searches with it seed this one (for "
+           "SEAHORSE_SESSION_TTL seconds); without it search writes nothing")
+SOURCE = "the document's name (default text:<hash>); adding the same source again replaces it"
+METADATA = "JSON object kept with it; event_time (ISO date) dates it, tags (list) tags it"
+HIT_ID = "a hit's id (from search or search_code)"
+REPO = "the repository's path or name (may be left out when only one is indexed)"
+SYMBOL = "qualified or bare name (Flask.wsgi_app, wsgi_app) or PATH:NAME (src/app.py:run)"
+
 INSTRUCTIONS = (
     "Seahorse is a local long-term memory. Call `search` before answering questions about "
     "the user's notes, projects or past decisions; call `upsert_memory` to remember a fact or "
@@ -63,6 +110,12 @@ class _Runtime:
         self.db = db
         self.lock = threading.Lock()
         self._engine = None
+
+    def close(self) -> None:
+        with self.lock:
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
 
     def call(self, fn_name: str, *args, **kwargs) -> Any:
         return self.call_with(lambda eng: getattr(eng, fn_name)(*args, **kwargs),
@@ -211,89 +264,167 @@ def check_allowed(path: str, roots: list[Path]) -> None:
                         f"{ALLOW_HELP}")
 
 
+def checked(fn):
+    """The tool with its reply checked against its return type (results.py) before the SDK
+    checks it again: a reply that does not fit (a bug) becomes a ToolError naming the field
+    and is logged, where the SDK's own check would answer only "Error executing tool X"."""
+    adapter = None
+
+    @functools.wraps(fn)
+    def tool(*args, **kwargs):
+        nonlocal adapter
+        out = fn(*args, **kwargs)
+        if adapter is None:
+            from pydantic import TypeAdapter
+
+            adapter = TypeAdapter(typing.get_type_hints(fn)["return"])
+        try:
+            adapter.validate_python(out)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(map(str, err["loc"])) or "the reply"
+            log.error("%s: reply does not fit its schema: %s", fn.__name__, exc)
+            raise ToolError(f"internal error: the reply does not fit its schema ({where}: "
+                            f"{err['msg']})") from None
+        return out
+    return tool
+
+
+def runtime(ctx: Context) -> _Runtime:
+    """The engine holder the server's lifespan owns."""
+    return ctx.request_context.lifespan_context
+
+
 def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPServer:
-    rt = _Runtime(db)
+    holder = _Runtime(db)
     cli_allow = [Path(p) for p in allow or []]
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[_Runtime]:
+        """The server's lifespan owns the engine: opened on the first tool call (so the
+        handshake stays fast), closed when the session ends."""
+        try:
+            yield holder
+        finally:
+            await anyio.to_thread.run_sync(holder.close)
+
     server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING")
+                       log_level="WARNING", lifespan=lifespan)
 
-    @server.tool(annotations=WRITES)
-    def add_document(ctx: Context, text: str, source: str | None = None,
-                     metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    def tool(annotations: ToolAnnotations):
+        """``server.tool`` with the reply checked against the tool's result type first."""
+        def register(fn):
+            return server.tool(annotations=annotations)(checked(fn))
+        return register
+
+    @tool(WRITES)
+    def add_document(ctx: Context, text: Annotated[str, P("the text to index (note, document, transcript)")],
+                     source: Annotated[str | None, P(SOURCE)] = None,
+                     metadata: Annotated[dict[str, Any] | None, P(METADATA)] = None) -> R.AddDocumentResult:
         """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
-        return rt.call("add_document", text, source=source, metadata=metadata,
-                       progress=progress_to(ctx, "passages")).as_dict()
+        return runtime(ctx).call("add_document", text, source=source, metadata=metadata,
+                                 progress=progress_to(ctx, "passages")).as_dict()
 
-    @server.tool(annotations=SEARCH)
-    def search(query: str, session_id: str | None = None, top_k: int = 5, refuse: bool = True,
-               kinds: list[NodeKind] | None = None, since: str | None = None, until: str | None = None,
-               as_of: str | None = None, cursor: str | None = None) -> dict[str, Any]:
+    @tool(SEARCH)
+    def search(ctx: Context, query: Annotated[str, P("the question, in plain words")],
+               session_id: Annotated[str | None, P(SESSION)] = None,
+               top_k: Annotated[int, P(f"hits per page (at most {MCP_TOP_K_MAX})")] = 5,
+               refuse: Annotated[bool, P(REFUSE)] = True,
+               kinds: Annotated[list[NodeKind] | None, P("only hits of these kinds")] = None,
+               since: Annotated[str | None, P(SINCE)] = None,
+               until: Annotated[str | None, P(UNTIL)] = None,
+               as_of: Annotated[str | None, P("ISO date: search what was true then (replaced memory "
+                                             "values included)")] = None,
+               cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchResult:
         """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included). next_cursor, passed back as cursor with the same query, gives the next page (null on the last)."""
         from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
         if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
             raise ToolError(f"top_k is at most {MCP_TOP_K_MAX} here; narrow the question or use since/until")
-        return rt.call("search", query, top_k=top_k, session_id=session_id, refuse=refuse, kinds=kinds,
-                       snippet_chars=SNIPPET_CHARS, since=since, until=until, as_of=as_of,
-                       cursor=cursor).as_dict()
+        return runtime(ctx).call("search", query, top_k=top_k, session_id=session_id, refuse=refuse,
+                                 kinds=kinds, snippet_chars=SNIPPET_CHARS, since=since, until=until,
+                                 as_of=as_of, cursor=cursor).as_dict()
 
-    @server.tool(annotations=WRITES)
-    def upsert_memory(key: str, value: str, scope: str = "global", kind: MemoryKind | None = None,
-                      trust: float = 1.0, strength: float = 1.0,
-                      provenance: str = "user_direct", event_time: str | None = None,
-                      tags: list[str] | None = None, supersedes: str | None = None) -> dict[str, Any]:
+    @tool(WRITES)
+    def upsert_memory(ctx: Context, key: Annotated[str, P("the memory's name, unique in its scope")],
+                      value: Annotated[str, P("what to remember")],
+                      scope: Annotated[str, P(SCOPE)] = "global",
+                      kind: Annotated[MemoryKind | None, P("what sort of memory it is (default fact; when replacing, the old one's)")] = None,
+                      trust: Annotated[float, P("0..1: how far to believe it; scales its rank")] = 1.0,
+                      strength: Annotated[float, P("0..1: how much it matters; scales its rank")] = 1.0,
+                      provenance: Annotated[str, P("where it came from")] = "user_direct",
+                      event_time: Annotated[str | None, P("ISO date: when it became true (default now)")] = None,
+                      tags: Annotated[list[str] | None, P("tags to filter by (list_memories tag=, forget tag=)")] = None,
+                      supersedes: Annotated[str | None, P("KEY of another memory this one retires")] = None,
+                      ) -> R.UpsertMemoryResult:
         """Remember a value under a key (a second call with the same key replaces it: the old value stays in history, valid until now); supersedes=OTHER_KEY retires another memory; event_time (ISO date) says when it became true; kind (default fact) and tags, when not given, stay those of the value replaced; returns the memory's node id and status."""
-        return rt.call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
-                       strength=strength, provenance=provenance, event_time=event_time, tags=tags,
-                       supersedes=supersedes)
+        return runtime(ctx).call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
+                                 strength=strength, provenance=provenance, event_time=event_time,
+                                 tags=tags, supersedes=supersedes)
 
-    @server.tool(annotations=DELETES)
-    def delete_memory(key: str, scope: str = "global") -> dict[str, Any]:
+    @tool(DELETES)
+    def delete_memory(ctx: Context, key: Annotated[str, P("the memory's key")],
+                      scope: Annotated[str, P(SCOPE)] = "global") -> R.DeleteMemoryResult:
         """Forget the memory stored under a key; returns whether it existed."""
-        return rt.call("delete_memory", key, scope=scope)
+        return runtime(ctx).call("delete_memory", key, scope=scope)
 
-    @server.tool(annotations=DELETES)
-    def forget(key: str | None = None, scope: str | None = None, tag: str | None = None,
-               before: str | None = None) -> dict[str, Any]:
+    @tool(DELETES)
+    def forget(ctx: Context, key: Annotated[str | None, P("only the memory under this key")] = None,
+               scope: Annotated[str | None, P("only memories of this scope")] = None,
+               tag: Annotated[str | None, P("only memories with this tag")] = None,
+               before: Annotated[str | None, P("ISO date: only memories stored or happened before it")] = None,
+               ) -> R.ForgetResult:
         """Delete every memory (with its history) matching all the conditions given: key, scope, tag, or stored/happened before a date."""
-        return rt.call("forget", key=key, scope=scope, tag=tag, before=before)
+        return runtime(ctx).call("forget", key=key, scope=scope, tag=tag, before=before)
 
-    @server.tool(annotations=WRITES)
-    def add_conversation(ctx: Context, turns: list[dict[str, Any]],
-                         conversation: str = "conversation") -> dict[str, Any]:
+    @tool(WRITES)
+    def add_conversation(ctx: Context,
+                         turns: Annotated[list[dict[str, Any]], P("the turns, each {text, speaker, time, "
+                                                                  "id, session}; text is required")],
+                         conversation: Annotated[str, P("the conversation's name (sources "
+                                                        "conversation:NAME#ID)")] = "conversation",
+                         ) -> R.AddConversationResult:
         """Index a conversation's turns, each {text, speaker, time, id, session}; each turn becomes retrievable on its own (source conversation:NAME#ID), dated by its time or session date; expand(id) of a hit returns the turns around it."""
-        return rt.call("add_conversation", turns, conversation=conversation)
+        return runtime(ctx).call("add_conversation", turns, conversation=conversation)
 
-    @server.tool(annotations=READ_ONLY)
-    def list_memories(cursor: str | None = None, limit: int = 20, scope: str | None = None,
-                      kind: str | None = None, tag: str | None = None, since: str | None = None,
-                      until: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def list_memories(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
+                      limit: Annotated[int, P("items per page (at most 500)")] = 20,
+                      scope: Annotated[str | None, P("only this scope")] = None,
+                      kind: Annotated[str | None, P("only this kind")] = None,
+                      tag: Annotated[str | None, P("only memories with this tag")] = None,
+                      since: Annotated[str | None, P(SINCE)] = None,
+                      until: Annotated[str | None, P(UNTIL)] = None) -> R.ListMemoriesResult:
         """List stored memories a page at a time ({items: [{key, scope, value, kind, time, ...}], next_cursor}); pass next_cursor back for the next page; values are cut at 400 characters (get or show the whole)."""
-        return rt.call("list_memories", cursor, limit, scope=scope, kind=kind, tag=tag, since=since,
-                       until=until)
+        return runtime(ctx).call("list_memories", cursor, limit, scope=scope, kind=kind, tag=tag,
+                                 since=since, until=until)
 
-    @server.tool(annotations=READ_ONLY)
-    def list_documents(cursor: str | None = None, limit: int = 20, source_prefix: str | None = None,
-                       tag: str | None = None, since: str | None = None,
-                       until: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def list_documents(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
+                       limit: Annotated[int, P("items per page (at most 500)")] = 20,
+                       source_prefix: Annotated[str | None, P("only sources starting so")] = None,
+                       tag: Annotated[str | None, P("only documents with this tag")] = None,
+                       since: Annotated[str | None, P(SINCE)] = None,
+                       until: Annotated[str | None, P(UNTIL)] = None) -> R.ListDocumentsResult:
         """List stored documents a page at a time ({items: [{id, source, title, time, passages}], next_cursor}); pass next_cursor back for the next page."""
-        return rt.call("list_documents", cursor, limit, source_prefix=source_prefix, tag=tag,
-                       since=since, until=until)
+        return runtime(ctx).call("list_documents", cursor, limit, source_prefix=source_prefix, tag=tag,
+                                 since=since, until=until)
 
-    @server.tool(annotations=DELETE_ONCE)
-    def delete_document(id: int | str) -> dict[str, Any]:
+    @tool(DELETE_ONCE)
+    def delete_document(ctx: Context, id: Annotated[int | str, P("the document's doc_id or source")],
+                        ) -> R.DeleteDocumentResult:
         """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
-        return rt.call("delete_document", id)
+        return runtime(ctx).call("delete_document", id)
 
-    @server.tool(annotations=READ_ONLY)
-    def get(id: int) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def get(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.Record:
         """Return the full record of a hit by its id: whole text, source, and a memory's fields and history."""
-        return rt.call("get", id)
+        return runtime(ctx).call("get", id)
 
-    @server.tool(annotations=READ_ONLY)
-    def expand(id: int) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def expand(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.ExpandResult:
         """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
-        out = rt.call("expand", id)
+        out = runtime(ctx).call("expand", id)
         text = out.get("document_text")
         if text is not None and len(text) > EXPAND_CHARS:  # a long document is cut: replies stay bounded
             out["document_text"] = text[:EXPAND_CHARS]
@@ -301,9 +432,11 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
         return out
 
     # ----- code ------------------------------------------------------------------------
-    @server.tool(annotations=WRITES)
-    def index_repo(ctx: Context, path: str, worktree: bool = False, history: bool = True,
-                   max_commits: int = 1000) -> dict[str, Any]:
+    @tool(WRITES)
+    def index_repo(ctx: Context, path: Annotated[str, P("the checkout's folder")],
+                   worktree: Annotated[bool, P("also index uncommitted edits, marked dirty")] = False,
+                   history: Annotated[bool, P("index git history (commits and what they touched)")] = True,
+                   max_commits: Annotated[int, P("newest commits indexed")] = 1000) -> R.IndexRepoResult:
         """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty. Only folders under the client's roots (or the server's working folder, and folders the user allowed with --allow / SEAHORSE_ALLOW) may be indexed."""
         from ..config import load_settings
         from ..services.runtime import check_path
@@ -315,19 +448,26 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
             raise ToolError(tool_message(exc)) from None
         roots = allowed_roots(anyio.from_thread.run(client_roots, ctx), (*cli_allow, *settings_allow))
         check_allowed(path, roots)
-        return rt.call("index_repo", path, worktree=worktree, history=history, max_commits=max_commits,
-                       progress=progress_to(ctx, "files"))
+        return runtime(ctx).call("index_repo", path, worktree=worktree, history=history,
+                                 max_commits=max_commits, progress=progress_to(ctx, "files"))
 
-    @server.tool(annotations=READ_ONLY)
-    def search_code(query: str, repo: str | None = None, token_budget: int = 2000,
-                    top_k: int = 10, refuse: bool = True, cursor: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def search_code(ctx: Context, query: Annotated[str, P("what the code does, in plain words")],
+                    repo: Annotated[str | None, P(REPO)] = None,
+                    token_budget: Annotated[int, P("the hits fit this many tokens")] = 2000,
+                    top_k: Annotated[int, P("hits at most")] = 10,
+                    refuse: Annotated[bool, P(REFUSE)] = True,
+                    cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchCodeResult:
         """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code; next_cursor (passed back as cursor) gives the next page."""
-        return rt.call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
-                       token_budget=token_budget, cursor=cursor).as_dict()
+        return runtime(ctx).call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
+                                 token_budget=token_budget, cursor=cursor).as_dict()
 
-    @server.tool(annotations=READ_ONLY)
-    def find_symbol(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def find_symbol(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                    repo: Annotated[str | None, P(REPO)] = None,
+                    limit: Annotated[int, P("matches at most")] = 20) -> R.FindSymbolResult:
         """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app; PATH:NAME, e.g. src/app.py:run, picks one file's); returns path, span, signature and doc of each, with callers and callees of the first."""
+        rt = runtime(ctx)
         found = rt.call("find_symbol", name, repo=repo, limit=limit)
         if not found:
             raise ToolError(f"no symbol {name!r}; {HINTS['no_symbol']}")
@@ -335,82 +475,119 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
         first = rt.call("symbol", f'{found[0]["path"]}:{found[0]["symbol"]}', repo=repo)
         return {"matches": found, "first": first}
 
-    @server.tool(annotations=READ_ONLY)
-    def get_callers(name: str, repo: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def get_callers(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                    repo: Annotated[str | None, P(REPO)] = None) -> R.CallersResult:
         """Symbols whose calls resolve unambiguously to this one (ambiguous calls are not guessed: see get_references)."""
-        return rt.call("get_callers", name, repo=repo)
+        return runtime(ctx).call("get_callers", name, repo=repo)
 
-    @server.tool(annotations=READ_ONLY)
-    def get_references(name: str, repo: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def get_references(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                       repo: Annotated[str | None, P(REPO)] = None) -> R.ReferencesResult:
         """Every place naming the symbol: calls, imports, subclasses and docs; `resolved: false` marks a same-named call that could mean another symbol."""
-        return rt.call("get_references", name, repo=repo)
+        return runtime(ctx).call("get_references", name, repo=repo)
 
-    @server.tool(annotations=READ_ONLY)
-    def symbol_history(name: str, repo: str | None = None, limit: int = 20) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def symbol_history(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                       repo: Annotated[str | None, P(REPO)] = None,
+                       limit: Annotated[int, P("commits at most")] = 20) -> R.SymbolHistoryResult:
         """The commits that changed a symbol, newest first, with author, date and the full message (the why)."""
-        return rt.call("symbol_history", name, repo=repo, limit=limit)
+        return runtime(ctx).call("symbol_history", name, repo=repo, limit=limit)
 
-    @server.tool(annotations=READ_ONLY)
-    def get_recent_changes(since: str | None = None, repo: str | None = None,
-                           limit: int = 20) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def get_recent_changes(ctx: Context,
+                           since: Annotated[str | None, P("a revision: HEAD~20, a sha or a tag; "
+                                                          "default the newest `limit` commits")] = None,
+                           repo: Annotated[str | None, P(REPO)] = None,
+                           limit: Annotated[int, P("commits at most")] = 20) -> R.RecentChangesResult:
         """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
-        return rt.call("get_recent_changes", since, repo=repo, limit=limit)
+        return runtime(ctx).call("get_recent_changes", since, repo=repo, limit=limit)
 
     # ----- code intelligence (issue 24) ---------------------------------------------------
-    @server.tool(annotations=INDEXES_VERSIONS)
-    def compare_versions(ref_a: str, ref_b: str, repo: str | None = None, limit: int = 50,
-                         cursor: str | None = None) -> dict[str, Any]:
+    @tool(INDEXES_VERSIONS)
+    def compare_versions(ctx: Context, ref_a: Annotated[str, P("the older ref: sha, tag, branch, HEAD~3")],
+                         ref_b: Annotated[str, P("the newer ref")],
+                         repo: Annotated[str | None, P(REPO)] = None,
+                         limit: Annotated[int, P("items per list at most")] = 50,
+                         cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.CompareVersionsResult:
         """What changed between two refs (sha, tag, branch, HEAD~3) of an indexed checkout: declarations added, removed, changed (by body hash; signature_changed marked), moved or renamed, files renamed, call/import/inherit edges added and removed, and the commits between (ahead/behind). Refs not indexed yet are indexed first (only unseen blobs are parsed). limit items per list; next_cursor gives the next page."""
-        return rt.call("compare_versions", ref_a, ref_b, repo=repo, limit=limit, cursor=cursor)
+        return runtime(ctx).call("compare_versions", ref_a, ref_b, repo=repo, limit=limit, cursor=cursor)
 
-    @server.tool(annotations=INDEXES_VERSIONS)
-    def search_at_version(query: str, ref: str, repo: str | None = None, top_k: int = 10,
-                          cursor: str | None = None) -> dict[str, Any]:
+    @tool(INDEXES_VERSIONS)
+    def search_at_version(ctx: Context, query: Annotated[str, P("the question, in plain words")],
+                          ref: Annotated[str, P("the ref to search as it was")],
+                          repo: Annotated[str | None, P(REPO)] = None,
+                          top_k: Annotated[int, P("hits per page")] = 10,
+                          cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.VersionSearchResult:
         """Search the code as it was at a ref (lexical, over that version's declarations): hits with path, symbol, lines, signature and a snippet; next_cursor gives the next page."""
-        return rt.call("search_at_version", query, ref, repo=repo, top_k=top_k, cursor=cursor)
+        return runtime(ctx).call("search_at_version", query, ref, repo=repo, top_k=top_k, cursor=cursor)
 
-    @server.tool(annotations=INDEXES_VERSIONS)
-    def search_history(query: str, repo: str | None = None, top_k: int = 10, cursor: str | None = None,
-                       refs: list[str] | None = None) -> dict[str, Any]:
+    @tool(INDEXES_VERSIONS)
+    def search_history(ctx: Context, query: Annotated[str, P("the question, in plain words")],
+                       repo: Annotated[str | None, P(REPO)] = None,
+                       top_k: Annotated[int, P("hits per page")] = 10,
+                       cursor: Annotated[str | None, P("next_cursor of the previous page")] = None,
+                       refs: Annotated[list[str] | None, P("refs to index as versions first")] = None,
+                       ) -> R.VersionSearchResult:
         """Search every indexed version of the code (the indexed HEAD, versions indexed before, and refs indexed first); identical code is one hit listing every version and place it appears in."""
-        return rt.call("search_history", query, repo=repo, top_k=top_k, cursor=cursor, refs=refs)
+        return runtime(ctx).call("search_history", query, repo=repo, top_k=top_k, cursor=cursor, refs=refs)
 
-    @server.tool(annotations=READ_ONLY)
-    def change_impact(name: str | None = None, repo: str | None = None, depth: int = 3, limit: int = 50,
-                      cursor: str | None = None, worktree: bool = False) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def change_impact(ctx: Context, name: Annotated[str | None, P("a declaration: NAME or PATH:NAME")] = None,
+                      repo: Annotated[str | None, P(REPO)] = None,
+                      depth: Annotated[int, P("steps of dependents followed")] = 3,
+                      limit: Annotated[int, P("items per list at most")] = 50,
+                      cursor: Annotated[str | None, P("next_cursor of the previous page")] = None,
+                      worktree: Annotated[bool, P("no name: the declarations the uncommitted edits change")] = False,
+                      ) -> R.ImpactResult:
         """What depends on a declaration: transitive callers, importers, subclasses and overriders up to depth, ranked by a walk from it, plus the tests that reach it. worktree=true (no name): the impact of the declarations the uncommitted edits change."""
-        return rt.call("change_impact", name, repo=repo, depth=depth, limit=limit, cursor=cursor,
-                       worktree=worktree)
+        return runtime(ctx).call("change_impact", name, repo=repo, depth=depth, limit=limit, cursor=cursor,
+                                 worktree=worktree)
 
-    @server.tool(annotations=READ_ONLY)
-    def find_dependencies(name: str, repo: str | None = None, direction: Literal["in", "out", "both"] = "both",
-                          depth: int = 2, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def find_dependencies(ctx: Context, name: Annotated[str, P("a declaration: NAME or PATH:NAME")],
+                          repo: Annotated[str | None, P(REPO)] = None,
+                          direction: Annotated[Literal["in", "out", "both"],
+                                               P("in: what depends on it; out: what it depends on")] = "both",
+                          depth: Annotated[int, P("steps walked")] = 2,
+                          limit: Annotated[int, P("items per list at most")] = 50,
+                          cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.DependenciesResult:
         """The dependency walk from a declaration over calls, imports and inherits: direction in (what depends on it), out (what it depends on) or both, to depth; nodes with their depth and the edges walked."""
-        return rt.call("find_dependencies", name, repo=repo, direction=direction, depth=depth, limit=limit,
-                       cursor=cursor)
+        return runtime(ctx).call("find_dependencies", name, repo=repo, direction=direction, depth=depth,
+                                 limit=limit, cursor=cursor)
 
-    @server.tool(annotations=READ_ONLY)
-    def get_repo_map(repo: str | None = None, token_budget: int = 1000, cursor: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def get_repo_map(ctx: Context, repo: Annotated[str | None, P(REPO)] = None,
+                     token_budget: Annotated[int, P("tokens the map may use")] = 1000,
+                     cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.RepoMapResult:
         """The repository in one page: files and their most central declarations (PageRank over calls, imports, inherits) with signatures and lines, packed under token_budget; next_cursor continues with the next most central."""
-        return rt.call("get_repo_map", repo=repo, token_budget=token_budget, cursor=cursor)
+        return runtime(ctx).call("get_repo_map", repo=repo, token_budget=token_budget, cursor=cursor)
 
-    @server.tool(annotations=READ_ONLY)
-    def index_status(repo: str | None = None, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def index_status(ctx: Context, repo: Annotated[str | None, P(REPO)] = None,
+                     limit: Annotated[int, P("items per list at most")] = 20,
+                     cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.IndexStatusResult:
         """Whether to trust the code index: per indexed checkout, the indexed HEAD vs the current HEAD, commits and files changed but not indexed (uncommitted edits too), counts and the last index time."""
-        return rt.call("index_status", repo=repo, limit=limit, cursor=cursor)
+        return runtime(ctx).call("index_status", repo=repo, limit=limit, cursor=cursor)
+
     # ----- code analyses (issue 24) -------------------------------------------------------
-    @server.tool(annotations=READ_ONLY)
-    def analyze(kind: AnalysisKind, repo: str | None = None, min_confidence: float | None = None,
-                min_similarity: float | None = None, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+    @tool(READ_ONLY)
+    def analyze(ctx: Context, kind: Annotated[AnalysisKind, P("dead-code, duplicates or conventions")],
+                repo: Annotated[str | None, P(REPO)] = None,
+                min_confidence: Annotated[float | None, P("dead-code: lowest confidence listed (default 0.8)")] = None,
+                min_similarity: Annotated[float | None, P("duplicates: lowest similarity (default 0.7)")] = None,
+                limit: Annotated[int, P("items per list at most")] = 50,
+                cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.AnalyzeResult:
         """Analyse an indexed repository: kind=dead-code lists declarations and files nothing reaches (each with reason and confidence, default min_confidence 0.8), duplicates groups near-duplicate function bodies with their similarity (default min_similarity 0.7), conventions counts naming per kind, docstring style, error handling and test layout so new code fits; lists are paginated (next_cursor back as cursor)."""
-        return rt.call("analyze", kind, repo=repo, min_confidence=min_confidence,
-                       min_similarity=min_similarity, limit=limit, cursor=cursor)
+        return runtime(ctx).call("analyze", kind, repo=repo, min_confidence=min_confidence,
+                                 min_similarity=min_similarity, limit=limit, cursor=cursor)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:
         """Node and edge counts by kind, profile, node budget, embedder and database size."""
+        # The SDK injects no Context into a static resource: the lifespan's holder directly.
         try:
-            return json.dumps(rt.call("stats"))
+            return json.dumps(holder.call("stats"))
         except ToolError as exc:
             from mcp.server.mcpserver.exceptions import ResourceError
 
@@ -457,7 +634,11 @@ async def serve_stdio(server: MCPServer) -> None:
                 await write_stream.send(SessionMessage(mcp_types.JSONRPCError.model_validate(error)))
 
             source.attach(reply)
-            lowlevel = server._lowlevel_server  # what run_stdio_async runs; no public handle
+            # The one private name used: MCPServer's public run_stdio_async() opens its own
+            # stdio_server() and keeps the write stream to itself, so neither a screened stdin
+            # nor the replies to invalid requests could go through it; this is its body with
+            # those two streams (mcp 2.3; tests/test_jsonrpc.py fails if it moves).
+            lowlevel = server._lowlevel_server
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
