@@ -9,7 +9,8 @@ alike) names the nodes added and removed, the edges changed and the memories re-
 What stays resident is what every query reads: the graph (CSR adjacency with 32-bit indices,
 per-vertex arrays; node id -> vertex by binary search over the ids) and the passages' dense
 vectors, as int8 with a scale per row (a quarter of float32; the cosines they give differ from
-float32's by under 1e-2, and the dev rankings did not move: docs/out-of-core.md). Everything is
+float32's by under 1e-2; int8 passage vectors changed no dev ranking when measured for
+TECH_SPEC "What the database holds"; docs/out-of-core.md). Everything is
 read from the store in blocks, so a load never holds a Python object per edge or a float32
 copy of every vector. Facts (sentence vectors, ~3 per passage) and phrase texts are read from
 the store per query, for the candidates only.
