@@ -255,6 +255,10 @@ SETTING_DOCS = {
                          "rebuilds every synonym edge at it",
     "synonym_neighbours": "near-synonyms linked per new phrase at most",
     "session_ttl": "seconds an MCP search session keeps its context",
+    "allow": "folders (separated by os.pathsep) MCP index_repo may read besides the client's roots or "
+             "the server's working folder; also `seahorse run --allow PATH`",
+    "usage": "record local usage analytics for `seahorse gain` (off: record nothing); no query text or code",
+    "walk_ms": "the walk's latency target under the auto profile: at most 1,500 nodes per ms are walked",
     "rerank_enabled": "rerank the top candidates with a cross-encoder",
     "rerank_model_path": "the cross-encoder .onnx",
     "rerank_tokenizer_path": "its tokenizer.json",

@@ -27,8 +27,8 @@ from .analysis import AnalysisTables
 from .code import CodeTables
 from .codec import _from_blobs, _to_blob, _to_blobs  # noqa: F401  (_to_blob: imported from here)
 from .codewalk import CodeWalks
+from .docrows import DocumentRows
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
-from .inlists import select_in
 from .lifecycle import Lifecycle
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .versions import VersionTables
@@ -159,7 +159,8 @@ def _fs_read_only(path: Path) -> bool:
         return False
 
 
-class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, AnalysisTables):
+class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, AnalysisTables,
+                  DocumentRows):
     """Every read and write of the knowledge graph goes through here.
 
     ``create`` (default True) lets the open make a new store in a missing or empty file;
@@ -607,79 +608,6 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         self.db.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
                         (CHANGE_LOG_KEEP,))
 
-    # ----- documents --------------------------------------------------------------------
-    def document_by_source(self, source: str) -> sqlite3.Row | None:
-        cur = self.db.execute(
-            "SELECT id, source, title, content_hash, metadata FROM documents WHERE source=?",
-            (source,),
-        )
-        return cur.fetchone()
-
-    def document(self, doc_id: int) -> tuple | None:
-        return self.db.execute(
-            "SELECT id, source, title, content_hash, metadata FROM documents WHERE id=?",
-            (doc_id,),
-        ).fetchone()
-
-    def documents(self, prefix: str | None = None) -> list[tuple]:
-        sql = "SELECT id, source, title, content_hash FROM documents"
-        if prefix is None:
-            return self.db.execute(sql + " ORDER BY id").fetchall()
-        return self.db.execute(
-            sql + " WHERE substr(source, 1, ?) = ? ORDER BY id", (len(prefix), prefix)
-        ).fetchall()
-
-    def insert_document(self, source: str, title: str | None, content_hash: str,
-                        metadata: dict | None, extractor: str | None = None) -> int:
-        now = time.time()
-        cur = self.db.execute(
-            "INSERT INTO documents(source, title, content_hash, metadata, created_at, updated_at,"
-            " extractor) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (source, title, content_hash, json.dumps(metadata) if metadata else None, now, now,
-             extractor),
-        )
-        return int(cur.lastrowid)
-
-    def delete_document(self, doc_id: int, *, keep_row: bool = False) -> dict[str, int]:
-        """Remove a document and everything only it contributed. Call inside atomic(); the
-        caller bumps graph_version once for its whole change.
-
-        With ``keep_row`` the documents row (and so its id) stays, for an update in place."""
-        passage_ids = [r[0] for r in self.db.execute(
-            "SELECT id FROM nodes WHERE doc_id=?", (doc_id,))]
-        self.db.executemany("DELETE FROM passages_fts WHERE rowid=?", [(i,) for i in passage_ids])
-        if keep_row:
-            self.db.execute("DELETE FROM nodes WHERE doc_id=?", (doc_id,))
-        else:
-            self.db.execute("DELETE FROM documents WHERE id=?", (doc_id,))
-        phrases = self.delete_orphan_phrases()
-        return {"passages": len(passage_ids), "phrases": phrases}
-
-    def passage_count(self, doc_id: int) -> int:
-        return self.db.execute("SELECT count(*) FROM nodes WHERE doc_id=?", (doc_id,)).fetchone()[0]
-
-    def document_nodes(self, doc_id: int) -> list[tuple[int, str]]:
-        """(node id, text) of a document's nodes, in order."""
-        return self.db.execute("SELECT id, text FROM nodes WHERE doc_id=? ORDER BY ordinal",
-                               (doc_id,)).fetchall()
-
-    def update_document(self, doc_id: int, title: str | None, content_hash: str,
-                        metadata: dict | None, extractor: str | None = None) -> None:
-        self.db.execute(
-            "UPDATE documents SET title=?, content_hash=?, metadata=?, updated_at=?, extractor=?"
-            " WHERE id=?",
-            (title, content_hash, json.dumps(metadata) if metadata else None, time.time(), extractor,
-             doc_id))
-
-    def extractor_counts(self) -> dict[str, int]:
-        """How many documents each extractor produced the phrases of (empty for a read-only
-        file of an older schema, which has no such column)."""
-        if "extractor" not in {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}:
-            return {}
-        return dict(self.db.execute("SELECT coalesce(extractor, 'unknown'), count(*) FROM documents"
-                                    " GROUP BY 1 ORDER BY 1"))
-
-    # ----- nodes and edges --------------------------------------------------------------
     def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
         """A retrievable text node (``passage`` of a document, or a ``memory``)."""
         cur = self.db.execute(
@@ -746,139 +674,6 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
             "INSERT INTO facts(passage_id, ordinal, text, phrase_ids, vec) VALUES (?,?,?,?,?)",
             [(p, o, t, json.dumps(ph), b) for (p, o, t, ph, _v), b in zip(rows, blobs)],
         )
-
-    # ----- memories and sessions --------------------------------------------------------
-    def memory(self, scope: str, key: str) -> tuple | None:
-        """(id, doc_id, kind, trust, strength, provenance, text, created_at) of a memory."""
-        return self.db.execute(
-            "SELECT m.id, m.doc_id, m.kind, m.trust, m.strength, m.provenance, n.text, m.created_at"
-            " FROM memories m JOIN nodes n ON n.doc_id = m.doc_id"
-            " WHERE m.scope=? AND m.key=?", (scope, key)).fetchone()
-
-    def memory_by_doc(self, doc_id: int) -> dict | None:
-        row = self.db.execute(
-            "SELECT scope, key, kind, trust, strength, provenance, created_at, updated_at"
-            " FROM memories WHERE doc_id=?", (doc_id,)).fetchone()
-        if row is None:
-            return None
-        names = ("scope", "key", "kind", "trust", "strength", "provenance", "created_at",
-                 "updated_at")
-        return dict(zip(names, row))
-
-    def save_memory(self, scope: str, key: str, doc_id: int, kind: str, trust: float,
-                    strength: float, provenance: str, created_at: float | None) -> None:
-        now = time.time()
-        self.db.execute("DELETE FROM memories WHERE scope=? AND key=?", (scope, key))
-        self.db.execute(
-            "INSERT INTO memories(scope, key, doc_id, kind, trust, strength, provenance,"
-            " created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (scope, key, doc_id, kind, trust, strength, provenance, created_at or now, now))
-
-    def add_memory_history(self, scope: str, key: str, value: str, kind: str, trust: float,
-                           strength: float, provenance: str, *, doc_id: int | None = None,
-                           valid_from: float | None = None, replaced_at: float | None = None) -> None:
-        """A replaced value; ``doc_id`` is the document it stays searchable as (``as_of``)."""
-        self.db.execute(
-            "INSERT INTO memory_history(scope, key, value, kind, trust, strength, provenance,"
-            " replaced_at, doc_id, valid_from) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (scope, key, value, kind, trust, strength, provenance,
-             time.time() if replaced_at is None else replaced_at, doc_id, valid_from))
-
-    def memory_history(self, scope: str, key: str) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT value, kind, trust, strength, provenance, replaced_at, valid_from, doc_id"
-            " FROM memory_history WHERE scope=? AND key=? ORDER BY id DESC", (scope, key)).fetchall()
-        names = ("value", "kind", "trust", "strength", "provenance", "replaced_at", "valid_from",
-                 "doc_id")
-        return [dict(zip(names, r)) for r in rows]
-
-    def memory_priors(self) -> list[tuple[int, float]]:
-        """(node id, trust x strength) of every memory node."""
-        return self.db.execute("SELECT n.id, m.trust * m.strength FROM nodes n "
-                               "JOIN memories m ON m.doc_id = n.doc_id").fetchall()
-
-    def delete_memory_history(self, scope: str, key: str) -> int:
-        """The key's history, and the documents its replaced values stay searchable as."""
-        for doc_id in self.memory_versions(scope, key):
-            self.delete_document(doc_id)
-        return self.db.execute("DELETE FROM memory_history WHERE scope=? AND key=?",
-                               (scope, key)).rowcount
-
-    def session(self, session_id: str, now: float) -> tuple[dict[int, float], int] | None:
-        row = self.db.execute(
-            "SELECT context, turns FROM sessions WHERE id=? AND expires_at > ?",
-            (session_id, now)).fetchone()
-        if row is None:
-            return None
-        return {int(k): float(v) for k, v in json.loads(row[0]).items()}, int(row[1])
-
-    def save_session(self, session_id: str, context: dict[int, float], turns: int,
-                     ttl: float) -> None:
-        now = time.time()
-        with self.atomic():
-            self.db.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
-            self.db.execute(
-                "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
-                (session_id, json.dumps({str(k): v for k, v in context.items()}), turns, now,
-                 now + ttl))
-
-    # ----- vectors to reuse --------------------------------------------------------------
-    def passage_embeddings(self, node_ids: Sequence[int], dim: int
-                           ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
-        """Per node: its ``dense`` vector and its facts' (sentence, vector) in order, so a
-        re-indexed passage whose text did not change is not embedded again."""
-        ids, vecs = self.load_vectors("dense", dim, ids=list(node_ids))
-        facts: dict[int, list[tuple[str, bytes]]] = {}
-        for pid, text, blob in select_in(
-                self.db, "SELECT passage_id, text, vec FROM facts WHERE passage_id IN ({in})"
-                " ORDER BY passage_id, ordinal", list(ids.tolist())):
-            facts.setdefault(pid, []).append((text, blob))
-        out: dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]] = {}
-        for node_id, vec in zip(ids.tolist(), vecs):
-            own = facts.get(node_id, [])
-            fvecs = _from_blobs([b for _t, b in own], dim)
-            out[node_id] = (vec, [(t, fv) for (t, _b), fv in zip(own, fvecs)])
-        return out
-
-    # ----- bulk reads for the caches ----------------------------------------------------
-    def load_vectors(self, space: str, dim: int, since: int = 0,
-                     ids: Sequence[int] | None = None,
-                     limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Vectors of ``space``: of every node, of nodes after ``since`` (the first ``limit``
-        of them, by id, when given), or of ``ids``."""
-        if ids is None:
-            rows = self.db.execute("SELECT node_id, vec FROM vectors WHERE space=? AND node_id > ?"
-                                   " ORDER BY node_id LIMIT ?", (space, since, limit or 2**62)).fetchall()
-        else:
-            rows = select_in(self.db, "SELECT node_id, vec FROM vectors WHERE space=? AND node_id IN ({in})"
-                             " ORDER BY node_id", list(ids), (space,))
-        return np.array([r[0] for r in rows], dtype=np.int64), _from_blobs([r[1] for r in rows], dim)
-
-    def facts_of(self, passage_ids: Sequence[int], dim: int
-                 ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
-        """(passage id, phrase ids, vector) of the facts of these passages."""
-        rows = select_in(self.db, "SELECT passage_id, phrase_ids, vec FROM facts WHERE passage_id IN ({in})",
-                         [int(i) for i in passage_ids])
-        return (np.array([r[0] for r in rows], dtype=np.int64), [json.loads(r[1]) for r in rows],
-                _from_blobs([r[2] for r in rows], dim))
-
-    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
-        """(node id, text, document title, node kind) of every node with a vector in ``space``."""
-        return self.db.execute(
-            "SELECT n.id, n.text, d.title, n.kind FROM nodes n JOIN vectors v ON v.node_id = n.id "
-            "JOIN documents d ON d.id = n.doc_id WHERE v.space=? ORDER BY n.doc_id, n.ordinal",
-            (space,)).fetchall()
-
-    def fact_texts(self) -> list[tuple[int, int, str]]:
-        """(fact id, passage id, sentence) of every fact, in passage order."""
-        return self.db.execute(
-            "SELECT id, passage_id, text FROM facts ORDER BY passage_id, ordinal").fetchall()
-
-    def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        items = list(items)
-        blobs = _to_blobs([v for _i, v in items]) if items else []
-        self.db.executemany("UPDATE facts SET vec=? WHERE id=?",
-                            [(b, i) for (i, _v), b in zip(items, blobs)])
 
     def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over passages; higher is better (FTS5's bm25() is negated here)."""
