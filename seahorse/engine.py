@@ -489,9 +489,6 @@ def _serialized(fn: Callable) -> Callable:
     return call
 
 
-for _name, _fn in list(vars(Engine).items()):  # every public method but the export generator
-    if callable(_fn) and not _name.startswith("_") and _name != "export":
-        setattr(Engine, _name, _serialized(_fn))
 
 
 def _view(snippet_chars: int | None, token_budget: int | None) -> dict:
@@ -544,3 +541,8 @@ def _recorded(verb: str, fn: Callable) -> Callable:
 for _verb, _fn in list(vars(Engine).items()):
     if not _verb.startswith("_") and callable(_fn) and _verb not in _NOT_RECORDED:
         setattr(Engine, _verb, _recorded(_verb, _fn))
+
+# The lock is the outermost wrapper, so usage records and their flush run under it too.
+for _name, _fn in list(vars(Engine).items()):  # every public method but the export generator
+    if callable(_fn) and not _name.startswith("_") and _name != "export":
+        setattr(Engine, _name, _serialized(_fn))

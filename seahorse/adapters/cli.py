@@ -168,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_memory_parsers(sub, common, leaf)
     cli_code.add_parsers(sub, common)
-    add_tool_parsers(sub, common)
+    add_tool_parsers(sub, common, leaf)
 
     rp = sub.add_parser("run", parents=[common], help="serve the MCP memory server over stdio")
     rp.add_argument("--allow", action="append", default=[], metavar="PATH",
@@ -690,6 +690,7 @@ def cmd_ui(args: argparse.Namespace) -> Any:
     if not 0 <= args.port <= 65535:
         raise InvalidInput("--port must be between 0 and 65535", field="port")
     with _engine(args) as eng:
+        eng.surface = "ui"  # `gain` counts the viewer's calls apart from the CLI's
         serve(eng, port=args.port, write=args.write, open_browser=args.open, ready=ready)
     raise SystemExit(0)
 

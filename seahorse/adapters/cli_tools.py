@@ -12,7 +12,7 @@ from typing import Any, Callable
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
 
 
-def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+def add_parsers(sub, common: argparse.ArgumentParser, leaf=None) -> None:
     an = sub.add_parser("analyze", parents=[common],
                         help="a repository's dead code, near-duplicate declarations or conventions")
     an.add_argument("kind", choices=["dead-code", "duplicates", "conventions"], help="which analysis")
@@ -34,7 +34,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
                        ("uninstall", "remove Seahorse's hooks and put back the ones they chained"),
                        ("run", "what the hooks run: index the checkout once (queued behind a run "
                                "in progress); not for daily use")):
-        h = hosub.add_parser(name, parents=[common], help=text)
+        # leaf: the group's own --db/--json given before the subcommand are kept (as `memory`)
+        h = hosub.add_parser(name, parents=[leaf if leaf is not None else common], help=text)
         h.add_argument("--repo", default=".", help="the checkout (default the current folder)")
         if name in ("install", "run"):
             h.add_argument("--no-history", action="store_true", help="skip git history when re-indexing")

@@ -1,5 +1,5 @@
 """The store's statements for whole-repository analyses (dead code, duplicates, conventions)
-and for local usage analytics (migration 0010, table ``usage``). Mixed into
+and for local usage analytics (migration 0011, table ``usage``). Mixed into
 :class:`~seahorse.store.sqlite.SQLiteStore` (``self.db`` is its connection); standard SQL, so a
 PostgreSQL store reuses it."""
 
@@ -61,7 +61,9 @@ class AnalysisTables:
         try:
             try:
                 self.db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:
+            except Exception:  # busy (SQLite), or PostgreSQL's writer lock timed out
+                if self.db.in_transaction:  # an aborted PostgreSQL transaction must not linger
+                    self.db.execute("ROLLBACK")
                 return False
             try:
                 self.add_usage(rows)
