@@ -1,4 +1,4 @@
-# Everything sets itself up: a fresh machine needs only python3 (3.10+) and make.
+# Everything sets itself up: a fresh machine needs only python3 (3.11+) and make.
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
