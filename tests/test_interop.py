@@ -312,7 +312,8 @@ def test_the_seahorse_format_stays_the_default(tmp_path: Path, cli, seeded_db) -
     dump = tmp_path / "dump.jsonl"
     cli.json("export", "--out", str(dump))
     fresh = tmp_path / "fresh.db"
-    assert cli.json("import", str(dump), db=fresh) == {"documents": 2, "memories": 0, "skipped": 0}
+    report = cli.json("import", str(dump), db=fresh)
+    assert report == {"documents": 2, "memories": 0, "skipped": 0, "skips": []}
     proc = cli.run("import", "--field", "text=x", str(dump), db=fresh)
     assert proc.returncode != 0 and "--field is for --from jsonl or csv" in proc.stderr
 

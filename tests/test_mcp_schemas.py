@@ -41,7 +41,8 @@ def test_every_tool_publishes_schemas_and_every_reply_fits(tmp_path: Path) -> No
     seen: dict[str, int] = {}
 
     async def main() -> None:
-        async with serve(tmp_path / "mcp" / "kg.db") as srv:
+        # The server starts where the checkout is, so index_repo may read it (issue 27, roots).
+        async with serve(tmp_path / "mcp" / "kg.db", workdir=tmp_path) as srv:
             tools = {t.name: t for t in (await srv.session.list_tools()).tools}
             assert set(tools) == TOOLS
             for name, tool in tools.items():

@@ -10,6 +10,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ..errors import StorageError
 from .inlists import select_in
 
 # Change-log entries kept: a few large writes' worth (an indexed passage logs ~20). A reader
@@ -26,9 +27,11 @@ class GraphReads:
         read-only, which has no log: nothing can write to it while it is read)."""
         try:
             row = self.db.execute("SELECT max(seq) FROM changes").fetchone()
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, StorageError) as exc:
             if "no such table" not in str(exc):
                 raise
+            if getattr(self.db, "damaged", None) is exc:  # an older store, not a damaged one
+                self.db.damaged = None
             return -1
         return int(row[0] or 0)
 
