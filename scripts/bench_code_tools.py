@@ -8,8 +8,9 @@ none of these tools reads a vector, so the embedder changes only the index time,
 measured):
 
 * ``flask``: a git repository of Flask's sdists 3.0.0, 3.1.0 and 3.1.3 (``--data``, default
-  /work/benchdata: ``pip download flask==X --no-deps --no-binary :all:``) committed in order and
-  tagged, ``docs`` excluded as bench_code.py indexes it, so compare and search at a version
+  ../benchdata beside the project: ``pip download flask==X --no-deps --no-binary :all:``)
+  committed in order and tagged, ``docs`` excluded as bench_code.py indexes it, so compare and
+  search at a version
   have real releases to read;
 * ``self``: a ``git clone`` of this project at ``--self-ref`` (default HEAD), history included
   (newest 300 commits).
@@ -129,7 +130,7 @@ def bench(eng: Engine, corpus: str, repo: str, refs: tuple[str, str], runs: int)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="/work/benchdata", help="where flask-X.tar.gz sdists are")
+    ap.add_argument("--data", default=str(ROOT.parent / "benchdata"), help="where flask-X.tar.gz sdists are")
     ap.add_argument("--self-ref", default="HEAD", help="this project's commit to clone (default HEAD)")
     ap.add_argument("--corpus", action="append", choices=["flask", "self"], help="default both")
     ap.add_argument("--runs", type=int, default=20, help="warm calls per tool (default 20)")

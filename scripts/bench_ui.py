@@ -38,9 +38,7 @@ import benchlib  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-BENCH = ROOT.parent.parent / "shared" / "bench" / "memory"
-if not BENCH.exists():
-    BENCH = Path("/work/shared/bench/memory")
+BENCH = ROOT.parent / "shared" / "bench" / "memory"  # ../shared beside the project
 SIZE = 10_000
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
