@@ -1,9 +1,13 @@
-"""Consecutive turns of a conversation's session share a ``turn`` edge (issue 22): the walk
-carries part of a matching turn's mass to the reply around it."""
+"""How conversations rank (issue 22). Consecutive turns of a conversation's session share a
+``turn`` edge: the walk carries part of a matching turn's mass to the reply around it. A
+question naming some of the speakers ranks the others' turns behind (``OTHER_SPEAKER``)."""
 
 from __future__ import annotations
 
+import pytest
+
 from seahorse import Engine
+from seahorse.services import retrieval
 
 
 def _turn_edges(eng: Engine) -> set[tuple[str, str]]:
@@ -46,3 +50,38 @@ def test_the_reply_is_found_through_the_question_it_answers(engine: Engine) -> N
             engine.search("where did you go on saturday", top_k=4, refuse=False).hits}
     best = hits["a2"].evidence["paths"][0]["hops"][-1]
     assert best["edge"] == "turn" and best["from"]["label"].startswith("Ann: Where did you go")
+
+
+HIKE = [
+    {"text": "Melanie went hiking with me: the trail up the mountain was steep.", "speaker": "Caroline",
+     "id": "c1", "session": "1"},
+    {"text": "Hiking up there, the view from the top made it worth it.", "speaker": "Melanie", "id": "m1", "session": "1"},
+    {"text": "I bought new boots for the next one.", "speaker": "Sam", "id": "s1", "session": "1"},
+]
+
+
+@pytest.mark.parametrize("focus", [True, False])
+def test_a_question_naming_a_speaker_ranks_the_others_behind(engine: Engine, monkeypatch, focus: bool) -> None:
+    """Caroline's turn holds the question's words (Melanie, hiking, mountain); Melanie's own
+    turn holds none of them. Named, Melanie's turn comes first; without the focus
+    (OTHER_SPEAKER = 1) Caroline's would: the test fails if the focus does nothing."""
+    if not focus:
+        monkeypatch.setattr(retrieval, "OTHER_SPEAKER", 1.0)
+    engine.add_conversation(HIKE, conversation="trip")
+    res = engine.search("What did Melanie think of hiking the mountain?", top_k=3, refuse=False)
+    first = res.hits[0].source.rsplit("#", 1)[-1]
+    assert first == ("m1" if focus else "c1")
+    assert res.info["speakers"] == ["Melanie"]
+    # Naming nobody (or everybody) changes nothing: no focus is reported.
+    assert "speakers" not in engine.search("hiking the mountain", top_k=3, refuse=False).info
+    everyone = engine.search("Melanie, Caroline and Sam: the mountain hike", top_k=3, refuse=False)
+    assert "speakers" not in everyone.info
+
+
+def test_speakers_are_read_again_after_a_change(engine: Engine) -> None:
+    engine.add_conversation(HIKE[:2], conversation="trip")
+    assert "speakers" in engine.search("What did Melanie say?", top_k=2, refuse=False).info
+    engine.add_conversation([{"text": "Melanie says hi.", "speaker": "Melanie's dog", "id": "d1",
+                              "session": "2"}], conversation="trip")
+    res = engine.search("What did Melanie's dog say?", top_k=3, refuse=False)
+    assert sorted(res.info["speakers"]) == ["Melanie", "Melanie's dog"]

@@ -81,6 +81,8 @@ class SearchResult(Page):
     refused_hits: NotRequired[Any]
     session: NotRequired[Annotated[dict[str, Any], D("with a session_id: context used, drift")]]
     seeds: NotRequired[list[dict[str, Any]]]
+    speakers: NotRequired[Annotated[list[str], D("the conversation speakers the query names: the "
+                                                  "other speakers' turns ranked behind")]]
     timings_ms: NotRequired[dict[str, float]]
     rerank: NotRequired[dict[str, Any]]
 

@@ -65,6 +65,7 @@ class RetrievalIndex:
         self.prior = np.ones(g.n)
         self._apply_priors(priors)
         self._codes: dict[str, int] = {"": 0}
+        self._speakers: tuple[int, dict[str, np.ndarray]] | None = None
         self.kind_code = np.zeros(0, dtype=np.uint8)
         self._code_kinds(0)
         self._derive()
@@ -118,6 +119,16 @@ class RetrievalIndex:
                          dtype=np.uint8)
         code[todo] = codes[inverse] if len(todo) else code[todo]
         self.kind_code = code
+
+    def speakers(self, store: Store) -> dict[str, np.ndarray]:
+        """Speaker -> the document ids of their turns, read once per change of the store."""
+        if self._speakers is None or self._speakers[0] != self.seq:
+            by: dict[str, list[int]] = {}
+            for doc_id, speaker in store.turn_speakers():
+                if speaker.split():
+                    by.setdefault(speaker, []).append(doc_id)
+            self._speakers = (self.seq, {k: np.array(v, dtype=np.int64) for k, v in by.items()})
+        return self._speakers[1]
 
     def vertices(self, node_ids) -> np.ndarray:
         """Graph vertex of each store node id (-1 for one not in the graph)."""

@@ -447,6 +447,10 @@ class Store(Protocol):
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
         ...
 
+    def turn_speakers(self) -> list[tuple[int, str]]:
+        """(doc_id, speaker) of every turn that names its speaker."""
+        ...
+
     def last_turn_seq(self, conversation: str) -> int:
         ...
 

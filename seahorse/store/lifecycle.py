@@ -189,6 +189,10 @@ class Lifecycle:
             " WHERE t.conversation=? AND t.seq BETWEEN ? AND ? ORDER BY t.seq",
             (conversation, lo, hi)).fetchall()
 
+    def turn_speakers(self) -> list[tuple[int, str]]:
+        """(doc_id, speaker) of every turn that names its speaker."""
+        return self.db.execute("SELECT doc_id, speaker FROM turns WHERE speaker IS NOT NULL").fetchall()
+
     def last_turn_seq(self, conversation: str) -> int:
         row = self.db.execute("SELECT max(seq) FROM turns WHERE conversation=?",
                               (conversation,)).fetchone()
