@@ -83,6 +83,8 @@ class SearchResult(Page):
     seeds: NotRequired[list[dict[str, Any]]]
     speakers: NotRequired[Annotated[list[str], D("the conversation speakers the query names: the "
                                                   "other speakers' turns ranked behind")]]
+    dates: NotRequired[Annotated[list[dict[str, str]], D("the time windows the query names (from, to): "
+                                                          "documents dated outside ranked behind")]]
     timings_ms: NotRequired[dict[str, float]]
     rerank: NotRequired[dict[str, Any]]
 

@@ -66,6 +66,7 @@ class RetrievalIndex:
         self._apply_priors(priors)
         self._codes: dict[str, int] = {"": 0}
         self._speakers: tuple[int, dict[str, np.ndarray]] | None = None
+        self._times: tuple[int, np.ndarray, np.ndarray] | None = None
         self.kind_code = np.zeros(0, dtype=np.uint8)
         self._code_kinds(0)
         self._derive()
@@ -129,6 +130,15 @@ class RetrievalIndex:
                     by.setdefault(speaker, []).append(doc_id)
             self._speakers = (self.seq, {k: np.array(v, dtype=np.int64) for k, v in by.items()})
         return self._speakers[1]
+
+    def event_times(self, store: Store) -> tuple[np.ndarray, np.ndarray]:
+        """(document ids, their event times) of the documents that have one, read once per
+        change of the store."""
+        if self._times is None or self._times[0] != self.seq:
+            rows = store.event_times()
+            self._times = (self.seq, np.array([r[0] for r in rows], dtype=np.int64),
+                           np.array([r[1] for r in rows], dtype=np.float64))
+        return self._times[1], self._times[2]
 
     def vertices(self, node_ids) -> np.ndarray:
         """Graph vertex of each store node id (-1 for one not in the graph)."""

@@ -92,6 +92,59 @@ def parse_time(value, field: str = "time") -> float | None:
                            code="time_out_of_range") from None
 
 
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+# "sep", "sept", "september": the first three letters, then the rest optional letter by letter.
+_MONTH = r"(" + "|".join(m[:3] + ("" if len(m) <= 3 else f"(?:{m[3]}(?:{m[4:]})?)?")
+                         for m in _MONTHS) + r")\.?"
+_ORD = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(\d{4})"
+_DAY_FIRST = re.compile(rf"\b{_ORD} {_MONTH},?\s*{_YEAR}\b", re.IGNORECASE)
+_MONTH_FIRST = re.compile(rf"\b{_MONTH} {_ORD},?\s*{_YEAR}\b", re.IGNORECASE)
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},? {_YEAR}\b", re.IGNORECASE)
+DATE_SLACK_DAYS = 3.0  # a day named in a question matches documents dated this close to it
+
+
+def _month(name: str) -> int:
+    low = name.casefold().rstrip(".")
+    return next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(low[:3]))
+
+
+def _utc(y: int, m: int, d: int = 1) -> float | None:
+    try:
+        return datetime(y, m, d, tzinfo=timezone.utc).timestamp()
+    except (ValueError, OverflowError):
+        return None
+
+
+def dates_in(query: str) -> list[tuple[float, float]]:
+    """The time windows a question names: a day ("on 3 June, 2023", "May 3, 2023",
+    "2023-06-03") with DATE_SLACK_DAYS either side, or a month of a year ("in August 2023").
+    A year alone, or a month without its year, names nothing."""
+    out: list[tuple[float, float]] = []
+    slack = DATE_SLACK_DAYS * DAY
+    text = query
+    for pattern, order in ((_DAY_FIRST, "dmy"), (_MONTH_FIRST, "mdy"), (_ISO_DAY, "iso")):
+        for m in pattern.finditer(text):
+            if order == "dmy":
+                y, mo, d = int(m[3]), _month(m[2]), int(m[1])
+            elif order == "mdy":
+                y, mo, d = int(m[3]), _month(m[1]), int(m[2])
+            else:
+                y, mo, d = int(m[1]), int(m[2]), int(m[3])
+            t = _utc(y, mo, d)
+            if t is not None:
+                out.append((t - slack, t + DAY + slack))
+        text = pattern.sub(" ", text)
+    for m in _MONTH_YEAR.finditer(text):
+        y, mo = int(m[2]), _month(m[1])
+        start, end = _utc(y, mo), _utc(y + (mo == 12), mo % 12 + 1)
+        if start is not None and end is not None:
+            out.append((start - slack, end + slack))
+    return out
+
+
 def _range_words() -> str:
     return f"dates run from year 1 to year 9999 (seconds {TIME_MIN:.0f} to {TIME_MAX:.0f})"
 

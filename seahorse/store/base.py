@@ -447,6 +447,10 @@ class Store(Protocol):
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
         ...
 
+    def event_times(self) -> list[tuple[int, float]]:
+        """(doc_id, event_time) of every document that says when what it tells happened."""
+        ...
+
     def turn_speakers(self) -> list[tuple[int, str]]:
         """(doc_id, speaker) of every turn that names its speaker."""
         ...

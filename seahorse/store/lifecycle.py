@@ -189,6 +189,10 @@ class Lifecycle:
             " WHERE t.conversation=? AND t.seq BETWEEN ? AND ? ORDER BY t.seq",
             (conversation, lo, hi)).fetchall()
 
+    def event_times(self) -> list[tuple[int, float]]:
+        """(doc_id, event_time) of every document that says when what it tells happened."""
+        return self.db.execute("SELECT id, event_time FROM documents WHERE event_time IS NOT NULL").fetchall()
+
     def turn_speakers(self) -> list[tuple[int, str]]:
         """(doc_id, speaker) of every turn that names its speaker."""
         return self.db.execute("SELECT doc_id, speaker FROM turns WHERE speaker IS NOT NULL").fetchall()
