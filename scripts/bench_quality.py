@@ -21,7 +21,9 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
 Embeddings of unchanged texts are cached between runs (``--cache``, default
 ~/.cache/seahorse-bench): the cache wraps the real embedder through ``register_embedder`` and
 returns exactly the vectors it returned before, so a ranking change is measured in the time of
-the walk, not of the model. Split rule: choose on dev, run test only to report.
+the walk, not of the model. It wraps the tier in force: ``--set embedder=e5`` measures the e5
+tier (its vectors and query vectors cached under its own name; give it its own ``--db-dir``).
+Split rule: choose on dev, run test only to report.
 
     OPENBLAS_NUM_THREADS=1 python scripts/bench_quality.py --splits dev [--rulers musique,hotpotqa]
 """
