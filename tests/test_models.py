@@ -18,6 +18,9 @@ def test_models_lists_tiers_reranker_and_extractor_with_reasons(cli) -> None:
     minilm = rows[("embedder", "minilm")]
     assert minilm["found"] and minilm["dim"] == 384 and minilm["bytes"] > 10_000_000
     assert rows[("embedder", "wordllama")]["found"] and rows[("embedder", "wordllama")]["dim"] == 256
+    e5 = rows[("embedder", "e5")]  # the e5 extra, installed with the test extra
+    assert e5["found"] and (e5["name"], e5["dim"]) == ("multilingual-e5-small-q4", 384)
+    assert e5["path"].endswith("e5-small-q4.bin") and e5["bytes"] > 50_000_000
     assert "SEAHORSE_EMBEDDER_PATH" in rows[("embedder", "onnx")]["why"]
     assert rows[("reranker", None)]["why"] == "RERANK_MODEL_PATH is not set"
     assert rows[("extractor", "gliner")]["found"] is False

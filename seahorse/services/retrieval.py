@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import Settings
-from ..mechanisms.embed import Embedder
+from ..mechanisms.embed import Embedder, query_vector
 from ..mechanisms.extract import Extractor
 from ..mechanisms.numeric import minmax, scale_lexical
 from ..store import Store
@@ -187,7 +187,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     g = index.graph
     if len(index.passage_idx) == 0:
         return SearchResult(query, [], {"reason": "empty_index"})
-    q = embedder.embed([query])[0]
+    q = query_vector(embedder, query)
     t_embed = time.perf_counter()
     dense = index.dense(q)
     seeds = np.zeros(g.n)
