@@ -124,15 +124,21 @@ class CodeLexicons:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._built: dict[int, tuple[tuple, CodeLexicon]] = {}
+        # repo id -> (graph version it was last checked at, declarations' stamp, lexicon)
+        self._built: dict[int, tuple[int, tuple, CodeLexicon]] = {}
 
     def lexicon(self, version: int, repo_id: int) -> CodeLexicon:
-        """``version`` (the graph's) is not needed: the repository's own stamp decides."""
-        stamp = self.store.repo_symbols_stamp(repo_id)
+        """The repository's lexicon; its stamp is read again only when the graph's ``version``
+        moved (a search asks twice at one version), and the lexicon rebuilt only when the
+        stamp did."""
         built = self._built.get(repo_id)
-        if built is None or built[0] != stamp:
-            built = self._built[repo_id] = (stamp, CodeLexicon(self.store.repo_symbol_texts(repo_id)))
-        return built[1]
+        if built is not None and built[0] == version:
+            return built[2]
+        stamp = self.store.repo_symbols_stamp(repo_id)
+        if built is None or built[1] != stamp:
+            built = (version, stamp, CodeLexicon(self.store.repo_symbol_texts(repo_id)))
+        self._built[repo_id] = (version, stamp, built[2])
+        return built[2]
 
     def evidence(self, version: int, repo_id: int, query: str) -> dict[int, float]:
         """node id -> BM25F of the repository's declarations holding a word of ``query``."""

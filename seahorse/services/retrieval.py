@@ -310,17 +310,17 @@ def speaker_focus(index: RetrievalIndex, store: Store, query: str) -> tuple[np.n
     """The vertices of turns whose speaker the query does not name, and the speakers it
     names, when it names some but not all of the store's speakers (else nothing). A speaker
     is named by their name or its first word, a possessive included ("Melanie's")."""
-    speakers = index.speakers(store)
+    speakers, speaker_of = index.speakers(store)
     if len(speakers) < 2:
         return np.zeros(0, dtype=np.int64), []
     low = query.casefold().replace("’", "'")
     said = {w.removesuffix("'s") for w in words(low)}
-    named = [s for s in speakers if s.split()[0].casefold() in said
+    named = [k for k, s in enumerate(speakers) if s.split()[0].casefold() in said
              or re.search(r"\b" + re.escape(s.casefold()) + r"\b", low)]
     if not named or len(named) == len(speakers):
         return np.zeros(0, dtype=np.int64), []
-    others = np.concatenate([docs for s, docs in speakers.items() if s not in named])
-    return np.flatnonzero(np.isin(index.graph.doc_ids, others)), named
+    others = (speaker_of >= 0) & ~np.isin(speaker_of, named)
+    return np.flatnonzero(others), [speakers[k] for k in named]
 
 
 def date_focus(index: RetrievalIndex, store: Store, query: str) -> tuple[np.ndarray, list]:
@@ -330,13 +330,12 @@ def date_focus(index: RetrievalIndex, store: Store, query: str) -> tuple[np.ndar
     windows = dates_in(query)
     if not windows:
         return np.zeros(0, dtype=np.int64), []
-    docs, times = index.event_times(store)
+    times = index.event_times(store)
+    dated = ~np.isnan(times)
     inside = np.zeros(len(times), dtype=bool)
     for lo, hi in windows:
         inside |= (times >= lo) & (times < hi)
-    if inside.all():
-        return np.zeros(0, dtype=np.int64), windows
-    return np.flatnonzero(np.isin(index.graph.doc_ids, docs[~inside])), windows
+    return np.flatnonzero(dated & ~inside), windows
 
 
 def kind_relevance(index: RetrievalIndex, dense: np.ndarray) -> np.ndarray | float:

@@ -65,8 +65,8 @@ class RetrievalIndex:
         self.prior = np.ones(g.n)
         self._apply_priors(priors)
         self._codes: dict[str, int] = {"": 0}
-        self._speakers: tuple[int, dict[str, np.ndarray]] | None = None
-        self._times: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._speakers: tuple[int, list[str], np.ndarray] | None = None
+        self._times: tuple[int, np.ndarray] | None = None
         self.kind_code = np.zeros(0, dtype=np.uint8)
         self._code_kinds(0)
         self._derive()
@@ -121,24 +121,40 @@ class RetrievalIndex:
         code[todo] = codes[inverse] if len(todo) else code[todo]
         self.kind_code = code
 
-    def speakers(self, store: Store) -> dict[str, np.ndarray]:
-        """Speaker -> the document ids of their turns, read once per change of the store."""
+    def speakers(self, store: Store) -> tuple[list[str], np.ndarray]:
+        """(the speakers' names, per vertex the index of its turn's speaker or -1), read once
+        per change of the store: a query then damps the others' turns with one comparison."""
         if self._speakers is None or self._speakers[0] != self.seq:
-            by: dict[str, list[int]] = {}
-            for doc_id, speaker in store.turn_speakers():
-                if speaker.split():
-                    by.setdefault(speaker, []).append(doc_id)
-            self._speakers = (self.seq, {k: np.array(v, dtype=np.int64) for k, v in by.items()})
-        return self._speakers[1]
+            rows = [(doc_id, speaker) for doc_id, speaker in store.turn_speakers() if speaker.split()]
+            names = sorted({speaker for _d, speaker in rows})
+            code = {name: k for k, name in enumerate(names)}
+            self._speakers = (self.seq, names,
+                              self._per_vertex([d for d, _s in rows], [code[s] for _d, s in rows], -1))
+        return self._speakers[1], self._speakers[2]
 
-    def event_times(self, store: Store) -> tuple[np.ndarray, np.ndarray]:
-        """(document ids, their event times) of the documents that have one, read once per
-        change of the store."""
+    def event_times(self, store: Store) -> np.ndarray:
+        """Per vertex the event time of its document (NaN without one), read once per change
+        of the store."""
         if self._times is None or self._times[0] != self.seq:
             rows = store.event_times()
-            self._times = (self.seq, np.array([r[0] for r in rows], dtype=np.int64),
-                           np.array([r[1] for r in rows], dtype=np.float64))
-        return self._times[1], self._times[2]
+            self._times = (self.seq, self._per_vertex([r[0] for r in rows], [r[1] for r in rows],
+                                                      np.nan))
+        return self._times[1]
+
+    def _per_vertex(self, doc_ids: list[int], values: list, fill) -> np.ndarray:
+        """``values`` (one per document) spread over the graph's vertices by their document;
+        ``fill`` where a vertex's document has none (phrases, other documents)."""
+        keys = np.asarray(doc_ids, dtype=np.int64)
+        vals = np.asarray(values, dtype=np.float64 if isinstance(fill, float) else np.int64)
+        out = np.full(self.graph.n, fill, dtype=vals.dtype)
+        if not len(keys):
+            return out
+        order = np.argsort(keys, kind="stable")
+        keys, vals = keys[order], vals[order]
+        at = np.minimum(np.searchsorted(keys, self.graph.doc_ids), len(keys) - 1)
+        found = keys[at] == self.graph.doc_ids
+        out[found] = vals[at[found]]
+        return out
 
     def vertices(self, node_ids) -> np.ndarray:
         """Graph vertex of each store node id (-1 for one not in the graph)."""
