@@ -158,8 +158,9 @@ def _as_schema_6(db: Path) -> None:
     con.executemany("INSERT INTO vectors VALUES (?, 'phrase', ?)",
                     [(n, v.tobytes()) for (n, _f), v in zip(phrases, vecs)])
     con.execute("DROP TABLE phrase_features")
+    con.execute("DROP TABLE phrase_cells")  # 0012 altered what 0008 makes: both run again
     con.execute("CREATE INDEX vectors_space ON vectors(space)")
-    con.execute("DELETE FROM migrations WHERE name='0008_compact'")
+    con.execute("DELETE FROM migrations WHERE name IN ('0008_compact', '0012_phrase_cells')")
     con.execute("UPDATE meta SET value='6' WHERE key='schema_version'")
     con.commit()
     con.close()

@@ -276,7 +276,7 @@ def test_phrase_features_round_trip_in_chunks(store: SQLiteStore) -> None:
         keys = sorted(ids.values())
         store.set_phrase_features([(keys[0], np.array([7, 70000, 3])), (keys[2], np.array([], int)),
                                    (keys[3], np.array([1]))])
-        store.db.execute("INSERT INTO phrase_features VALUES (?, NULL)", (keys[4],))  # migrated
+        store.db.execute("INSERT INTO phrase_features(node_id) VALUES (?)", (keys[4],))  # migrated
     chunks = list(store.iter_phrase_features(rows=2))
     assert [c[0].tolist() for c in chunks] == [[keys[0], keys[2]], [keys[3], keys[4]]]
     features = [f for c in chunks for f in c[1]]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_engine import assert_consistent
 
+from seahorse import Engine, Settings
 from seahorse.mechanisms.numeric import quantise
 from seahorse.services import synonyms
 from seahorse.services.synonyms import PhraseMatrix, nearest_pairs
@@ -57,3 +59,107 @@ def test_the_matrix_keeps_int8_rows_with_a_scale() -> None:
     np.testing.assert_allclose(matrix.rows(0, 40), q * scale[:, None], rtol=0, atol=1e-7)
     # each component within half a step (the row's largest / 254) of the vector
     assert (np.abs(matrix.rows(0, 40) - mat) <= np.abs(mat).max(axis=1, keepdims=True) / 254 + 1e-7).all()
+
+
+# ----- the cell regime (issue 23) ------------------------------------------------------------
+def _texts(n: int) -> list[str]:
+    """Documents whose phrases come in near-spellings (so synonym edges exist): each names a
+    board, a place and a person from small families of variants."""
+    boards = ["Raspberry Pi 5", "Raspberry Pi 4", "Raspberry Pie", "Orange Pi 5", "Banana Pi M5"]
+    places = ["North Harbour", "North Harbor", "South Harbour", "Harbour Bridge", "Harbor Point"]
+    people = ["Ada Lovelace", "Ada Lovelaces", "Alan Turing", "Alan Turings", "Grace Hopper"]
+    return [f"Team {k} Member met {people[k % 5]} at {places[(k // 5) % 5]} with a "
+            f"{boards[(k // 25) % 5]} board and Project {k} Notes." for k in range(n)]
+
+
+def _edges(engine: Engine) -> dict[tuple[int, int], float]:
+    db = engine.store.db
+    return {(min(a, b), max(a, b)): w for a, b, w in
+            db.execute("SELECT src, dst, weight FROM edges WHERE kind='synonym'").fetchall()}
+
+
+@pytest.fixture
+def small_cells(monkeypatch):
+    """Cells from 60 phrases on, 8 phrases each: a store of a few dozen documents crosses into
+    the cell regime and trains again as it grows."""
+    monkeypatch.setattr(synonyms, "IVF_MIN", 60)
+    monkeypatch.setattr(synonyms, "CELL_SIZE", 8)
+
+
+def test_probing_every_cell_finds_what_the_exact_search_finds(small_cells, monkeypatch, backend: str,
+                                                              tmp_path) -> None:
+    monkeypatch.setattr(synonyms, "PROBES", 10_000)  # every cell: the search is exhaustive
+    texts = _texts(80)
+    # Every neighbour over the threshold, not the best few: near-spellings tie, and ties at the
+    # k-th place may break either way.
+    settings = {"embedder": "hash", "synonym_neighbours": 10_000}
+    with Engine(Settings(db_path=str(tmp_path / "exact.db"), **settings)) as exact:
+        monkeypatch.setattr(synonyms, "IVF_MIN", 10**9)
+        exact.index_many([(t, f"doc{k}", None, None) for k, t in enumerate(texts)])
+        want = _edges(exact)
+    monkeypatch.setattr(synonyms, "IVF_MIN", 60)
+    with Engine(Settings(db_path=backend, **settings)) as eng:  # both backends
+        eng.index_many([(t, f"doc{k}", None, None) for k, t in enumerate(texts)])
+        centroids = eng.store.phrase_centroids()
+        count = eng.store.phrase_count()
+        assert centroids is not None and count >= 60
+        # trained again as the phrases grew: one centroid per CELL_SIZE of the last training
+        assert len(centroids) > 60 // 8 and count <= 2 * 8 * len(centroids)
+        assert np.allclose(np.linalg.norm(centroids, axis=1), 1.0, atol=1e-5)
+        cells = [r[0] for r in eng.store.db.execute("SELECT cell FROM phrase_features").fetchall()]
+        assert len(cells) == count and all(c is not None and 0 <= c < len(centroids) for c in cells)
+        got = _edges(eng)
+        assert got and want
+        # The same pairs, by node id (both stores numbered their nodes alike), but for pairs
+        # at the threshold: the exact regime compares int8 rows, the cells float32 ones.
+        differ = set(got) ^ set(want)
+        assert all(abs(got.get(p, want.get(p, 0)) - 0.8) < 0.02 for p in differ), differ
+        assert len(differ) <= 0.05 * len(want)
+        assert_consistent(eng)
+
+
+def test_a_rebuild_in_cells_finds_most_of_the_exact_edges(small_cells, monkeypatch, tmp_path) -> None:
+    settings = Settings(db_path=str(tmp_path / "kg.db"), embedder="hash", synonym_neighbours=10_000)
+    with Engine(settings) as eng:
+        eng.index_many([(t, f"doc{k}", None, None) for k, t in enumerate(_texts(120))])
+        assert eng.store.phrase_centroids() is not None
+        monkeypatch.setattr(synonyms, "IVF_MIN", 10**9)
+        eng.optimize_graph()  # exact: every phrase against every other
+        exact = _edges(eng)
+        assert eng.store.phrase_centroids() is None  # the cells went with the regime
+        monkeypatch.setattr(synonyms, "IVF_MIN", 60)
+        report = eng.optimize_graph()
+        cells = _edges(eng)
+        assert eng.store.phrase_centroids() is not None  # rebuilt through cells, trained anew
+        assert report["synonym_edges_added"] == len(cells) > 0 and min(cells.values()) >= 0.8
+        # what the cells find, the exact search found (but for pairs at the threshold) ...
+        assert all(abs(w - 0.8) < 0.02 for p, w in cells.items() if p not in exact)
+        # ... and most of what it found (4 of ~20 cells probed per phrase), the closest pairs
+        # first. These phrases are built to tie: "Team 1 Member" is as near "Team 2 Member" as
+        # "Team 3 Member", so cliques of hundreds spread over many cells.
+        close = [p for p, w in exact.items() if w >= 0.9]
+        found = sum(p in cells for p in close) / len(close)
+        assert len(set(cells) & set(exact)) >= 0.5 * len(exact)
+        assert close and found >= 0.9
+        again = eng.optimize_graph()  # deterministic
+        assert _edges(eng) == cells and again["synonym_edges_added"] == len(cells)
+        assert_consistent(eng)
+
+
+def test_a_failed_write_after_training_leaves_no_cells(small_cells, tmp_path) -> None:
+    texts = _texts(40)
+    with Engine(Settings(db_path=str(tmp_path / "kg.db"), embedder="hash")) as eng:
+        eng.index_many([(t, f"doc{k}", None, None) for k, t in enumerate(texts[:4])])
+        assert eng.store.phrase_centroids() is None  # still exact: under IVF_MIN phrases
+
+        def boom(_doc_id):
+            raise RuntimeError("killed mid-write")
+
+        big = " ".join(texts[4:])
+        with pytest.raises(RuntimeError):
+            eng.ingest.add_many([(big, "big", None, None)], after=lambda _i, doc_id: boom(doc_id))
+        assert eng.store.phrase_centroids() is None and eng.ingest.rt.phrase_cache is None
+        assert eng.store.phrase_count() < 60
+        eng.index_many([(big, "big", None, None)])  # the same write, this time whole
+        assert eng.store.phrase_centroids() is not None
+        assert_consistent(eng)

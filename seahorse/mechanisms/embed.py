@@ -346,6 +346,7 @@ class E5Embedder:
 
 
 BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB at most
+MEAN_BLOCK = 4096  # phrases whose token rows are gathered at once (~12 MB at 256-d, 3 tokens each)
 
 
 class WordLlamaEmbedder:
@@ -425,19 +426,34 @@ class WordLlamaPhrases:
     def from_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
         return _mean_rows(self._load().embedding, features, self.dim)
 
+    def from_flat(self, flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """:meth:`from_features` of the feature lists laid end to end, each ``sizes`` long."""
+        return _mean_flat(self._load().embedding, flat, sizes, self.dim)
+
 
 def _mean_rows(table: np.ndarray, features: Sequence[np.ndarray], dim: int) -> np.ndarray:
     """Per feature list, the normalised mean of those rows of ``table`` (zeros for an empty
-    list). Lists of one length are gathered together: a phrase has a handful of tokens, so
-    that is a few numpy calls for any number of phrases."""
-    out = np.zeros((len(features), dim), dtype=np.float32)
-    sizes = np.array([len(f) for f in features], dtype=np.int64)
-    for size in np.unique(sizes[sizes > 0]):
-        rows = np.flatnonzero(sizes == size)
-        for start in range(0, len(rows), 4096):  # bounds the gathered block
-            part = rows[start:start + 4096]
-            ids = np.stack([features[i] for i in part]).astype(np.int64)
-            out[part] = table[ids].sum(axis=1) / size
+    list)."""
+    sizes = np.fromiter((len(f) for f in features), dtype=np.int64, count=len(features))
+    flat = np.concatenate(features) if len(features) else np.zeros(0, np.uint32)
+    return _mean_flat(table, flat, sizes, dim)
+
+
+def _mean_flat(table: np.ndarray, flat: np.ndarray, sizes: np.ndarray, dim: int) -> np.ndarray:
+    """:func:`_mean_rows` over the lists laid end to end (``flat``, each ``sizes`` long), with
+    no work per list: the lists' j-th rows are gathered and added together, for each j up to
+    the longest list (phrases have a handful of tokens), ``MEAN_BLOCK`` lists at a time."""
+    out = np.zeros((len(sizes), dim), dtype=np.float32)
+    starts = np.cumsum(sizes) - sizes
+    for block in range(0, len(sizes), MEAN_BLOCK):  # bounds the gathered rows
+        size = sizes[block:block + MEAN_BLOCK]
+        order = np.argsort(-size, kind="stable")  # longest first: "has a j-th row" is a prefix
+        longer = len(size)
+        for j in range(int(size.max(initial=0))):
+            longer = int(np.searchsorted(-size[order], -j, side="left"))  # lists of over j rows
+            rows = block + order[:longer]
+            out[rows] += table[flat[starts[rows] + j].astype(np.int64)]
+        out[block:block + len(size)] /= np.maximum(size, 1)[:, None]
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
 
@@ -463,6 +479,9 @@ class HashPhrases(HashEmbedder):
 
     def from_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
         return _mean_rows(np.eye(self.dim, dtype=np.float32), features, self.dim)
+
+    def from_flat(self, flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        return _mean_flat(np.eye(self.dim, dtype=np.float32), flat, sizes, self.dim)
 
 
 # Settings key -> factory(path, threads) of (passage embedder, phrase embedder): *path* is

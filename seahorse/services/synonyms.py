@@ -4,12 +4,19 @@ cosine of their WordLlama vectors (at least ``synonym_threshold``, at most
 ``optimize-graph``.
 
 The store keeps each phrase's features (its token ids) rather than its vector; the vectors
-are rebuilt from them when the matrix loads. The work is exact brute force, bounded in memory
-by blocks rather than by the corpus: the phrase vectors are held as int8 rows with a scale
-each (a quarter of float32), new phrases are embedded ``EMBED_BLOCK`` at a time, and
-similarities are computed ``SIM_ROWS`` x ``SIM_COLS`` at a time (16 MB of float32), keeping
-only the pairs over the threshold. The cost is still new phrases x all phrases (TECH_SPEC,
-"Indexing").
+are rebuilt from them when needed. Two regimes, by the number of candidate phrases:
+
+* **Under ``IVF_MIN``: exact brute force** over a resident matrix of every phrase (int8 rows
+  with a scale each, a quarter of float32), similarities ``SIM_ROWS`` x ``SIM_COLS`` at a time
+  (16 MB of float32), keeping only the pairs over the threshold.
+* **From ``IVF_MIN`` on: cells** (an inverted file). Spherical k-means centroids, one per
+  ``CELL_SIZE`` phrases, are trained on a strided sample and kept in ``phrase_cells``; each
+  phrase's cell is a column of ``phrase_features`` with an index. A new phrase is compared
+  with the phrases of its ``PROBES`` nearest cells, read through SQLite's pages, so a write
+  costs what it adds (not new phrases x all phrases) and nothing per phrase stays resident.
+  The centroids are trained again when the phrases reach ``REGROW`` x what they were trained
+  for (amortised, like a growing array). Approximate: TECH_SPEC, "Indexing", gives the share
+  of the exact search's edges it finds.
 """
 
 from __future__ import annotations
@@ -23,6 +30,13 @@ SIM_ROWS = 512  # query phrases per similarity block
 SIM_COLS = 8192  # phrases per block of the matrix: 512 x 8192 x 4 bytes = 16 MB of cosines
 EMBED_BLOCK = 4096  # new phrases embedded, stored and linked at a time
 LOAD_ROWS = 8192  # phrases read from the store at a time
+IVF_MIN = 20_000  # candidate phrases from which synonyms are searched in cells
+CELL_SIZE = 128  # phrases per cell when the centroids are trained
+PROBES = 4  # the cells a phrase is compared within: its nearest centroids
+REGROW = 2  # train again when the phrases reach REGROW x (cells x CELL_SIZE)
+TRAIN_MAX = 65_536  # phrases the centroids are trained on at most (a strided sample)
+TRAIN_ROUNDS = 6  # k-means rounds
+CELL_ROWS = 32  # query phrases per cell search (their probed cells are read together)
 
 
 class PhraseMatrix:
@@ -41,14 +55,8 @@ class PhraseMatrix:
         """From the phrases' stored features; those never computed (a migrated file) are
         computed from the phrases' texts and stored (call inside a write)."""
         m = cls(store.graph_version(), embedder.dim)
-        for ids, features, texts in store.iter_phrase_features(LOAD_ROWS):
-            missing = [k for k, f in enumerate(features) if f is None]
-            if missing:
-                made = embedder.features([texts[k] for k in missing])
-                for k, f in zip(missing, made):
-                    features[k] = f
-                store.set_phrase_features((int(ids[k]), features[k]) for k in missing)
-            m.append(ids, embedder.from_features(features))
+        for ids, vecs in phrase_vectors(store, embedder):
+            m.append(ids, vecs)
         return m
 
     def __len__(self) -> int:
@@ -83,6 +91,36 @@ def _grown(a: np.ndarray, cap: int, n: int) -> np.ndarray:
     return out
 
 
+def phrase_vectors(store, embedder, rows: int = LOAD_ROWS):
+    """Every candidate phrase's (ids, float32 vectors), ``rows`` at a time, from the stored
+    features; those never computed (a migrated file) are computed from the phrases' texts and
+    stored (call inside a write)."""
+    for ids, features, texts in store.iter_phrase_features(rows):
+        missing = [k for k, f in enumerate(features) if f is None]
+        if missing:
+            made = embedder.features([texts[k] for k in missing])
+            for k, f in zip(missing, made):
+                features[k] = f
+            store.set_phrase_features((int(ids[k]), features[k]) for k in missing)
+        yield ids, embedder.from_features(features)
+
+
+def _best(r: np.ndarray, c: np.ndarray, s: np.ndarray, query_ids: np.ndarray, ids: np.ndarray,
+          k: int) -> list[tuple[int, int, float]]:
+    """From candidate pairs (query row, column, cosine) over the threshold: each query's
+    ``k + 1`` best, itself left out."""
+    order = np.lexsort((-s, r))  # by query, best first
+    r, c, s = r[order], c[order], s[order]
+    first = np.ones(len(r), dtype=bool)
+    first[1:] = r[1:] != r[:-1]
+    starts = np.maximum.accumulate(np.where(first, np.arange(len(r)), 0))
+    keep = (np.arange(len(r)) - starts) <= k
+    me = query_ids[r[keep]]
+    other = ids[c[keep]]
+    mask = other != me
+    return list(zip(me[mask].tolist(), other[mask].tolist(), s[keep][mask].astype(float).tolist()))
+
+
 def nearest_pairs(queries: np.ndarray, query_ids: np.ndarray, matrix: PhraseMatrix, k: int,
                   threshold: float) -> list[tuple[int, int, float]]:
     """(query id, neighbour id, cosine) for each query's top ``k + 1`` rows of ``matrix`` (itself
@@ -101,31 +139,73 @@ def nearest_pairs(queries: np.ndarray, query_ids: np.ndarray, matrix: PhraseMatr
         if not rows:
             continue
         r, c, s = np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
-        order = np.lexsort((-s, r))  # by query, best first
-        r, c, s = r[order], c[order], s[order]
-        first = np.ones(len(r), dtype=bool)
-        first[1:] = r[1:] != r[:-1]
-        starts = np.maximum.accumulate(np.where(first, np.arange(len(r)), 0))
-        keep = (np.arange(len(r)) - starts) <= k
-        me = query_ids[start + r[keep]]
-        other = ids[c[keep]]
-        mask = other != me
-        out += zip(me[mask].tolist(), other[mask].tolist(), s[keep][mask].astype(float).tolist())
+        out += _best(r, c, s, query_ids[start:start + SIM_ROWS], ids, k)
     return out
 
 
+# ----- cells ---------------------------------------------------------------------------------
+class CellIndex:
+    """A store's synonym cells as one write sees them: the unit centroids (row = cell) and
+    how many candidate phrases the store holds."""
+
+    def __init__(self, version: int, centroids: np.ndarray, count: int) -> None:
+        self.version = version
+        self.centroids = centroids
+        self.count = count
+
+    def full(self, adding: int) -> bool:
+        return self.count + adding > REGROW * len(self.centroids) * CELL_SIZE
+
+
+def nearest_cells(vecs: np.ndarray, centroids: np.ndarray, p: int) -> np.ndarray:
+    """Each row's ``p`` nearest centroids by cosine (rows x p cell numbers, unordered)."""
+    p = min(p, len(centroids))
+    out = np.zeros((len(vecs), p), dtype=np.int64)
+    for start in range(0, len(vecs), 1024):  # 1024 x cells x 4 bytes at a time
+        s = vecs[start:start + 1024] @ centroids.T
+        out[start:start + 1024] = (np.argmax(s, axis=1)[:, None] if p == 1 else
+                                   np.argpartition(-s, p - 1, axis=1)[:, :p])
+    return out
+
+
+def train_centroids(sample: np.ndarray, cells: int) -> np.ndarray:
+    """Spherical k-means: ``cells`` unit centroids, started from evenly spaced rows of the
+    sample (deterministic), ``TRAIN_ROUNDS`` rounds; a cell left empty keeps its centroid."""
+    cells = max(1, min(cells, len(sample)))
+    cent = sample[np.linspace(0, len(sample) - 1, cells).astype(np.int64)].copy()
+    for _ in range(TRAIN_ROUNDS):
+        own = nearest_cells(sample, cent, 1)[:, 0]
+        order = np.argsort(own, kind="stable")
+        bounds = np.flatnonzero(np.diff(own[order], prepend=-1))
+        sums = np.add.reduceat(sample[order], bounds, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        used = own[order][bounds]
+        ok = norms[:, 0] > 0
+        cent[used[ok]] = sums[ok] / norms[ok]
+    return cent.astype(np.float32)
+
+
+
+
 class Synonyms:
-    """Synonym edges of one runtime's store, with the phrase matrix cached while indexing."""
+    """Synonym edges of one runtime's store, with the phrase matrix (or the cells' centroids)
+    cached while indexing."""
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.store = rt.store
 
-    def matrix(self) -> PhraseMatrix:
+    def state(self) -> PhraseMatrix | CellIndex:
+        """The exact regime's matrix, or the cells once the store has them."""
         version = self.store.graph_version()
         cache = self.rt.phrase_cache
         if cache is None or cache.version != version:
-            cache = self.rt.phrase_cache = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
+            centroids = self.store.phrase_centroids()
+            if centroids is None:
+                cache = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
+            else:
+                cache = CellIndex(version, centroids, self.store.phrase_count())
+            self.rt.phrase_cache = cache
         return cache
 
     def link(self, new_ids: list[int]) -> int:
@@ -134,12 +214,13 @@ class Synonyms:
         version once after."""
         if not new_ids:
             return 0
-        cache = self.matrix()
-        # The matrix gains rows for phrases this transaction writes: if it rolls back, they
+        cache = self.state()
+        # The cache gains rows for phrases this transaction writes: if it rolls back, they
         # are gone and the cache must go with them (or another writer's phrases, committed
         # at the version this one claims, would be missing from it).
         self.store.on_undo(lambda: self._drop(cache))
         settings = self.rt.settings
+        k, threshold = settings.synonym_neighbours, settings.synonym_threshold
         made: set[tuple[int, int]] = set()
         for start in range(0, len(new_ids), EMBED_BLOCK):
             part = new_ids[start:start + EMBED_BLOCK]
@@ -147,30 +228,100 @@ class Synonyms:
             part = [i for i in part if i in texts]
             features = self.rt.phrase_embedder.features([texts[i] for i in part])
             vecs = self.rt.phrase_embedder.from_features(features)
-            self.store.set_phrase_features(zip(part, features))
             ids = np.array(part, dtype=np.int64)
-            cache.append(ids, vecs)
-            self._put(nearest_pairs(vecs, ids, cache, settings.synonym_neighbours,
-                                    settings.synonym_threshold), made)
+            if isinstance(cache, PhraseMatrix):
+                self.store.set_phrase_features(zip(part, features))
+                cache.append(ids, vecs)
+                self._put(nearest_pairs(vecs, ids, cache, k, threshold), made)
+                if len(cache) >= IVF_MIN:  # from here on: cells
+                    cache = self.rt.phrase_cache = self._train(cache.version)
+                continue
+            if cache.full(len(part)):
+                self.store.set_phrase_features(zip(part, features))
+                cache = self.rt.phrase_cache = self._train(cache.version)
+            else:
+                self.store.set_phrase_features(zip(part, features),
+                                               nearest_cells(vecs, cache.centroids, 1)[:, 0])
+                cache.count += len(part)
+            self._put(self._search(vecs, ids, cache.centroids, k, threshold), made)
         cache.version = self.store.graph_version() + 1  # the caller bumps once after
         return len(made)
 
-    def _drop(self, cache: PhraseMatrix) -> None:
+    def _drop(self, cache: PhraseMatrix | CellIndex) -> None:
         if self.rt.phrase_cache is cache:
             self.rt.phrase_cache = None
 
+    def _train(self, version: int) -> CellIndex:
+        """Centroids for every stored phrase (one per ``CELL_SIZE``), trained on a strided
+        sample, and every phrase's cell; the exact matrix is let go."""
+        embedder = self.rt.phrase_embedder
+        count = self.store.phrase_count()
+        stride = max(1, -(-count // TRAIN_MAX))
+        sample = [vecs[(np.arange(len(vecs)) + seen) % stride == 0]
+                  for seen, (_ids, vecs) in _counted(phrase_vectors(self.store, embedder))]
+        centroids = train_centroids(np.concatenate(sample), count // CELL_SIZE)
+        self.store.set_phrase_centroids(centroids)
+        for ids, vecs in phrase_vectors(self.store, embedder):
+            self.store.set_phrase_cells(ids, nearest_cells(vecs, centroids, 1)[:, 0])
+        return CellIndex(version, centroids, count)
+
+    def _search(self, vecs: np.ndarray, ids: np.ndarray, centroids: np.ndarray, k: int,
+                threshold: float) -> list[tuple[int, int, float]]:
+        """Each query's top ``k + 1`` (itself left out) among the phrases of its ``PROBES``
+        nearest cells, at a cosine of at least ``threshold``."""
+        probes = nearest_cells(vecs, centroids, PROBES)
+        out: list[tuple[int, int, float]] = []
+        for start in range(0, len(vecs), CELL_ROWS):
+            probe = probes[start:start + CELL_ROWS]
+            cand, cells, flat, sizes = self.store.phrases_in_cells(np.unique(probe))
+            if not len(cand):
+                continue
+            mat = self.rt.phrase_embedder.from_flat(flat, sizes)
+            order = np.argsort(cells, kind="stable")
+            cand, cells, mat = cand[order], cells[order], mat[order]
+            sims = vecs[start:start + CELL_ROWS] @ mat.T
+            allowed = np.zeros(sims.shape, dtype=bool)
+            lo = np.searchsorted(cells, probe, side="left")
+            hi = np.searchsorted(cells, probe, side="right")
+            for row in range(len(probe)):
+                for a, b in zip(lo[row], hi[row]):
+                    allowed[row, a:b] = True
+            r, c = np.nonzero(allowed & (sims >= threshold))
+            if len(r):
+                out += _best(r, c, sims[r, c], ids[start:start + CELL_ROWS], cand, k)
+        return out
+
     def rebuild(self, threshold: float) -> int:
-        """Every phrase against every other (after the caller dropped the synonym edges)."""
-        matrix = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
-        made: set[tuple[int, int]] = set()
+        """Every phrase against every other (after the caller dropped the synonym edges):
+        exactly under ``IVF_MIN`` phrases, else through cells trained anew."""
         k = self.rt.settings.synonym_neighbours
-        for start in range(0, len(matrix), SIM_COLS):
-            queries = matrix.rows(start, start + SIM_COLS)
-            self._put(nearest_pairs(queries, matrix.ids[start:start + SIM_COLS], matrix, k,
-                                    threshold), made)
+        made: set[tuple[int, int]] = set()
+        if self.store.phrase_count() < IVF_MIN:
+            self.store.set_phrase_centroids(None)
+            matrix = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
+            for start in range(0, len(matrix), SIM_COLS):
+                queries = matrix.rows(start, start + SIM_COLS)
+                self._put(nearest_pairs(queries, matrix.ids[start:start + SIM_COLS], matrix, k,
+                                        threshold), made)
+            return len(made)
+        cells = self._train(self.store.graph_version())
+        # Cell by cell: the phrases of one cell share most of their nearest cells.
+        for cell in range(len(cells.centroids)):
+            ids, _own, flat, sizes = self.store.phrases_in_cells([cell])
+            if len(ids):
+                vecs = self.rt.phrase_embedder.from_flat(flat, sizes)
+                self._put(self._search(vecs, ids, cells.centroids, k, threshold), made)
         return len(made)
 
     def _put(self, edges: list[tuple[int, int, float]], made: set[tuple[int, int]]) -> None:
         # Synonym weight stays the cosine: put, never accumulate on repeats.
         self.store.put_edges("synonym", edges)
         made.update((min(a, b), max(a, b)) for a, b, _w in edges)
+
+
+def _counted(blocks):
+    """(rows seen before the block, block) for each block of ``phrase_vectors``."""
+    seen = 0
+    for ids, vecs in blocks:
+        yield seen, (ids, vecs)
+        seen += len(ids)

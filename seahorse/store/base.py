@@ -184,7 +184,23 @@ class Store(Protocol):
     def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
         ...
 
-    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]],
+                            cells: Sequence[int] | None = None) -> None:
+        ...
+
+    def set_phrase_cells(self, ids: Sequence[int], cells: Sequence[int]) -> None:
+        ...
+
+    def phrase_count(self) -> int:
+        ...
+
+    def phrases_in_cells(self, cells: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        ...
+
+    def phrase_centroids(self) -> np.ndarray | None:
+        ...
+
+    def set_phrase_centroids(self, centroids: np.ndarray | None) -> None:
         ...
 
     def iter_phrase_features(self, rows: int = 8192

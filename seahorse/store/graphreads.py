@@ -136,12 +136,50 @@ class GraphReads:
                          list(ids))
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
-    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]],
+                            cells: Sequence[int] | None = None) -> None:
         """What a phrase's vector is computed from (the phrase embedder's token ids), as
-        little-endian uint32: a few bytes where the vector took 260."""
+        little-endian uint32: a few bytes where the vector took 260; with ``cells``, each
+        phrase's cell (in the order of ``items``)."""
+        rows = [(node_id, np.asarray(f, dtype="<u4").tobytes()) for node_id, f in items]
+        marks = [None] * len(rows) if cells is None else [int(c) for c in cells]
         self.db.executemany(
-            "INSERT OR REPLACE INTO phrase_features VALUES (?, ?)",
-            [(node_id, np.asarray(f, dtype="<u4").tobytes()) for node_id, f in items])
+            "INSERT OR REPLACE INTO phrase_features(node_id, features, cell) VALUES (?, ?, ?)",
+            [(node_id, f, cell) for (node_id, f), cell in zip(rows, marks)])
+
+    def set_phrase_cells(self, ids: Sequence[int], cells: Sequence[int]) -> None:
+        self.db.executemany("UPDATE phrase_features SET cell = ? WHERE node_id = ?",
+                            [(int(c), int(i)) for i, c in zip(ids, cells)])
+
+    def phrase_count(self) -> int:
+        """How many phrases take part in synonym edges."""
+        return int(self.db.execute("SELECT count(*) FROM phrase_features").fetchone()[0])
+
+    def phrases_in_cells(self, cells: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, cells, features laid end to end, each one's length) of the phrases in
+        ``cells``: one buffer, no array per phrase."""
+        rows = select_in(self.db, "SELECT node_id, cell, features FROM phrase_features "
+                                  "WHERE cell IN ({in}) AND features IS NOT NULL",
+                         [int(c) for c in cells])
+        blobs = [bytes(r[2]) for r in rows]
+        return (np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+                np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
+                np.frombuffer(b"".join(blobs), dtype="<u4"),
+                np.fromiter((len(b) // 4 for b in blobs), dtype=np.int64, count=len(blobs)))
+
+    def phrase_centroids(self) -> np.ndarray | None:
+        """The synonym cells' centroids (float32 rows, by cell), None before a store has any."""
+        rows = self.db.execute("SELECT centroid FROM phrase_cells ORDER BY cell").fetchall()
+        return np.stack([np.frombuffer(r[0], dtype="<f4") for r in rows]) if rows else None
+
+    def set_phrase_centroids(self, centroids: np.ndarray | None) -> None:
+        """Replace every centroid (None: no cells; every phrase's cell is cleared)."""
+        self.db.execute("DELETE FROM phrase_cells")
+        if centroids is None:
+            self.db.execute("UPDATE phrase_features SET cell = NULL WHERE cell IS NOT NULL")
+            return
+        self.db.executemany("INSERT INTO phrase_cells(cell, centroid) VALUES (?, ?)",
+                            [(k, np.asarray(c, dtype="<f4").tobytes()) for k, c in enumerate(centroids)])
 
     def iter_phrase_features(self, rows: int = 8192
                              ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:

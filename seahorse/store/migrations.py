@@ -430,6 +430,24 @@ def _m0011_usage(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0012_phrase_cells(db: sqlite3.Connection) -> None:
+    """Synonym search through cells (issue 23, services/synonyms.py): past ``IVF_MIN`` phrases
+    each phrase belongs to the cell of its nearest centroid, and a new phrase is compared with
+    the phrases of its nearest cells only, read through the index on ``cell``. NULL until a
+    store grows past that size."""
+    _run_script(
+        db,
+        """
+        ALTER TABLE phrase_features ADD COLUMN cell INTEGER;
+        CREATE INDEX phrase_features_cell ON phrase_features(cell);
+        CREATE TABLE phrase_cells(
+            cell INTEGER PRIMARY KEY,
+            centroid BLOB NOT NULL
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -442,6 +460,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0009_time_lifecycle", _m0009_time_lifecycle),
     ("0010_code_versions", _m0010_code_versions),
     ("0011_usage", _m0011_usage),
+    ("0012_phrase_cells", _m0012_phrase_cells),
 ]
 
 

@@ -348,6 +348,15 @@ CREATE TABLE usage(
 CREATE INDEX usage_at ON usage(at);
 """
 
+_M0012 = """
+ALTER TABLE phrase_features ADD COLUMN cell INTEGER;
+CREATE INDEX phrase_features_cell ON phrase_features(cell);
+CREATE TABLE phrase_cells(
+    cell INTEGER PRIMARY KEY,
+    centroid BYTEA NOT NULL
+);
+"""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -360,4 +369,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0009_time_lifecycle", _M0009),
     ("0010_code_versions", _M0010),
     ("0011_usage", _M0011),
+    ("0012_phrase_cells", _M0012),
 ]

@@ -40,7 +40,7 @@ WRITE_WAIT_S = 120.0  # the longest a write waits for other writers before it is
 # itself. A test checks that every table of a new store is here or deliberately not.
 COPY_TABLES = ("documents", "nodes", "edges", "vectors", "facts", "memories", "memory_history",
                "sessions", "repos", "code_files", "symbols", "symbol_refs", "parse_cache",
-               "commits", "code_links", "commit_touches", "commit_renames", "phrase_features",
+               "commits", "code_links", "commit_touches", "commit_renames", "phrase_features", "phrase_cells",
                "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols",
                "usage")
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
