@@ -1,5 +1,7 @@
-"""Does scipy earn its place? The whole-graph walk with scipy's CSR product against the same walk
-with a numpy-only CSR product (``np.bincount`` or ``np.add.reduceat`` over the stored arrays).
+"""What leaving scipy cost the walk: the whole-graph walk with the shipped numpy CSR product
+(``mechanisms/csr.py``: ``np.add.reduceat`` over each row's slice) against ``np.bincount`` by
+row and, when scipy is installed (it is no dependency since issue 23), scipy's CSR product; and
+the local push at the default (latency) budget, which is what a query on a graph this size runs.
 
 Builds a GraphCache over a synthetic graph shaped like the 10k-passage scale corpus's (about 124k
 vertices; phrase popularity Zipf-skewed; ``--nodes`` / ``--edges`` change it), then runs
@@ -23,33 +25,35 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from seahorse.mechanisms.budget import WALK_MS, latency_nodes  # noqa: E402
 from seahorse.mechanisms.graph import GraphCache, power_iteration  # noqa: E402
 
 
+class ScipyCSR:
+    """``t @ x`` with scipy's CSR product over the same transition (scipy is no dependency since
+    issue 23: ``pip install scipy`` to run this variant)."""
+
+    def __init__(self, t) -> None:
+        import scipy.sparse as sp
+
+        adj = t.adj
+        self.mat = sp.csr_matrix((adj.data, adj.indices, adj.indptr), shape=adj.shape)
+        self.keep = t.keep
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        return self.mat @ (self.keep * x)
+
+
 class BincountCSR:
-    """``t @ x`` from the CSR arrays with numpy alone: one gather, one multiply, one bincount."""
+    """``t @ x`` with one gather, one multiply and one ``np.bincount`` by row."""
 
     def __init__(self, t) -> None:
-        self.rows = np.repeat(np.arange(t.shape[0]), np.diff(t.indptr))
-        self.data, self.indices, self.n = t.data, t.indices, t.shape[0]
+        adj = t.adj
+        self.rows = adj.row_of_entries()
+        self.data, self.indices, self.n, self.keep = adj.data, adj.indices, adj.n, t.keep
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
-        return np.bincount(self.rows, self.data * x[self.indices], minlength=self.n)
-
-
-class ReduceatCSR:
-    """``t @ x`` as ``np.add.reduceat`` over each row's slice (empty rows set to 0)."""
-
-    def __init__(self, t) -> None:
-        counts = np.diff(t.indptr)
-        self.full = counts > 0
-        self.starts = t.indptr[:-1][self.full]
-        self.data, self.indices, self.n = t.data, t.indices, t.shape[0]
-
-    def __matmul__(self, x: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.n)
-        out[self.full] = np.add.reduceat(self.data * x[self.indices], self.starts)
-        return out
+        return np.bincount(self.rows, self.data * (self.keep * x)[self.indices], minlength=self.n)
 
 
 def synthetic(n: int, m: int, seed: int = 0) -> GraphCache:
@@ -72,9 +76,14 @@ def main() -> int:
     t, dangling = g.transitions()
     seeds = np.zeros(g.n)
     seeds[np.random.default_rng(1).choice(g.n // 12, 20, replace=False)] = 1.0
-    variants = {"scipy": t, "bincount": BincountCSR(t), "reduceat": ReduceatCSR(t)}
+    variants = {"numpy": t, "bincount": BincountCSR(t)}
+    try:
+        variants["scipy"] = ScipyCSR(t)
+    except ImportError:
+        print("# scipy is not installed: its row is left out")
     ref, iters = power_iteration(t, dangling, seeds, 0.5, hub_self=g.hub_self)
     times: dict[str, list[float]] = {k: [] for k in variants}
+    budget = latency_nodes(WALK_MS)
     diff = {}
     for _ in range(args.passes):
         for name, mat in variants.items():
@@ -82,7 +91,11 @@ def main() -> int:
             x, _it = power_iteration(mat, dangling, seeds, 0.5, hub_self=g.hub_self)
             times[name].append(time.perf_counter() - start)
             diff[name] = float(np.abs(x - ref).max())
-    base = statistics.median(times["scipy"])
+        start = time.perf_counter()
+        g.personalized_pagerank(seeds, 0.5, budget)
+        times.setdefault(f"push {budget // 1000}k", []).append(time.perf_counter() - start)
+        diff[f"push {budget // 1000}k"] = float("nan")
+    base = statistics.median(times["numpy"])
     print(f"# graph {g.n} vertices, {g.adj.nnz // 2} edges, walk of {iters} iterations, "
           f"{args.passes} passes interleaved")
     print(f"{'product':<10} {'median ms':>10} {'ratio':>6} {'max |dx|':>10}")

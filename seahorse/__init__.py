@@ -16,8 +16,8 @@ __all__ = ["Engine", "Settings", "load_settings", "SeahorseError", "InvalidInput
 
 
 def __getattr__(name: str):
-    # Lazy: `import seahorse` (and the MCP server's handshake) must not pay for numpy,
-    # scipy and igraph before the first real call.
+    # Lazy: `import seahorse` (and the MCP server's handshake) must not pay for numpy
+    # and igraph before the first real call.
     if name == "Engine":
         from .engine import Engine
 

@@ -29,10 +29,10 @@ def _state(index: RetrievalIndex) -> dict:
     g = index.graph
     alive = np.flatnonzero(g.kinds != "")
     ids = g.node_ids
-    coo = g.adj.tocoo()
-    keep = (g.kinds[coo.row] != "") & (g.kinds[coo.col] != "")
+    rows, cols, weights = g.adj.entries()
+    keep = (g.kinds[rows] != "") & (g.kinds[cols] != "")
     edges = {(int(ids[r]), int(ids[c])): round(float(w), 9)
-             for r, c, w in zip(coo.row[keep], coo.col[keep], coo.data[keep])}
+             for r, c, w in zip(rows[keep], cols[keep], weights[keep])}
     vecs = {int(ids[v]): index.passage_vecs[k].round(6).tobytes()
             for k, v in enumerate(index.passage_idx)}
     return {
@@ -125,7 +125,7 @@ def test_a_raw_edge_write_is_logged_and_caught_up(backend_engine: Engine) -> Non
     engine.search("zram")
     g = engine.retrieval_index().graph
     assert engine.retrieval_index() is state
-    assert g.adj[g.index[a], g.index[b]] == pytest.approx(0.5)
+    assert g.adj.get([g.index[a]], [g.index[b]])[0] == pytest.approx(0.5)
 
 
 def test_optimize_graph_and_reembed_are_seen(backend_engine: Engine) -> None:

@@ -55,9 +55,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import MissingExtra
+from .csr import CSR
 
 HUB_MIN_DEGREE = 8
 HUB_FACTOR = 4.0
@@ -84,18 +84,28 @@ class PPRResult:
     damping: float
 
 
-def transition_matrix(adj: sp.csr_matrix, hub_self: np.ndarray | None) -> tuple[sp.csr_matrix, np.ndarray]:
+class Transitions:
+    """``T`` transposed, as a product: ``t @ x`` is ``T^T x``. Row i of ``T`` is ``k_i A_i``,
+    and ``A`` is symmetric, so ``T^T x = A (k * x)``: no transposed copy is built."""
+
+    def __init__(self, adj: CSR, keep: np.ndarray) -> None:
+        self.adj, self.keep = adj, keep
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        return self.adj @ (self.keep * x)
+
+
+def transition_matrix(adj: CSR, hub_self: np.ndarray | None) -> tuple[Transitions, np.ndarray]:
     """``T`` transposed (ready for ``T^T x``) and the dangling mask.
 
     Row i of ``T`` is ``(1 - s_i) A_i / out_i``: a hub's rows sum to ``1 - s_i`` (its residual
     share is teleported by :func:`power_iteration`, not kept as a self-loop), other rows to 1,
     dangling rows to 0."""
-    out = np.asarray(adj.sum(axis=1)).ravel()
+    out = adj.row_sums()
     dangling = out <= 0
     inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out))
     keep = inv if hub_self is None else inv * (1.0 - hub_self)
-    t = sp.diags(keep) @ adj
-    return sp.csr_matrix(t.T), dangling
+    return Transitions(adj, keep), dangling
 
 
 def residual_target(seeds: np.ndarray, hub_self: np.ndarray | None) -> np.ndarray:
@@ -108,7 +118,7 @@ def residual_target(seeds: np.ndarray, hub_self: np.ndarray | None) -> np.ndarra
     return q / total if total > 0 else p
 
 
-def power_iteration(t_transposed: sp.csr_matrix, dangling: np.ndarray, seeds: np.ndarray,
+def power_iteration(t_transposed: Transitions, dangling: np.ndarray, seeds: np.ndarray,
                     damping: float, tol: float = 1e-6, max_iter: int = 200,
                     hub_self: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """The walk of the module docstring, from ``x = p``; ``hub_self`` are the residual shares
@@ -143,18 +153,18 @@ def power_iteration(t_transposed: sp.csr_matrix, dangling: np.ndarray, seeds: np
 PushTerms = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def push_terms(adj: sp.csr_matrix, hub_self: np.ndarray) -> PushTerms:
+def push_terms(adj: CSR, hub_self: np.ndarray, strength: np.ndarray | None = None) -> PushTerms:
     """Per vertex, what :class:`LocalWalk` reads: ``(1 - s) / out`` (the factor on an edge's
     weight; 0 when dangling), the dangling mask, the neighbour count (at least 1) and the
     hub share ``s`` teleported to ``q`` (0 when dangling: a dangling vertex sends all to p)."""
-    out = np.asarray(adj.sum(axis=1)).ravel()
+    out = adj.row_sums() if strength is None else strength
     dangling = out <= 0
     keep = np.where(dangling, 0.0, (1.0 - hub_self) / np.where(dangling, 1.0, out))
     degree = np.maximum(np.diff(adj.indptr), 1).astype(np.float64)
     return keep, dangling, degree, np.where(dangling, 0.0, hub_self)
 
 
-def _rows(adj: sp.csr_matrix, rows: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _rows(adj: CSR, rows: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The entries of these rows: (column, weight x the row's scale), gathered without a loop."""
     lo = adj.indptr[rows]
     count = adj.indptr[rows + 1] - lo
@@ -184,7 +194,7 @@ class LocalWalk:
     residual mass; ``slot[v]`` is v's position + 1 (0: untouched). Everything is sized by the
     budget except ``slot`` (4 bytes per graph vertex, zero-filled lazily by the allocator)."""
 
-    def __init__(self, adj: sp.csr_matrix, terms: PushTerms, hub_self: np.ndarray,
+    def __init__(self, adj: CSR, terms: PushTerms, hub_self: np.ndarray,
                  seeds: np.ndarray, damping: float, budget: int) -> None:
         self.adj, self.d = adj, damping
         self.keep, self.dangling, self.degree, self.share = terms
@@ -257,14 +267,11 @@ class LocalWalk:
         """*Settle*: the residual walked on the touched set alone, every vertex each step."""
         m, d = self.m, self.d
         v = self.nodes[:m]
-        rows = self.adj[v]
-        count = np.diff(rows.indptr)
-        source = np.repeat(np.arange(m), count)
-        at = self.slot[rows.indices] - 1
+        target, flow = _rows(self.adj, v, self.keep[v])  # weight x the source's factor
+        source = np.repeat(np.arange(m), self.adj.indptr[v + 1] - self.adj.indptr[v])
+        at = self.slot[target] - 1
         inside = at >= 0  # an edge leaving the touched set is dropped
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(source[inside], minlength=m))])
-        t = sp.csr_matrix((rows.data[inside] * self.keep[v][source[inside]], at[inside], indptr),
-                          shape=(m, m)).T.tocsr()
+        source, at, flow = source[inside], at[inside], flow[inside]
         dangling = np.flatnonzero(self.dangling[v])
         hubs = np.flatnonzero(self.share[v] > 0)
         share = self.share[v][hubs]
@@ -275,7 +282,7 @@ class LocalWalk:
             self.rounds += 1
             e += (1.0 - d) * r
             dangling_mass, hub_mass = float(r[dangling].sum()), float(share @ r[hubs])
-            r[:] = d * (t @ r)
+            r[:] = d * np.bincount(at, flow * r[source], minlength=m)
             self._teleport(dangling_mass, hub_mass)
 
 
@@ -337,17 +344,11 @@ class VertexIndex:
         return len(self.ids)
 
 
-def adjacency(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> sp.csr_matrix:
+def adjacency(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> CSR:
     """The symmetric weighted CSR adjacency of these vertex pairs (repeated pairs add up), with
     32-bit indices: what the walk reads."""
-    if not len(src):
-        return sp.csr_matrix((n, n))
-    rows = np.concatenate([src, dst]).astype(np.int32, copy=False)
-    cols = np.concatenate([dst, src]).astype(np.int32, copy=False)
-    adj = sp.csr_matrix((np.concatenate([w, w]).astype(np.float64, copy=False), (rows, cols)),
-                        shape=(n, n))
-    adj.sum_duplicates()
-    return adj
+    return CSR.from_coo(np.concatenate([src, dst]), np.concatenate([dst, src]),
+                        np.concatenate([w, w]), n)
 
 
 def _arrays(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int, str, float]]):
@@ -399,12 +400,12 @@ class GraphCache:
     node_ids: np.ndarray  # SQLite node id per vertex index
     kinds: np.ndarray  # kind per vertex ("passage" / "phrase" / ...)
     doc_ids: np.ndarray  # document id per vertex (-1 for phrases)
-    adj: sp.csr_matrix
+    adj: CSR
     degree: np.ndarray
     hub_self: np.ndarray  # residual share s per vertex (> 0 only for hubs); teleported, not a loop
     index: VertexIndex | None = None  # store node id -> vertex
     strength: np.ndarray | None = None  # weighted degree per vertex
-    _t: tuple[sp.csr_matrix, np.ndarray] | None = field(default=None, repr=False)
+    _t: tuple[Transitions, np.ndarray] | None = field(default=None, repr=False)
     _push: PushTerms | None = field(default=None, repr=False)
     _pagerank: dict[float, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -439,11 +440,11 @@ class GraphCache:
 
     @classmethod
     def assemble(cls, version: int, node_ids: np.ndarray, kinds: np.ndarray, doc_ids: np.ndarray,
-                 adj: sp.csr_matrix, index: VertexIndex | None = None) -> "GraphCache":
+                 adj: CSR, index: VertexIndex | None = None) -> "GraphCache":
         """The cache of these vertex arrays and adjacency (degrees, hub shares derived)."""
         degree = np.diff(adj.indptr).astype(np.float64)
         hub_self = hub_residual_shares(degree, kinds == "phrase")
-        strength = np.asarray(adj.sum(axis=1)).ravel()
+        strength = adj.row_sums()
         return cls(version, node_ids, kinds, doc_ids, adj, degree, hub_self,
                    index or VertexIndex(node_ids), strength)
 
@@ -451,14 +452,14 @@ class GraphCache:
     def n(self) -> int:
         return len(self.node_ids)
 
-    def transitions(self) -> tuple[sp.csr_matrix, np.ndarray]:
+    def transitions(self) -> tuple[Transitions, np.ndarray]:
         if self._t is None:
             self._t = transition_matrix(self.adj, self.hub_self)
         return self._t
 
     def push_terms(self) -> PushTerms:
         if self._push is None:
-            self._push = push_terms(self.adj, self.hub_self)
+            self._push = push_terms(self.adj, self.hub_self, self.strength)
         return self._push
 
     def personalized_pagerank(self, seeds: np.ndarray, damping: float, budget: int) -> PPRResult:
@@ -521,14 +522,16 @@ def analyse(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int
     """
     node_ids, kinds, _doc_ids, _index, adj, degree = _arrays(nodes, edges)
     n = len(node_ids)
-    upper = sp.triu(adj, format="coo")  # one entry per distinct pair (self-loops included)
+    rows, cols, vals = adj.entries()
+    upper = cols >= rows  # one entry per distinct pair (self-loops included)
+    rows, cols, vals = rows[upper], cols[upper], vals[upper]
     try:
         import igraph as ig  # offline only, and an extra: the query path never pays for loading it
     except ImportError:
         raise MissingExtra("stats --graph needs igraph: pip install 'seahorse-rag-mcp[analysis]'") from None
 
-    g = ig.Graph(n=n, edges=np.column_stack([upper.row, upper.col]).tolist(), directed=False)
-    weights = np.maximum(upper.data, 0.0)
+    g = ig.Graph(n=n, edges=np.column_stack([rows, cols]).tolist(), directed=False)
+    weights = np.maximum(vals, 0.0)
     components = g.connected_components()
     sizes = components.sizes()
     threshold = hub_threshold(degree)

@@ -4,14 +4,14 @@ removed (their rows and columns zeroed, their kind blanked, until the next full 
 
 The result equals a fresh :meth:`GraphCache.build` on the same store, up to the vertex order
 of nothing (appends keep id order) and the removed vertices, which keep an index, carry no
-edge, no kind and no teleport mass. Every step is a whole-array numpy/scipy operation."""
+edge, no kind and no teleport mass. Every step is a whole-array numpy operation, linear in
+the adjacency's entries (mechanisms/csr.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from .graph import GraphCache, VertexIndex
 
@@ -41,8 +41,7 @@ def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
     n = len(node_ids)
     adj = g.adj
     if n != old_n:
-        adj = sp.csr_matrix((adj.data, adj.indices, np.concatenate(
-            [adj.indptr, np.full(n - old_n, adj.indptr[-1], dtype=adj.indptr.dtype)])), shape=(n, n))
+        adj = adj.grown(n)
     rows, cols, vals = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
     if delta.edges:
         a = index.lookup([e[0] for e in delta.edges])
@@ -57,27 +56,19 @@ def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
         ok = (u >= 0) & (v >= 0) & (u != v)
         if ok.any():
             u, v = u[ok], v[ok]
-            old = np.asarray(adj[u, v]).ravel()
+            old = adj.get(u, v)
             rows.append(u), cols.append(v)
             vals.append(np.array([delta.pairs[p] for p in pairs])[ok] - old)
     r, c, w = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-    if len(r):
-        adj = adj + sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([r, c]),
-                                  np.concatenate([c, r]))), shape=(n, n))
+    adj = adj.plus(np.concatenate([r, c]), np.concatenate([c, r]), np.concatenate([w, w]))
     removed = index.lookup(sorted(delta.removed))
     removed = removed[removed >= 0]
     if removed.size:
-        keep = np.ones(n)
-        keep[removed] = 0.0
-        mask = sp.diags(keep)
-        adj = mask @ adj @ mask
+        adj = adj.without(removed)
         kinds[removed] = ""
         doc_ids[removed] = -1
     for node_id, kind in delta.kinds.items():
         v = index.get(node_id)
         if v is not None:
             kinds[v] = kind
-    adj = sp.csr_matrix(adj)
-    adj.eliminate_zeros()
-    adj.sort_indices()
     return GraphCache.assemble(version, node_ids, kinds, doc_ids, adj, index)
