@@ -264,25 +264,36 @@ class LocalWalk:
         return self.slot[target] - 1
 
     def settle(self, tol: float) -> None:
-        """*Settle*: the residual walked on the touched set alone, every vertex each step."""
+        """*Settle*: the residual walked on the touched set alone, every vertex each step.
+
+        The touched set's own edges are symmetric (both ends are in it), so what vertex ``i``
+        receives, ``sum_j A_ji k_j r_j``, is ``sum_j A_ij (k r)_j`` over row ``i``'s entries:
+        the rows as gathered, in order, make the step one ``np.add.reduceat``, no sort."""
         m, d = self.m, self.d
         v = self.nodes[:m]
-        target, flow = _rows(self.adj, v, self.keep[v])  # weight x the source's factor
-        source = np.repeat(np.arange(m), self.adj.indptr[v + 1] - self.adj.indptr[v])
-        at = self.slot[target] - 1
+        column, weight = _rows(self.adj, v, np.ones(m))
+        at = self.slot[column] - 1
         inside = at >= 0  # an edge leaving the touched set is dropped
-        source, at, flow = source[inside], at[inside], flow[inside]
+        row = np.repeat(np.arange(m), self.adj.indptr[v + 1] - self.adj.indptr[v])[inside]
+        at, weight = at[inside], weight[inside]
+        counts = np.bincount(row, minlength=m)
+        filled = np.flatnonzero(counts)
+        starts = (np.cumsum(counts) - counts)[filled]
+        keep = self.keep[v]
         dangling = np.flatnonzero(self.dangling[v])
         hubs = np.flatnonzero(self.share[v] > 0)
         share = self.share[v][hubs]
         e, r = self.e[:m], self.r[:m]
+        step = np.zeros(m)
         for _ in range(MAX_ITER):
             if r.sum() < tol:
                 break
             self.rounds += 1
             e += (1.0 - d) * r
             dangling_mass, hub_mass = float(r[dangling].sum()), float(share @ r[hubs])
-            r[:] = d * np.bincount(at, flow * r[source], minlength=m)
+            if len(starts):
+                step[filled] = np.add.reduceat(weight * (keep * r)[at], starts)
+            r[:] = d * step
             self._teleport(dangling_mass, hub_mass)
 
 

@@ -200,11 +200,12 @@ class DocumentRows:
         return np.array([r[0] for r in rows], dtype=np.int64), _from_blobs([r[1] for r in rows], dim)
 
     def facts_of(self, passage_ids: Sequence[int], dim: int
-                 ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
-        """(passage id, phrase ids, vector) of the facts of these passages."""
+                 ) -> tuple[np.ndarray, Sequence[list[int]], np.ndarray]:
+        """(passage id, phrase ids, vector) of the facts of these passages. The phrase id lists
+        are read when asked for (a query reads thousands of facts and the lists of ten)."""
         rows = select_in(self.db, "SELECT passage_id, phrase_ids, vec FROM facts WHERE passage_id IN ({in})",
                          [int(i) for i in passage_ids])
-        return (np.array([r[0] for r in rows], dtype=np.int64), [json.loads(r[1]) for r in rows],
+        return (np.array([r[0] for r in rows], dtype=np.int64), JsonLists([r[1] for r in rows]),
                 _from_blobs([r[2] for r in rows], dim))
 
     def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
@@ -225,3 +226,20 @@ class DocumentRows:
         self.db.executemany("UPDATE facts SET vec=? WHERE id=?",
                             [(b, i) for (i, _v), b in zip(items, blobs)])
 
+
+class JsonLists(Sequence):
+    """A list of JSON texts, each decoded when it is read (and equal to the decoded list)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self._texts = texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [json.loads(t) for t in self._texts[k]]
+        return json.loads(self._texts[k])
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
