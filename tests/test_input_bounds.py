@@ -256,7 +256,7 @@ def test_wordllama_reads_at_most_max_tokens() -> None:
     emb = WordLlamaEmbedder()
     vec = emb.embed(['{"a": 1}, ' * 300_000])
     assert vec.shape == (1, 256)
-    assert emb._phrases._model.tokenizer.truncation["max_length"] == MAX_TOKENS
+    assert emb._phrases._tokenizer.truncation["max_length"] == MAX_TOKENS
 
 
 def test_a_killed_run_keeps_the_batches_it_committed(tmp_path: Path, monkeypatch) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -349,6 +350,35 @@ BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB
 MEAN_BLOCK = 4096  # phrases whose token rows are gathered at once (~12 MB at 256-d, 3 tokens each)
 
 
+WORDLLAMA_WEIGHTS = "l2_supercat_256.safetensors"
+WORDLLAMA_TOKENIZER = "l2_supercat_tokenizer_config.json"
+_SAFETENSORS_TYPES = {"F16": np.float16, "F32": np.float32}
+
+
+def _wordllama_file(folder: str, name: str) -> Path | None:
+    """A file the wordllama wheel ships, found without importing the package."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / folder / name
+    return path if path.is_file() else None
+
+
+def safetensors_array(path: Path, key: str) -> np.ndarray:
+    """One tensor of a safetensors file, memory-mapped read-only (the format: an 8-byte
+    little-endian header length, a JSON header of dtype, shape and byte offsets, the data)."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    entry = header[key]
+    dtype = np.dtype(_SAFETENSORS_TYPES[entry["dtype"]]).newbyteorder("<")
+    begin, end = entry["data_offsets"]
+    shape = tuple(entry["shape"])
+    if end - begin != dtype.itemsize * int(np.prod(shape)):
+        raise InvalidInput(f"{path}: tensor {key!r} is {end - begin} bytes, not {shape} of {dtype}")
+    return np.memmap(path, dtype=dtype, mode="r", offset=8 + size + begin, shape=shape)
+
+
 class WordLlamaEmbedder:
     """The fast tier: wordllama's static token embeddings (256-d, ship in its wheel), averaged.
     No transformer runs, so a query embeds in well under a millisecond; recall is lower."""
@@ -362,12 +392,7 @@ class WordLlamaEmbedder:
     @property
     def model_path(self) -> Path | None:
         """The weights file inside the wordllama wheel (None when it is not installed)."""
-        try:
-            import wordllama
-        except ImportError:
-            return None
-        return next(iter(sorted((Path(wordllama.__file__).parent / "weights").glob("*_256.safetensors"))),
-                    None)
+        return _wordllama_file("weights", WORDLLAMA_WEIGHTS)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._phrases.embed(texts)
@@ -389,46 +414,53 @@ class WordLlamaPhrases:
     dim = 256
 
     def __init__(self) -> None:
-        self._model = None
+        self._table: np.ndarray | None = None
+        self._tokenizer = None
 
-    def _load(self):
-        if self._model is None:
-            try:
-                import wordllama
-                from wordllama import WordLlama
-            except ImportError:
-                raise MissingExtra("wordllama is missing; run `pip install -e .`") from None
-            folder = os.path.dirname(wordllama.__file__)
-            model = WordLlama.load(cache_dir=folder, disable_download=True, dim=self.dim)
-            # wordllama pads a batch to its longest text with truncation off: one 3 MB line
-            # asked for 2.86 GiB. Cap the tokens (and the characters the tokenizer sees).
-            model.tokenizer.enable_truncation(MAX_TOKENS)
-            self._model = model
-        return self._model
+    def _load(self) -> np.ndarray:
+        """The token table, memory-mapped from the wheel's safetensors file (float16, read
+        in place: the rows a process gathers are what it holds, and the page cache keeps the
+        rest), and the tokenizer. wordllama itself is never imported (its import and its
+        float32 copy of the table held ~70 MB)."""
+        if self._table is None:
+            weights = _wordllama_file("weights", WORDLLAMA_WEIGHTS)
+            tokenizer = _wordllama_file("tokenizers", WORDLLAMA_TOKENIZER)
+            if weights is None or tokenizer is None:
+                raise MissingExtra("wordllama is missing; run `pip install -e .`")
+            from .onnxrt import load_tokenizer
+
+            tok = load_tokenizer(tokenizer)
+            # wordllama's own settings (padding on, special tokens off), plus a cap: it pads a
+            # batch to its longest text with truncation off, and one 3 MB line asked for 2.86 GiB.
+            tok.enable_padding()
+            tok.enable_truncation(MAX_TOKENS)
+            self._tokenizer = tok
+            self._table = safetensors_array(weights, "embedding.weight")
+        return self._table
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(np.asarray(self._load().embed(cap_chars(texts), batch_size=BATCH),
-                                     dtype=np.float32))
+        return self.from_features(self.features(texts))
 
     def features(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Each text's token ids (what :meth:`from_features` averages)."""
-        model = self._load()
-        vocab = model.embedding.shape[0]
+        vocab = self._load().shape[0]
         out: list[np.ndarray] = []
         for start in range(0, len(texts), BATCH):
-            for enc in model.tokenize(cap_chars(texts[start:start + BATCH])):
+            batch = self._tokenizer.encode_batch(cap_chars(texts[start:start + BATCH]),
+                                                 add_special_tokens=False)
+            for enc in batch:
                 ids = np.asarray(enc.ids, dtype=np.int64)[np.asarray(enc.attention_mask, dtype=bool)]
                 out.append(np.clip(ids, 0, vocab - 1).astype(np.uint32))
         return out
 
     def from_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
-        return _mean_rows(self._load().embedding, features, self.dim)
+        return _mean_rows(self._load(), features, self.dim)
 
     def from_flat(self, flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """:meth:`from_features` of the feature lists laid end to end, each ``sizes`` long."""
-        return _mean_flat(self._load().embedding, flat, sizes, self.dim)
+        return _mean_flat(self._load(), flat, sizes, self.dim)
 
 
 def _mean_rows(table: np.ndarray, features: Sequence[np.ndarray], dim: int) -> np.ndarray:

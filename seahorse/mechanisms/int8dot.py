@@ -35,12 +35,9 @@ def _run(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     if _session is None:
         with _lock:
             if _session is None:
-                import onnxruntime as ort
+                from .onnxrt import session_from_bytes
 
-                opts = ort.SessionOptions()
-                opts.intra_op_num_threads = 1  # memory-bound: one core streams the rows
-                opts.log_severity_level = 3
-                _session = ort.InferenceSession(MODEL, opts, providers=["CPUExecutionProvider"])
+                _session = session_from_bytes(MODEL, threads=1)  # memory-bound: one core will do
     return _session.run(None, {"rows": rows, "query": query})[0]
 
 

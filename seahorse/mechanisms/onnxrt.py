@@ -110,6 +110,13 @@ def make_session(model_path: str | os.PathLike[str], threads: int | None = None)
             "the model file") from None
 
 
+def session_from_bytes(model: bytes, threads: int = 1):
+    """A session over a serialised model held in memory (the low-RSS options)."""
+    ort = _onnxruntime()
+    return ort.InferenceSession(model, sess_options=_session_options(ort, threads),
+                                providers=["CPUExecutionProvider"])
+
+
 def session_inputs(session) -> dict[str, str]:
     """Input names of a session mapped to their ONNX types, e.g. ``{'input_ids': 'tensor(int64)'}``."""
     return {i.name: i.type for i in session.get_inputs()}
