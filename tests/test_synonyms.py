@@ -163,3 +163,21 @@ def test_a_failed_write_after_training_leaves_no_cells(small_cells, tmp_path) ->
         eng.index_many([(big, "big", None, None)])  # the same write, this time whole
         assert eng.store.phrase_centroids() is not None
         assert_consistent(eng)
+
+
+def test_a_store_from_before_cells_gets_them_on_its_next_write(small_cells, monkeypatch, tmp_path) -> None:
+    settings = Settings(db_path=str(tmp_path / "kg.db"), embedder="hash")
+    texts = _texts(30)
+    monkeypatch.setattr(synonyms, "IVF_MIN", 10**9)  # as the code before cells wrote it
+    with Engine(settings) as eng:
+        eng.index_many([(t, f"doc{k}", None, None) for k, t in enumerate(texts[:29])])
+        assert eng.store.phrase_centroids() is None and eng.store.phrase_count() >= 60
+    monkeypatch.setattr(synonyms, "IVF_MIN", 60)
+    loaded = []
+    monkeypatch.setattr(PhraseMatrix, "load", classmethod(lambda cls, *a: loaded.append(1)))
+    with Engine(settings) as eng:
+        eng.index_many([(texts[29], "doc29", None, None)])
+        assert not loaded  # trained from the stored features, never the whole exact matrix
+        cells = eng.store.db.execute("SELECT count(*) FROM phrase_features WHERE cell IS NULL").fetchone()
+        assert cells[0] == 0 and eng.store.phrase_centroids() is not None
+        assert_consistent(eng)

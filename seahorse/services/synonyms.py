@@ -34,7 +34,7 @@ IVF_MIN = 20_000  # candidate phrases from which synonyms are searched in cells
 CELL_SIZE = 128  # phrases per cell when the centroids are trained
 PROBES = 4  # the cells a phrase is compared within: its nearest centroids
 REGROW = 2  # train again when the phrases reach REGROW x (cells x CELL_SIZE)
-TRAIN_MAX = 65_536  # phrases the centroids are trained on at most (a strided sample)
+TRAIN_MAX = 32_768  # phrases the centroids are trained on at most (a strided sample: 32 MB)
 TRAIN_ROUNDS = 6  # k-means rounds
 CELL_ROWS = 32  # query phrases per cell search (their probed cells are read together)
 
@@ -196,15 +196,19 @@ class Synonyms:
         self.store = rt.store
 
     def state(self) -> PhraseMatrix | CellIndex:
-        """The exact regime's matrix, or the cells once the store has them."""
+        """The exact regime's matrix, or the cells once the store has them (call inside a
+        write: a store from before cells gets them here)."""
         version = self.store.graph_version()
         cache = self.rt.phrase_cache
         if cache is None or cache.version != version:
             centroids = self.store.phrase_centroids()
-            if centroids is None:
-                cache = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
+            count = self.store.phrase_count()
+            if centroids is not None:
+                cache = CellIndex(version, centroids, count)
+            elif count >= IVF_MIN:  # a store from before cells: trained without the exact matrix
+                cache = self._train(version)
             else:
-                cache = CellIndex(version, centroids, self.store.phrase_count())
+                cache = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
             self.rt.phrase_cache = cache
         return cache
 
