@@ -24,6 +24,7 @@ import numpy as np
 
 from ..mechanisms import int8dot
 from ..mechanisms.code import SECONDARY_PATH
+from ..mechanisms.csr import CSR
 from ..mechanisms.graph import GraphCache
 from ..mechanisms.graphdelta import Delta, apply
 from ..mechanisms.numeric import quantise
@@ -244,9 +245,8 @@ class RetrievalIndex:
         self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
         # Passages (and memories, symbols) next to each phrase = its context-edge count.
         adj = g.adj
-        rows = np.repeat(np.arange(g.n), np.diff(adj.indptr))
-        linked = self.kind_mask(RETRIEVABLE)[adj.indices] & (adj.data > 0)
-        self.passage_count = np.bincount(rows, weights=linked, minlength=g.n).astype(np.float64)
+        linked = (self.kind_mask(RETRIEVABLE)[adj.indices] & (adj.data > 0)).astype(np.float64)
+        self.passage_count = CSR(adj.indptr, adj.indices, linked, g.n).row_sums()
 
     def _load_vectors(self, store: Store, since: int) -> None:
         """Append every dense vector of a node after ``since``, VECTOR_BLOCK rows at a time."""
