@@ -175,13 +175,11 @@ def train_centroids(sample: np.ndarray, cells: int) -> np.ndarray:
     cent = sample[np.linspace(0, len(sample) - 1, cells).astype(np.int64)].copy()
     for _ in range(TRAIN_ROUNDS):
         own = nearest_cells(sample, cent, 1)[:, 0]
-        order = np.argsort(own, kind="stable")
-        bounds = np.flatnonzero(np.diff(own[order], prepend=-1))
-        sums = np.add.reduceat(sample[order], bounds, axis=0)
+        sums = np.zeros_like(cent)
+        np.add.at(sums, own, sample)  # no reordered copy of the sample
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        used = own[order][bounds]
-        ok = norms[:, 0] > 0
-        cent[used[ok]] = sums[ok] / norms[ok]
+        ok = norms[:, 0] > 0  # a cell left empty keeps its centroid
+        cent[ok] = sums[ok] / norms[ok]
     return cent.astype(np.float32)
 
 
@@ -261,9 +259,13 @@ class Synonyms:
         embedder = self.rt.phrase_embedder
         count = self.store.phrase_count()
         stride = max(1, -(-count // TRAIN_MAX))
-        sample = [vecs[(np.arange(len(vecs)) + seen) % stride == 0]
-                  for seen, (_ids, vecs) in _counted(phrase_vectors(self.store, embedder))]
-        centroids = train_centroids(np.concatenate(sample), count // CELL_SIZE)
+        sample = np.empty((-(-count // stride), embedder.dim), dtype=np.float32)  # filled in place
+        taken = 0
+        for seen, (_ids, vecs) in _counted(phrase_vectors(self.store, embedder)):
+            rows = vecs[(np.arange(len(vecs)) + seen) % stride == 0][:len(sample) - taken]
+            sample[taken:taken + len(rows)] = rows
+            taken += len(rows)
+        centroids = train_centroids(sample[:taken], count // CELL_SIZE)
         self.store.set_phrase_centroids(centroids)
         for ids, vecs in phrase_vectors(self.store, embedder):
             self.store.set_phrase_cells(ids, nearest_cells(vecs, centroids, 1)[:, 0])
