@@ -37,3 +37,14 @@ def test_an_unwritable_cache_runs_the_model_as_it_is(tmp_path: Path, monkeypatch
     assert folded_model(model) == model
     assert not list(tmp_path.rglob("*.onnx*"))
     assert embed.minilm(1).embed(TEXTS).shape == (2, 384)
+
+
+def test_a_damaged_folded_copy_is_deleted_and_the_model_runs_as_it_is(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    model = embed.minilm(1).model_path
+    kept = folded_model(model)
+    assert kept != model and oct(kept.stat().st_mode & 0o777) == "0o644"
+    kept.write_bytes(kept.read_bytes()[:1000])  # cut short, as a full disk or a kill would
+    got = embed.minilm(1).embed(TEXTS)
+    assert got.shape == (2, 384) and not kept.exists()
+    assert folded_model(model) == kept and kept.stat().st_size > 1000  # made again next time

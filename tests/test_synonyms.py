@@ -181,3 +181,24 @@ def test_a_store_from_before_cells_gets_them_on_its_next_write(small_cells, monk
         cells = eng.store.db.execute("SELECT count(*) FROM phrase_features WHERE cell IS NULL").fetchone()
         assert cells[0] == 0 and eng.store.phrase_centroids() is not None
         assert_consistent(eng)
+
+
+def test_cells_train_again_only_when_the_phrases_double(small_cells, monkeypatch, tmp_path) -> None:
+    # A sample of 64 phrases allows at most 8 cells: past that the cells grow, and the store
+    # still trains again only when its phrases have doubled since the last training.
+    monkeypatch.setattr(synonyms, "TRAIN_MAX", 64)
+    trained: list[int] = []
+    real = synonyms.Synonyms._train
+
+    def counting(self, version):
+        out = real(self, version)
+        trained.append(out.count)
+        return out
+
+    monkeypatch.setattr(synonyms.Synonyms, "_train", counting)
+    with Engine(Settings(db_path=str(tmp_path / "kg.db"), embedder="hash")) as eng:
+        eng.index_many([(t, f"doc{k}", None, None) for k, t in enumerate(_texts(120))])
+        assert len(eng.store.phrase_centroids()) <= 64 // 8
+        assert eng.store.meta()["phrase_cells_trained"] == str(trained[-1])
+    assert len(trained) >= 2
+    assert all(b > 2 * a for a, b in zip(trained, trained[1:]))  # each at least double the last

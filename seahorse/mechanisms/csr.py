@@ -39,6 +39,7 @@ class CSR:
         if not len(rows):
             return cls.empty(n)
         key = rows * max(n, 1) + cols  # one int64 sort key: a third of lexsort's time
+        del rows, cols  # (the caller's arrays may live on; these copies need not)
         order = np.argsort(key)
         key, vals = key[order], vals[order]
         del order
@@ -94,12 +95,13 @@ class CSR:
 
     def get(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The weight at each (row, column) pair (0 where none is stored)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        at = self._positions(rows, cols)
+        hit = at < self.indptr[rows + 1]
+        hit[hit] = self.indices[at[hit]] == cols[hit]
         out = np.zeros(len(rows))
-        for k, (r, c) in enumerate(zip(np.asarray(rows).tolist(), np.asarray(cols).tolist())):
-            lo, hi = self.indptr[r], self.indptr[r + 1]
-            at = lo + np.searchsorted(self.indices[lo:hi], c)
-            if at < hi and self.indices[at] == c:
-                out[k] = self.data[at]
+        out[hit] = self.data[at[hit]]
         return out
 
     def grown(self, n: int) -> "CSR":
@@ -123,7 +125,13 @@ class CSR:
         indptr[1:] += np.cumsum(np.bincount(ar[miss], minlength=self.n))
         out = CSR(indptr, np.insert(self.indices, at[miss], ac[miss].astype(np.int32)),
                   np.insert(data, at[miss], av[miss]), self.n)
-        return out._kept(out.data != 0) if (data[at[hit]] == 0).any() else out
+        cancelled = at[hit][data[at[hit]] == 0]  # only entries this change brought to 0 go
+        if not len(cancelled):
+            return out
+        moved = cancelled + np.searchsorted(np.sort(at[miss]), cancelled, side="right")
+        keep = np.ones(out.nnz, dtype=bool)
+        keep[moved] = False
+        return out._kept(keep)
 
     def _positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Where each (row, column) is or would go among the row's sorted columns."""

@@ -164,7 +164,7 @@ class OnnxEmbedder:
     def _load(self) -> None:
         if self._session is not None:
             return
-        from .onnxrt import folded_model, load_tokenizer, make_session, session_inputs
+        from .onnxrt import folded_session, load_tokenizer, make_session, session_inputs
 
         tokenizer = load_tokenizer(self.tokenizer_path)
         tokenizer.no_padding()
@@ -172,7 +172,7 @@ class OnnxEmbedder:
         # Dynamic shapes defeat the arena and memory patterns (onnxrt turns them off): they
         # only grow RSS (1.6 GB after one corpus with them on, measured), not speed. Batches
         # of 2 sorted by length were fastest here (113 passages/s vs 55 at 32).
-        session = make_session(folded_model(self.model_path) if self.fold else self.model_path, self.threads)
+        session = (folded_session if self.fold else make_session)(self.model_path, self.threads)
         self._inputs = set(session_inputs(session))
         if not {"input_ids", "attention_mask"} <= self._inputs:
             raise InvalidInput(f"{self.model_path} does not take input_ids and attention_mask; "

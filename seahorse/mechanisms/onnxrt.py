@@ -123,32 +123,53 @@ def folded_model(model_path: str | os.PathLike[str]) -> Path:
     model's path, size and mtime and onnxruntime's version; a stale one is simply not used."""
     p = _existing_file(model_path, "ONNX model file")
     ort = _onnxruntime()
-    st = p.stat()
-    key = hashlib.sha256(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ort.__version__}".encode()
-                         ).hexdigest()[:16]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seahorse" / "onnx"
-    out = cache / f"{p.stem}-folded-{key}.onnx"
-    if out.is_file():
-        return out
     tmp = None
     try:
+        st = p.stat()
+        key = hashlib.sha256(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ort.__version__}".encode()
+                             ).hexdigest()[:16]
+        home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        if not os.path.isabs(home):
+            raise OSError(f"no absolute cache folder ({home!r})")
+        cache = Path(home) / "seahorse" / "onnx"
+        out = cache / f"{p.stem}-folded-{key}.onnx"
+        if out.is_file():
+            return out
         cache.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache, suffix=".onnx.tmp")
+        fd, tmp = tempfile.mkstemp(dir=cache, prefix=f"{p.stem}-folded-", suffix=".tmp")
         os.close(fd)
         opts = _session_options(ort, 1)
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         opts.optimized_model_filepath = tmp
         ort.InferenceSession(str(p), sess_options=opts, providers=["CPUExecutionProvider"])
+        os.chmod(tmp, 0o644)
         os.replace(tmp, out)
         tmp = None
+        for old in cache.glob(f"{p.stem}-folded-*"):  # other versions' copies, a killed fold's
+            if old != out and (old.suffix == ".onnx" or time.time() - old.stat().st_mtime > 3600):
+                old.unlink(missing_ok=True)
         release_free_memory()
         return out
-    except Exception as exc:  # a read-only home, a full disk: run the model as it is
-        log.info("could not keep a folded copy of %s in %s (%s); using the model as it is", p, cache, exc)
+    except Exception as exc:  # no home, a read-only one, a full disk: run the model as it is
+        log.info("could not keep a folded copy of %s (%s); using the model as it is", p, exc)
         return p
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def folded_session(model_path: str | os.PathLike[str], threads: int | None = None):
+    """:func:`make_session` over :func:`folded_model`'s copy; a copy that does not load (cut
+    short, damaged) is deleted and the model itself is loaded."""
+    folded = folded_model(model_path)
+    if folded == _existing_file(model_path, "ONNX model file"):
+        return make_session(model_path, threads)
+    try:
+        return make_session(folded, threads)
+    except InvalidInput:
+        log.info("the folded copy %s did not load; deleting it and using %s", folded, model_path)
+        folded.unlink(missing_ok=True)
+        return make_session(model_path, threads)
 
 
 def session_from_bytes(model: bytes, threads: int = 1):

@@ -145,26 +145,32 @@ def nearest_pairs(queries: np.ndarray, query_ids: np.ndarray, matrix: PhraseMatr
 
 # ----- cells ---------------------------------------------------------------------------------
 class CellIndex:
-    """A store's synonym cells as one write sees them: the unit centroids (row = cell) and
-    how many candidate phrases the store holds."""
+    """A store's synonym cells as one write sees them: the unit centroids (row = cell), how
+    many candidate phrases the store holds, and how many it held when they were trained (meta
+    ``phrase_cells_trained``)."""
 
-    def __init__(self, version: int, centroids: np.ndarray, count: int) -> None:
+    def __init__(self, version: int, centroids: np.ndarray, count: int, trained: int) -> None:
         self.version = version
         self.centroids = centroids
         self.count = count
+        self.trained = trained
 
     def full(self, adding: int) -> bool:
-        return self.count + adding > REGROW * len(self.centroids) * CELL_SIZE
+        return self.count + adding > REGROW * max(self.trained, IVF_MIN)
 
 
 def nearest_cells(vecs: np.ndarray, centroids: np.ndarray, p: int) -> np.ndarray:
     """Each row's ``p`` nearest centroids by cosine (rows x p cell numbers, unordered)."""
     p = min(p, len(centroids))
     out = np.zeros((len(vecs), p), dtype=np.int64)
-    for start in range(0, len(vecs), 1024):  # 1024 x cells x 4 bytes at a time
-        s = vecs[start:start + 1024] @ centroids.T
-        out[start:start + 1024] = (np.argmax(s, axis=1)[:, None] if p == 1 else
-                                   np.argpartition(-s, p - 1, axis=1)[:, :p])
+    rows = max(1, 2**21 // max(1, len(centroids)))  # 8 MB of float32 cosines at a time
+    for start in range(0, len(vecs), rows):
+        s = vecs[start:start + rows] @ centroids.T
+        if p == 1:
+            out[start:start + rows, 0] = np.argmax(s, axis=1)
+        else:
+            np.negative(s, out=s)
+            out[start:start + rows] = np.argpartition(s, p - 1, axis=1)[:, :p]
     return out
 
 
@@ -202,7 +208,8 @@ class Synonyms:
             centroids = self.store.phrase_centroids()
             count = self.store.phrase_count()
             if centroids is not None:
-                cache = CellIndex(version, centroids, count)
+                trained = int(self.store.meta().get("phrase_cells_trained") or len(centroids) * CELL_SIZE)
+                cache = CellIndex(version, centroids, count, trained)
             elif count >= IVF_MIN:  # a store from before cells: trained without the exact matrix
                 cache = self._train(version)
             else:
@@ -265,11 +272,14 @@ class Synonyms:
             rows = vecs[(np.arange(len(vecs)) + seen) % stride == 0][:len(sample) - taken]
             sample[taken:taken + len(rows)] = rows
             taken += len(rows)
-        centroids = train_centroids(sample[:taken], count // CELL_SIZE)
+        # One cell per CELL_SIZE phrases, with at least 8 sample rows per centroid: past
+        # TRAIN_MAX x 16 phrases the cells stop multiplying and grow instead.
+        centroids = train_centroids(sample[:taken], min(count // CELL_SIZE, taken // 8))
         self.store.set_phrase_centroids(centroids)
+        self.store.set_meta(phrase_cells_trained=str(count))
         for ids, vecs in phrase_vectors(self.store, embedder):
             self.store.set_phrase_cells(ids, nearest_cells(vecs, centroids, 1)[:, 0])
-        return CellIndex(version, centroids, count)
+        return CellIndex(version, centroids, count, count)
 
     def _search(self, vecs: np.ndarray, ids: np.ndarray, centroids: np.ndarray, k: int,
                 threshold: float) -> list[tuple[int, int, float]]:

@@ -242,4 +242,8 @@ class JsonLists(Sequence):
         return json.loads(self._texts[k])
 
     def __eq__(self, other) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
         return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]

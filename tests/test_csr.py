@@ -1,0 +1,60 @@
+"""The numpy CSR the graph is made of, against dense arrays: build, product, row sums, merge of
+a delta (cancelled entries go, explicit zeros already there stay), rows emptied, lookups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seahorse.mechanisms.csr import CSR
+
+
+def _dense(n, rows, cols, vals):
+    out = np.zeros((n, n))
+    np.add.at(out, (rows, cols), vals)
+    return out
+
+
+def _sorted_rows(m: CSR) -> bool:
+    return all((np.diff(m.indices[m.indptr[i]:m.indptr[i + 1]]) > 0).all() for i in range(m.n))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_csr_equals_the_dense_matrix(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 30)), int(rng.integers(0, 90))
+    r, c, v = rng.integers(0, n, k), rng.integers(0, n, k), rng.standard_normal(k)
+    a = CSR.from_coo(np.r_[r, c], np.r_[c, r], np.r_[v, v], n)
+    want = _dense(n, np.r_[r, c], np.r_[c, r], np.r_[v, v])
+    assert np.allclose(a.toarray(), want) and _sorted_rows(a) and a.indices.dtype == np.int32
+    x = rng.standard_normal(n)
+    assert np.allclose(a @ x, want @ x) and np.allclose(a.row_sums(), want.sum(axis=1))
+    for k2 in (int(rng.integers(0, 8)), 5000):  # the per-entry and the whole-array search
+        r2, c2, v2 = rng.integers(0, n, k2), rng.integers(0, n, k2), rng.standard_normal(k2)
+        b = a.plus(r2, c2, v2)
+        assert np.allclose(b.toarray(), want + _dense(n, r2, c2, v2)) and _sorted_rows(b)
+        assert b.nnz == int((np.abs(b.toarray()) > 0).sum() + (b.data == 0).sum())
+    rows, cols, vals = a.entries()
+    if len(rows) > 3:  # three entries cancelled exactly: they go, nothing else does
+        z = a.plus(rows[:3], cols[:3], -vals[:3])
+        assert z.nnz == a.nnz - 3 and (z.data != 0).all()
+    q, w = rng.integers(0, n, 50), rng.integers(0, n, 50)
+    assert np.allclose(a.get(q, w), want[q, w])
+    gone = rng.integers(0, n, 3)
+    keep = np.ones(n)
+    keep[gone] = 0
+    assert np.allclose(a.without(gone).toarray(), want * keep[:, None] * keep[None, :])
+    g = a.grown(n + 2)
+    assert g.shape == (n + 2, n + 2) and np.allclose((g @ np.ones(n + 2))[:n], want.sum(axis=1))
+
+
+def test_explicit_zeros_of_a_build_survive_an_unrelated_change() -> None:
+    z = CSR.from_coo(np.array([0, 1]), np.array([1, 0]), np.array([0.0, 0.0]), 3)
+    assert z.nnz == 2
+    assert z.plus(np.array([2]), np.array([2]), np.array([1.0])).nnz == 3
+
+
+def test_an_empty_matrix() -> None:
+    for n in (0, 4):
+        e = CSR.from_coo(np.zeros(0, int), np.zeros(0, int), np.zeros(0), n)
+        assert e.nnz == 0 and (e @ np.ones(n)).tolist() == [0.0] * n and e.row_sums().shape == (n,)
