@@ -33,15 +33,15 @@ class CSR:
                  drop_zeros: bool = False) -> "CSR":
         """From triples; repeated (row, column) pairs add up. ``drop_zeros``: pairs whose sum
         is 0 are left out."""
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
         vals = np.asarray(vals, dtype=np.float64)
         if not len(rows):
             return cls.empty(n)
-        key = rows * max(n, 1) + cols  # one int64 sort key: a third of lexsort's time
-        del rows, cols  # (the caller's arrays may live on; these copies need not)
+        key = np.asarray(rows).astype(np.int64)  # one int64 sort key: a third of lexsort's time
+        key *= max(n, 1)
+        key += np.asarray(cols)
         order = np.argsort(key)
-        key, vals = key[order], vals[order]
+        key.sort()  # in place: what key[order] is, without a second key
+        vals = vals[order]
         del order
         first = np.ones(len(key), dtype=bool)
         first[1:] = key[1:] != key[:-1]

@@ -23,6 +23,7 @@ import copy
 import numpy as np
 
 from ..mechanisms import int8dot
+from ..mechanisms.budget import release_free_memory
 from ..mechanisms.code import SECONDARY_PATH
 from ..mechanisms.csr import CSR
 from ..mechanisms.graph import GraphCache
@@ -72,6 +73,7 @@ class RetrievalIndex:
         self.kind_code = np.zeros(0, dtype=np.uint8)
         self._code_kinds(0)
         self._derive()
+        release_free_memory()  # the load's scratch (sort keys, blocks) back to the OS
 
     # ----- what the query path reads ----------------------------------------------------
     @property
@@ -185,6 +187,7 @@ class RetrievalIndex:
         nxt._codes = dict(self._codes)
         nxt._advance(seq, delta, version, vec_ids, symbols, memory_priors, vectors)
         self.__dict__.update(nxt.__dict__)  # the swap: every attribute at once, nothing can fail
+        release_free_memory()  # the arrays the change replaced
         return self
 
     def _advance(self, seq: int, delta: Delta, version: int, vec_ids: set[int], symbols: list,
