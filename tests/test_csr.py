@@ -48,6 +48,21 @@ def test_csr_equals_the_dense_matrix(seed: int) -> None:
     assert g.shape == (n + 2, n + 2) and np.allclose((g @ np.ones(n + 2))[:n], want.sum(axis=1))
 
 
+@pytest.mark.parametrize("block", [1, 3, 7])
+def test_a_build_in_blocks_of_rows_equals_one_in_one_block(monkeypatch, block: int) -> None:
+    from seahorse.mechanisms import csr
+
+    rng = np.random.default_rng(block)
+    n, k = 40, 300
+    r, c, v = rng.integers(0, n, k), rng.integers(0, n, k), rng.standard_normal(k)
+    whole = CSR.from_coo(r, c, v, n)
+    monkeypatch.setattr(csr, "COO_BLOCK", block)
+    parts = CSR.from_coo(r, c, v, n)
+    assert np.array_equal(parts.indptr, whole.indptr) and np.array_equal(parts.indices, whole.indices)
+    assert np.allclose(parts.data, whole.data) and _sorted_rows(parts)
+    assert np.allclose(parts.toarray(), _dense(n, r, c, v))
+
+
 def test_explicit_zeros_of_a_build_survive_an_unrelated_change() -> None:
     z = CSR.from_coo(np.array([0, 1]), np.array([1, 0]), np.array([0.0, 0.0]), 3)
     assert z.nnz == 2

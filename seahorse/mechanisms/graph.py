@@ -368,8 +368,7 @@ class VertexIndex:
 def adjacency(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> CSR:
     """The symmetric weighted CSR adjacency of these vertex pairs (repeated pairs add up), with
     32-bit indices: what the walk reads."""
-    return CSR.from_coo(np.concatenate([src, dst]), np.concatenate([dst, src]),
-                        np.concatenate([w, w]), n)
+    return CSR.from_pairs(src, dst, w, n)
 
 
 def _arrays(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int, str, float]]):
