@@ -482,9 +482,9 @@ def _mean_flat(table: np.ndarray, flat: np.ndarray, sizes: np.ndarray, dim: int)
     for block in range(0, len(sizes), MEAN_BLOCK):  # bounds the gathered rows
         size = sizes[block:block + MEAN_BLOCK]
         order = np.argsort(-size, kind="stable")  # longest first: "has a j-th row" is a prefix
-        longer = len(size)
+        descending = -size[order]
         for j in range(int(size.max(initial=0))):
-            longer = int(np.searchsorted(-size[order], -j, side="left"))  # lists of over j rows
+            longer = int(np.searchsorted(descending, -j, side="left"))  # lists of over j rows
             rows = block + order[:longer]
             out[rows] += table[flat[starts[rows] + j].astype(np.int64)]
         out[block:block + len(size)] /= np.maximum(size, 1)[:, None]
