@@ -21,7 +21,8 @@ def _dense(n, rows, cols, vals):
     return out
 
 
-def _sorted_rows(m: CSR) -> bool:
+def _sorted_rows(m) -> bool:
+    m = m.compacted()
     return all((np.diff(m.indices[m.indptr[i]:m.indptr[i + 1]]) > 0).all() for i in range(m.n))
 
 
@@ -39,11 +40,11 @@ def test_csr_equals_the_dense_matrix(seed: int) -> None:
         r2, c2, v2 = rng.integers(0, n, k2), rng.integers(0, n, k2), rng.standard_normal(k2)
         b = a.plus(r2, c2, v2)
         assert close(b.toarray(), want + _dense(n, r2, c2, v2)) and _sorted_rows(b)
-        assert b.nnz == int((np.abs(b.toarray()) > 0).sum() + (b.data == 0).sum())
+        assert b.nnz == int((np.abs(b.toarray()) > 0).sum() + (b.compacted().data == 0).sum())
     rows, cols, vals = a.entries()
     if len(rows) > 3:  # three entries cancelled exactly: they go, nothing else does
         z = a.plus(rows[:3], cols[:3], -vals[:3])
-        assert z.nnz == a.nnz - 3 and (z.data != 0).all()
+        assert z.nnz == a.nnz - 3 and (z.compacted().data != 0).all()
     q, w = rng.integers(0, n, 50), rng.integers(0, n, 50)
     assert close(a.get(q, w), want[q, w])
     gone = rng.integers(0, n, 3)
@@ -79,3 +80,70 @@ def test_an_empty_matrix() -> None:
     for n in (0, 4):
         e = CSR.from_coo(np.zeros(0, int), np.zeros(0, int), np.zeros(0), n)
         assert e.nnz == 0 and (e @ np.ones(n)).tolist() == [0.0] * n and e.row_sums().shape == (n,)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("patch_min", [0, 10_000])  # compacted now and then / never
+def test_a_chain_of_changes_patches_rows_and_equals_the_dense_matrix(monkeypatch, seed: int,
+                                                                     patch_min: int) -> None:
+    """Writes patch rows over an untouched base (csr.Patched), grow the matrix, empty vertices,
+    and now and then compact: at every step each way of reading it agrees with the dense
+    matrix, the row sums and counts carried over equal recomputed ones, and ``changed`` names
+    the rows that moved."""
+    from seahorse.mechanisms import csr
+
+    monkeypatch.setattr(csr, "PATCH_MIN", patch_min)
+    monkeypatch.setattr(csr, "PATCH_SHARE", 0.3)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 25))
+    r, c, v = rng.integers(0, n, 40), rng.integers(0, n, 40), rng.random(40)
+    m = CSR.from_coo(np.r_[r, c], np.r_[c, r], np.r_[v, v], n)
+    first, base_data = m, m.data.copy()
+    want = m.toarray()
+    kinds = set()
+    for _step in range(12):
+        op = rng.integers(0, 3)
+        before = want.copy()
+        if op == 0:  # a write: new pairs, and re-weighted or cancelled old ones
+            k = int(rng.integers(1, 6))
+            r2, c2, v2 = rng.integers(0, m.n, k), rng.integers(0, m.n, k), rng.random(k)
+            er, ec, ev = m.entries()
+            if len(er):
+                pick = rng.integers(0, len(er), 2)
+                r2, c2 = np.r_[r2, er[pick]], np.r_[c2, ec[pick]]
+                v2 = np.r_[v2, -ev[pick]]  # brought to 0: they go
+            m = m.plus(np.r_[r2, c2], np.r_[c2, r2], np.r_[v2, v2])
+            want = want + _dense(m.n, np.r_[r2, c2], np.r_[c2, r2], np.r_[v2, v2])
+            want[np.abs(want) < 1e-6] = 0.0
+        elif op == 1:
+            grow = int(rng.integers(1, 4))
+            m = m.grown(m.n + grow)
+            want = np.pad(want, ((0, grow), (0, grow)))
+            before = np.pad(before, ((0, grow), (0, grow)))
+        else:
+            gone = rng.integers(0, m.n, 2)
+            m = m.without(gone)
+            want[gone, :] = 0.0
+            want[:, gone] = 0.0
+        kinds.add(type(m).__name__)
+        assert close(m.toarray(), want) and _sorted_rows(m)
+        x = rng.standard_normal(m.n)
+        assert close(m @ x, want @ x)
+        assert close(m.row_sums(), want.sum(axis=1))
+        assert np.array_equal(m.row_counts(), m.compacted().row_counts())
+        rows = rng.integers(0, m.n, 7)
+        cols, weights, counts = m.gather(rows, np.arange(1.0, 8.0))
+        got = np.zeros((7, m.n))
+        np.add.at(got, (np.repeat(np.arange(7), counts), cols), weights)
+        assert close(got, want[rows] * np.arange(1.0, 8.0)[:, None])
+        u = int(rng.integers(0, m.n))
+        cu, wu = m.row(u)
+        assert close(_dense(m.n, np.zeros(len(cu), int), cu, wu)[0], want[u])
+        q, w = rng.integers(0, m.n, 20), rng.integers(0, m.n, 20)
+        assert close(m.get(q, w), want[q, w])
+        if op != 1 and m.changed is not None:  # every row that moved is named
+            moved = np.flatnonzero(np.abs(want - before).sum(axis=1) > 0)
+            assert set(moved.tolist()) <= set(m.changed.tolist())
+    assert np.array_equal(first.data, base_data)  # the base is never written
+    if patch_min:
+        assert "Patched" in kinds

@@ -8,6 +8,10 @@ symmetric, so the walk never needs a transpose (``T^T x = A (k * x)`` for ``T = 
 Layout as scipy's CSR: row ``i``'s columns are ``indices[indptr[i]:indptr[i + 1]]`` (sorted,
 32-bit) and its weights ``data[...]`` (float32: a 100k-passage graph's 8.6M weights are 34 MB
 less; sums over them accumulate in float64); no repeated (row, column) pair.
+
+A write does not copy the matrix: :class:`Patched` keeps the rows a change touched beside an
+untouched base (until they are an eighth of it), with the row sums and counts carried over, so
+a write costs what it changes plus a few arrays of one number per row.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ COO_BLOCK = 1 << 20  # entries sorted at a time when a matrix is built from trip
 
 
 class CSR:
-    __slots__ = ("indptr", "indices", "data", "n", "_starts")
+    __slots__ = ("indptr", "indices", "data", "n", "_starts", "_sums", "changed")
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n: int) -> None:
         self.indptr = indptr
@@ -26,6 +30,8 @@ class CSR:
         self.data = data
         self.n = n
         self._starts: np.ndarray | None = None  # the non-empty rows, for matvec
+        self._sums: np.ndarray | None = None  # row_sums(), once computed (read-only)
+        self.changed: np.ndarray | None = None  # rows changed from the matrix this came from
 
     @classmethod
     def empty(cls, n: int) -> "CSR":
@@ -126,11 +132,15 @@ class CSR:
         return self.row_of_entries(), self.indices.astype(np.int64), self.data
 
     def row_sums(self) -> np.ndarray:
-        out = np.zeros(self.n)
-        starts = self._nonempty()
-        if len(starts):
-            out[starts] = np.add.reduceat(self.data, self.indptr[starts], dtype=np.float64)
-        return out
+        """The sum of each row's weights (float64; computed once, read-only)."""
+        if self._sums is None:
+            out = np.zeros(self.n)
+            starts = self._nonempty()
+            if len(starts):
+                out[starts] = np.add.reduceat(self.data, self.indptr[starts], dtype=np.float64)
+            out.setflags(write=False)
+            self._sums = out
+        return self._sums
 
     def _nonempty(self) -> np.ndarray:
         if self._starts is None:
@@ -159,32 +169,45 @@ class CSR:
 
     def grown(self, n: int) -> "CSR":
         """The same entries in a larger matrix (empty rows and columns appended)."""
-        indptr = np.concatenate([self.indptr, np.full(n - self.n, self.indptr[-1], dtype=np.int64)])
-        return CSR(indptr, self.indices, self.data, n)
-
-    def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR":
-        """This matrix with these triples added (pairs that sum to 0 are dropped). Linear in
-        the entries (two copies of the arrays): the few new ones are sorted and merged in."""
-        if not len(rows):
+        if n == self.n:
             return self
-        ar, ac, av = CSR.from_coo(rows, cols, vals, self.n, drop_zeros=True).entries()
-        at = self._positions(ar, ac)
-        hit = at < self.indptr[ar + 1]
-        hit[hit] = self.indices[at[hit]] == ac[hit]
-        data = self.data.copy()
-        data[at[hit]] += av[hit]
-        miss = ~hit
-        indptr = self.indptr.copy()
-        indptr[1:] += np.cumsum(np.bincount(ar[miss], minlength=self.n))
-        out = CSR(indptr, np.insert(self.indices, at[miss], ac[miss].astype(np.int32)),
-                  np.insert(data, at[miss], av[miss]), self.n)
-        cancelled = at[hit][data[at[hit]] == 0]  # only entries this change brought to 0 go
-        if not len(cancelled):
-            return out
-        moved = cancelled + np.searchsorted(np.sort(at[miss]), cancelled, side="right")
-        keep = np.ones(out.nnz, dtype=bool)
-        keep[moved] = False
-        return out._kept(keep)
+        indptr = np.concatenate([self.indptr, np.full(n - self.n, self.indptr[-1], dtype=np.int64)])
+        out = CSR(indptr, self.indices, self.data, n)
+        if self._sums is not None:
+            out._sums = np.concatenate([self._sums, np.zeros(n - self.n)])
+        return out
+
+    def row_counts(self) -> np.ndarray:
+        """The number of stored entries of each row."""
+        return np.diff(self.indptr)
+
+    def gather(self, rows: np.ndarray, scale: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The entries of these rows, in their order: (columns, weights x the row's ``scale``,
+        the count of each row), gathered without a loop."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lo = self.indptr[rows]
+        counts = self.indptr[rows + 1] - lo
+        pos = ranges(lo, counts)
+        data = self.data[pos]
+        return (self.indices[pos],
+                data if scale is None else data * np.repeat(scale, counts), counts)
+
+    def row(self, v: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row ``v``'s columns and weights (views)."""
+        lo, hi = self.indptr[v], self.indptr[v + 1]
+        return self.indices[lo:hi], self.data[lo:hi]
+
+    def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR | Patched":
+        """This matrix with these triples added (Patched.plus)."""
+        return Patched(self).plus(rows, cols, vals)
+
+    def without(self, vertices: np.ndarray) -> "CSR | Patched":
+        """This (symmetric) matrix with the rows and columns of ``vertices`` emptied."""
+        return Patched(self).without(vertices)
+
+    def compacted(self) -> "CSR":
+        return self
 
     def _positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Where each (row, column) is or would go among the row's sorted columns."""
@@ -195,20 +218,237 @@ class CSR:
         return np.array([a + np.searchsorted(self.indices[a:b], c) for a, b, c in
                          zip(lo.tolist(), hi.tolist(), cols.tolist())], dtype=np.int64)
 
-    def without(self, vertices: np.ndarray) -> "CSR":
-        """This matrix with the rows and columns of ``vertices`` emptied."""
-        keep = np.ones(self.n, dtype=bool)
-        keep[vertices] = False
-        return self._kept(keep[self.row_of_entries()] & keep[self.indices])
-
-    def _kept(self, mask: np.ndarray) -> "CSR":
-        """The entries where ``mask`` (one per entry) holds, in their order."""
-        indptr = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.row_of_entries()[mask], minlength=self.n), out=indptr[1:])
-        return CSR(indptr, self.indices[mask], self.data[mask], self.n)
-
     def toarray(self) -> np.ndarray:
         out = np.zeros((self.n, self.n))
         r, c, v = self.entries()
         out[r, c] = v
         return out
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``arange(s, s + c)`` for each (start, count), concatenated, without a loop."""
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if len(ends) else 0
+    return np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts) + np.arange(total)
+
+
+# A patched matrix is compacted into a plain one when its patch holds over this share of the
+# base's entries (and at least PATCH_MIN): a write then costs what it changes, and one write in
+# many pays a copy of the whole matrix.
+PATCH_SHARE = 0.125
+PATCH_MIN = 1 << 16
+COMPACT_ROWS = 1 << 16
+
+
+class Patched:
+    """A CSR ``base`` whose ``rows`` (sorted) are replaced by the rows of ``patch`` (a CSR with
+    one row per patched row, columns over the whole matrix): what a write changes, without
+    copying the base. The base is never written (it can be a read-only memory map); a change
+    builds a new patch from the old one and the changed rows, in time linear in the patch and
+    the number of rows, and the base's row sums and counts are carried over, not recomputed.
+
+    It answers the same calls as :class:`CSR` (product, row sums and counts, rows gathered, one
+    row, lookups, ``plus``, ``without``, ``grown``); ``compacted()`` gives the plain CSR."""
+
+    __slots__ = ("base", "rows", "patch", "slot", "n", "_sums", "_counts", "changed")
+
+    def __init__(self, base: CSR, rows: np.ndarray | None = None, patch: CSR | None = None,
+                 n: int | None = None) -> None:
+        self.base = base
+        self.n = base.n if n is None else n
+        self.rows = np.zeros(0, dtype=np.int64) if rows is None else rows
+        self.patch = CSR.empty(0) if patch is None else patch
+        self.slot = np.zeros(self.n, dtype=np.int32)  # position in the patch + 1 (0: base row)
+        self.slot[self.rows] = np.arange(1, len(self.rows) + 1, dtype=np.int32)
+        self._sums: np.ndarray | None = None
+        self._counts: np.ndarray | None = None
+        self.changed: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.n
+
+    @property
+    def nnz(self) -> int:
+        patched = self.base.row_counts()[self.rows[self.rows < self.base.n]].sum()
+        return int(self.base.nnz - patched + self.patch.nnz)
+
+    def row_counts(self) -> np.ndarray:
+        if self._counts is None:
+            out = np.zeros(self.n, dtype=np.int64)
+            out[:self.base.n] = self.base.row_counts()
+            out[self.rows] = self.patch.row_counts()
+            out.setflags(write=False)
+            self._counts = out
+        return self._counts
+
+    def row_sums(self) -> np.ndarray:
+        if self._sums is None:
+            out = np.zeros(self.n)
+            out[:self.base.n] = self.base.row_sums()
+            out[self.rows] = self.patch.row_sums()
+            out.setflags(write=False)
+            self._sums = out
+        return self._sums
+
+    def _split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Of ``rows``, which are patched (their positions in ``rows``) and where in the patch."""
+        at = self.slot[rows].astype(np.int64) - 1
+        patched = np.flatnonzero(at >= 0)
+        return patched, at[patched]
+
+    def gather(self, rows: np.ndarray, scale: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.asarray(rows, dtype=np.int64)
+        patched, at = self._split(rows)
+        if not len(patched):
+            return self._base_gather(rows, scale)
+        plain = np.ones(len(rows), dtype=bool)
+        plain[patched] = False
+        parts = [(np.flatnonzero(plain), *self._base_gather(rows[plain], None if scale is None
+                                                            else scale[plain])),
+                 (patched, *self.patch.gather(at, None if scale is None else scale[patched]))]
+        counts = np.zeros(len(rows), dtype=np.int64)
+        for where, _c, _w, count in parts:
+            counts[where] = count
+        start = np.cumsum(counts) - counts
+        cols = np.empty(int(counts.sum()), dtype=np.int32)
+        weights = np.empty(len(cols), dtype=np.float64 if scale is not None else np.float32)
+        for where, c, w, count in parts:
+            into = ranges(start[where], count)
+            cols[into], weights[into] = c, w
+        return cols, weights, counts
+
+    def _base_gather(self, rows, scale):
+        if len(rows) and rows.max() >= self.base.n:  # rows past the base (grown) are empty
+            inside = rows < self.base.n
+            c, w, k = self.base.gather(rows[inside], None if scale is None else scale[inside])
+            counts = np.zeros(len(rows), dtype=np.int64)
+            counts[inside] = k
+            return c, w, counts
+        return self.base.gather(rows, scale)
+
+    def row(self, v: int) -> tuple[np.ndarray, np.ndarray]:
+        at = int(self.slot[v]) - 1
+        if at >= 0:
+            return self.patch.row(at)
+        if v >= self.base.n:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        return self.base.row(v)
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        """The base's product (its patched rows' values are then replaced), the patch's rows."""
+        out = np.zeros(self.n)
+        out[:self.base.n] = self.base @ x
+        out[self.rows] = self.patch @ x
+        return out
+
+    def get(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        out = np.zeros(len(rows))
+        patched, at = self._split(rows)
+        plain = np.ones(len(rows), dtype=bool)
+        plain[patched] = False
+        plain &= rows < self.base.n
+        out[plain] = self.base.get(rows[plain], cols[plain])
+        out[patched] = self.patch.get(at, cols[patched])
+        return out
+
+    def grown(self, n: int) -> "Patched":
+        if n == self.n:
+            return self
+        out = Patched.__new__(Patched)
+        out.base, out.rows, out.patch, out.n = self.base, self.rows, self.patch, n
+        out.slot = np.concatenate([self.slot, np.zeros(n - self.n, dtype=np.int32)])
+        out._sums = None if self._sums is None else np.concatenate([self._sums, np.zeros(n - self.n)])
+        out._counts = (None if self._counts is None
+                       else np.concatenate([self._counts, np.zeros(n - self.n, dtype=np.int64)]))
+        out.changed = None
+        return out
+
+    def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR | Patched":
+        """This matrix with these triples added: repeated pairs add up, and an entry this
+        change brings to 0 goes (an explicit 0 already there stays, as in a fresh build)."""
+        if not len(rows):
+            return self
+        ar, ac, av = CSR.from_coo(rows, cols, vals, self.n, drop_zeros=True).entries()
+        if not len(ar):
+            return self
+        touched = np.unique(ar)
+        c0, w0, k0 = self.gather(touched)
+        r_all = np.concatenate([np.repeat(touched, k0), ar])
+        c_all = np.concatenate([c0.astype(np.int64), ac])
+        summed = CSR.from_coo(r_all, c_all, np.concatenate([w0, av]), self.n)
+        hit = CSR.from_coo(r_all, c_all, np.r_[np.zeros(len(c0)), np.ones(len(ac))], self.n)
+        keep = (summed.data != 0) | (hit.data == 0)
+        return self._replaced(touched, summed.row_of_entries()[keep], summed.indices[keep],
+                              summed.data[keep])
+
+    def without(self, vertices: np.ndarray) -> "CSR | Patched":
+        """The rows and columns of ``vertices`` emptied (the matrix is symmetric: the rows
+        that name them are their own rows' columns)."""
+        gone = np.unique(np.asarray(vertices, dtype=np.int64))
+        if not len(gone):
+            return self
+        neigh = np.setdiff1d(self.gather(gone)[0].astype(np.int64), gone)
+        c, w, k = self.gather(neigh)
+        r = np.repeat(neigh, k)
+        keep = ~np.isin(c, gone)
+        return self._replaced(np.union1d(gone, neigh), r[keep], c[keep], w[keep])
+
+    def _replaced(self, touched: np.ndarray, r: np.ndarray, c: np.ndarray, w: np.ndarray
+                  ) -> "CSR | Patched":
+        """This matrix with the rows ``touched`` (sorted) replaced by the entries (r, c, w)
+        (sorted by row, then column; every r in ``touched``)."""
+        rows = np.union1d(self.rows, touched)
+        mine = ~np.isin(self.rows, touched)  # the patch's rows this change leaves alone
+        kept = self.rows[mine]
+        kc, kw, kk = self.patch.gather(np.flatnonzero(mine))
+        # The new patch: kept rows and touched rows interleaved in row order.
+        r_all = np.concatenate([np.repeat(kept, kk), r])
+        order = np.argsort(r_all, kind="stable")  # each part is sorted: a merge
+        counts = np.bincount(np.searchsorted(rows, r_all), minlength=len(rows))
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        patch = CSR(indptr, np.concatenate([kc, c.astype(np.int32)])[order],
+                    np.concatenate([kw, w.astype(np.float32)])[order], len(rows))
+        out = Patched.__new__(Patched)
+        out.base, out.rows, out.patch, out.n = self.base, rows, patch, self.n
+        out.slot = self.slot.copy()
+        out.slot[rows] = np.arange(1, len(rows) + 1, dtype=np.int32)
+        at = out.slot[touched] - 1
+        sums = self.row_sums().copy()
+        sums[touched] = patch.row_sums()[at]
+        counts_all = self.row_counts().copy()
+        counts_all[touched] = patch.row_counts()[at]
+        sums.setflags(write=False), counts_all.setflags(write=False)
+        out._sums, out._counts = sums, counts_all
+        out.changed = touched
+        if patch.nnz > max(PATCH_MIN, PATCH_SHARE * self.base.nnz):
+            plain = out.compacted()
+            plain.changed = touched
+            return plain
+        return out
+
+    def compacted(self) -> CSR:
+        """The plain CSR of this matrix (a copy of every entry), ``COMPACT_ROWS`` rows at a
+        time so that the scratch is a block's."""
+        counts = self.row_counts()
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        data = np.empty(len(indices), dtype=np.float32)
+        for lo in range(0, self.n, COMPACT_ROWS):
+            hi = min(lo + COMPACT_ROWS, self.n)
+            c, w, _k = self.gather(np.arange(lo, hi))
+            indices[indptr[lo]:indptr[hi]], data[indptr[lo]:indptr[hi]] = c, w
+        out = CSR(indptr, indices, data, self.n)
+        out._sums = self.row_sums()
+        return out
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.compacted().entries()
+
+    def toarray(self) -> np.ndarray:
+        return self.compacted().toarray()

@@ -57,7 +57,9 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import MissingExtra
-from .csr import CSR
+from .csr import CSR, Patched
+
+Adjacency = CSR | Patched
 
 HUB_MIN_DEGREE = 8
 HUB_FACTOR = 4.0
@@ -88,14 +90,14 @@ class Transitions:
     """``T`` transposed, as a product: ``t @ x`` is ``T^T x``. Row i of ``T`` is ``k_i A_i``,
     and ``A`` is symmetric, so ``T^T x = A (k * x)``: no transposed copy is built."""
 
-    def __init__(self, adj: CSR, keep: np.ndarray) -> None:
+    def __init__(self, adj: Adjacency, keep: np.ndarray) -> None:
         self.adj, self.keep = adj, keep
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
         return self.adj @ (self.keep * x)
 
 
-def transition_matrix(adj: CSR, hub_self: np.ndarray | None) -> tuple[Transitions, np.ndarray]:
+def transition_matrix(adj: Adjacency, hub_self: np.ndarray | None) -> tuple[Transitions, np.ndarray]:
     """``T`` transposed (ready for ``T^T x``) and the dangling mask.
 
     Row i of ``T`` is ``(1 - s_i) A_i / out_i``: a hub's rows sum to ``1 - s_i`` (its residual
@@ -153,24 +155,15 @@ def power_iteration(t_transposed: Transitions, dangling: np.ndarray, seeds: np.n
 PushTerms = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def push_terms(adj: CSR, hub_self: np.ndarray, strength: np.ndarray | None = None) -> PushTerms:
+def push_terms(adj: Adjacency, hub_self: np.ndarray, strength: np.ndarray | None = None) -> PushTerms:
     """Per vertex, what :class:`LocalWalk` reads: ``(1 - s) / out`` (the factor on an edge's
     weight; 0 when dangling), the dangling mask, the neighbour count (at least 1) and the
     hub share ``s`` teleported to ``q`` (0 when dangling: a dangling vertex sends all to p)."""
     out = adj.row_sums() if strength is None else strength
     dangling = out <= 0
     keep = np.where(dangling, 0.0, (1.0 - hub_self) / np.where(dangling, 1.0, out))
-    degree = np.maximum(np.diff(adj.indptr), 1).astype(np.float64)
+    degree = np.maximum(adj.row_counts(), 1).astype(np.float64)
     return keep, dangling, degree, np.where(dangling, 0.0, hub_self)
-
-
-def _rows(adj: CSR, rows: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The entries of these rows: (column, weight x the row's scale), gathered without a loop."""
-    lo = adj.indptr[rows]
-    count = adj.indptr[rows + 1] - lo
-    ends = np.cumsum(count)
-    pos = np.repeat(lo - (ends - count), count) + np.arange(ends[-1] if len(ends) else 0)
-    return adj.indices[pos], adj.data[pos] * np.repeat(scale, count)
 
 
 def top_positions(values: np.ndarray, k: int) -> np.ndarray:
@@ -194,7 +187,7 @@ class LocalWalk:
     residual mass; ``slot[v]`` is v's position + 1 (0: untouched). Everything is sized by the
     budget except ``slot`` (4 bytes per graph vertex, zero-filled lazily by the allocator)."""
 
-    def __init__(self, adj: CSR, terms: PushTerms, hub_self: np.ndarray,
+    def __init__(self, adj: Adjacency, terms: PushTerms, hub_self: np.ndarray,
                  seeds: np.ndarray, damping: float, budget: int) -> None:
         self.adj, self.d = adj, damping
         self.keep, self.dangling, self.degree, self.share = terms
@@ -241,7 +234,7 @@ class LocalWalk:
         self.r[local] = 0.0
         self.e[local] += (1.0 - self.d) * mass
         self._teleport(float(mass[self.dangling[v]].sum()), float(self.share[v] @ mass))
-        target, flow = _rows(self.adj, v, self.d * mass * self.keep[v])
+        target, flow, _count = self.adj.gather(v, self.d * mass * self.keep[v])
         at = self.slot[target] - 1
         fresh = at < 0
         if fresh.any():
@@ -279,10 +272,10 @@ class LocalWalk:
         the rows as gathered, in order, make the step one ``np.add.reduceat``, no sort."""
         m, d = self.m, self.d
         v = self.nodes[:m]
-        column, weight = _rows(self.adj, v, np.ones(m))
+        column, weight, count = self.adj.gather(v)
         at = self.slot[column] - 1
         inside = at >= 0  # an edge leaving the touched set is dropped
-        row = np.repeat(np.arange(m), self.adj.indptr[v + 1] - self.adj.indptr[v])[inside]
+        row = np.repeat(np.arange(m), count)[inside]
         # float32 in the step (half the bytes to stream; the sums are left with ~1e-7 relative
         # error where the walk stops at SETTLE_TOL = 1e-5 of the mass)
         at, weight = at[inside], weight[inside].astype(np.float32)
@@ -386,7 +379,7 @@ def _arrays(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int
     if (src < 0).any() or (dst < 0).any():
         raise KeyError("an edge names a node that is not in the graph")
     adj = adjacency(len(nodes), src, dst, w)
-    degree = np.diff(adj.indptr).astype(np.float64)
+    degree = adj.row_counts().astype(np.float64)
     return node_ids, kinds, doc_ids, index, adj, degree
 
 
@@ -402,8 +395,7 @@ class Flow:
     def into(self, v: int) -> tuple[np.ndarray, np.ndarray]:
         """The neighbours of ``v`` and the mass each sends it."""
         g = self.g
-        lo, hi = g.adj.indptr[v], g.adj.indptr[v + 1]
-        neigh, weights = g.adj.indices[lo:hi], g.adj.data[lo:hi]
+        neigh, weights = g.adj.row(v)
         sent = (1.0 - g.hub_self[neigh]) * weights / np.maximum(g.strength[neigh], 1e-300)
         return neigh, self.damping * sent * self.x[neigh]
 
@@ -420,11 +412,12 @@ class GraphCache:
     node_ids: np.ndarray  # SQLite node id per vertex index
     kinds: np.ndarray  # kind per vertex ("passage" / "phrase" / ...)
     doc_ids: np.ndarray  # document id per vertex (-1 for phrases)
-    adj: CSR
+    adj: Adjacency
     degree: np.ndarray
     hub_self: np.ndarray  # residual share s per vertex (> 0 only for hubs); teleported, not a loop
     index: VertexIndex | None = None  # store node id -> vertex
     strength: np.ndarray | None = None  # weighted degree per vertex
+    changed: np.ndarray | None = None  # rows changed from the cache this came from (None: all)
     _t: tuple[Transitions, np.ndarray] | None = field(default=None, repr=False)
     _push: PushTerms | None = field(default=None, repr=False)
     _pagerank: dict[float, np.ndarray] = field(default_factory=dict, repr=False)
@@ -460,9 +453,10 @@ class GraphCache:
 
     @classmethod
     def assemble(cls, version: int, node_ids: np.ndarray, kinds: np.ndarray, doc_ids: np.ndarray,
-                 adj: CSR, index: VertexIndex | None = None) -> "GraphCache":
-        """The cache of these vertex arrays and adjacency (degrees, hub shares derived)."""
-        degree = np.diff(adj.indptr).astype(np.float64)
+                 adj: Adjacency, index: VertexIndex | None = None) -> "GraphCache":
+        """The cache of these vertex arrays and adjacency (degrees, hub shares derived; the
+        adjacency's row sums and counts are its own, carried over a change)."""
+        degree = adj.row_counts().astype(np.float64)
         hub_self = hub_residual_shares(degree, kinds == "phrase")
         strength = adj.row_sums()
         return cls(version, node_ids, kinds, doc_ids, adj, degree, hub_self,

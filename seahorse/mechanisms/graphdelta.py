@@ -4,8 +4,9 @@ removed (their rows and columns zeroed, their kind blanked, until the next full 
 
 The result equals a fresh :meth:`GraphCache.build` on the same store, up to the vertex order
 of nothing (appends keep id order) and the removed vertices, which keep an index, carry no
-edge, no kind and no teleport mass. Every step is a whole-array numpy operation, linear in
-the adjacency's entries (mechanisms/csr.py)."""
+edge, no kind and no teleport mass. Every step is a whole-array numpy operation; the adjacency
+is patched, not copied (``csr.Patched``), so a change costs what it touches plus a few arrays
+of one number per vertex, and the result's ``changed`` names the rows whose entries moved."""
 
 from __future__ import annotations
 
@@ -60,15 +61,24 @@ def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
             rows.append(u), cols.append(v)
             vals.append(np.array([delta.pairs[p] for p in pairs])[ok] - old)
     r, c, w = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+    changed = [np.zeros(0, dtype=np.int64)]
+    before = adj
     adj = adj.plus(np.concatenate([r, c]), np.concatenate([c, r]), np.concatenate([w, w]))
+    if adj is not before:
+        changed.append(adj.changed)
     removed = index.lookup(sorted(delta.removed))
     removed = removed[removed >= 0]
     if removed.size:
+        before = adj
         adj = adj.without(removed)
+        if adj is not before:
+            changed.append(adj.changed)
         kinds[removed] = ""
         doc_ids[removed] = -1
     for node_id, kind in delta.kinds.items():
         v = index.get(node_id)
         if v is not None:
             kinds[v] = kind
-    return GraphCache.assemble(version, node_ids, kinds, doc_ids, adj, index)
+    out = GraphCache.assemble(version, node_ids, kinds, doc_ids, adj, index)
+    out.changed = np.unique(np.concatenate(changed))
+    return out

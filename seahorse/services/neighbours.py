@@ -25,8 +25,7 @@ def neighbourhood(index: RetrievalIndex, store: Store, node_id: int, limit: int)
     v = g.index.get(int(node_id))
     if v is None or not g.kinds[v]:
         raise NotFound(f"no node {node_id}", field="id", code="no_node")
-    start, end = g.adj.indptr[v], g.adj.indptr[v + 1]
-    neigh, weight = g.adj.indices[start:end], g.adj.data[start:end]
+    neigh, weight = g.adj.row(v)
     keep = neigh != v
     neigh, weight = neigh[keep], weight[keep]
     order = np.lexsort((g.node_ids[neigh], -weight))[:limit]

@@ -210,7 +210,8 @@ class RetrievalIndex:
             self._append_passages(ids, mat)
         self._code_kinds(old_n, self.vertices(delta.removed | set(delta.kinds)))
         self.seq = seq
-        self._derive()
+        rekinded = self.vertices(set(delta.kinds))
+        self._derive(rekinded[rekinded >= 0])
 
     def _read_delta(self, store: Store, log: list) -> tuple[Delta, set[int], bool]:
         """What the log entries past this state's position changed, read from the store:
@@ -242,14 +243,29 @@ class RetrievalIndex:
             delta.kinds = {i: texts[i][0] for i in rekind if i in texts}
         return delta, vec_ids, priors
 
-    def _derive(self) -> None:
-        """What follows from the graph: recomputed after every change (whole-array work)."""
+    def _derive(self, rekinded: np.ndarray | None = None) -> None:
+        """What follows from the graph, after a load or a change: for a change, only the rows
+        it touched (``graph.changed``) and the neighbours of vertices that changed kind."""
         g = self.graph
         self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
+        linked = self.kind_mask(RETRIEVABLE)
         # Passages (and memories, symbols) next to each phrase = its context-edge count.
-        adj = g.adj
-        linked = (self.kind_mask(RETRIEVABLE)[adj.indices] & (adj.data > 0)).astype(np.float64)
-        self.passage_count = CSR(adj.indptr, adj.indices, linked, g.n).row_sums()
+        if g.changed is None or not hasattr(self, "passage_count"):
+            adj = g.adj.compacted()
+            ok = (linked[adj.indices] & (adj.data > 0)).astype(np.float64)
+            self.passage_count = CSR(adj.indptr, adj.indices, ok, g.n).row_sums()
+            return
+        rows = g.changed
+        if rekinded is not None and len(rekinded):
+            rows = np.union1d(rows, g.adj.gather(rekinded)[0].astype(np.int64))
+        count = np.zeros(g.n)
+        count[:len(self.passage_count)] = self.passage_count[:g.n]
+        if len(rows):
+            cols, weight, per_row = g.adj.gather(rows)
+            ok = (linked[cols] & (weight > 0)).astype(np.float64)
+            count[rows] = np.bincount(np.repeat(np.arange(len(rows)), per_row), ok,
+                                      minlength=len(rows))
+        self.passage_count = count
 
     def _load_vectors(self, store: Store, since: int) -> None:
         """Append every dense vector of a node after ``since``, VECTOR_BLOCK rows at a time."""

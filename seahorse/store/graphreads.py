@@ -86,10 +86,12 @@ class GraphReads:
                                (node_id,)).fetchall()
 
     def edges_since(self, node_id: int) -> list[tuple[int, int, str, float]]:
-        """The edges with an end added after ``node_id``."""
+        """The edges with an end added after ``node_id``. ``+src`` keeps the second half on the
+        ``edges_dst`` index: without it SQLite walked the primary key over every older edge
+        (236 ms against 8 ms for a write's 1,915 edges in a 4.3M-edge store)."""
         return self.db.execute(
             "SELECT src, dst, kind, weight FROM edges WHERE src > ?1 UNION ALL "
-            "SELECT src, dst, kind, weight FROM edges WHERE dst > ?1 AND src <= ?1",
+            "SELECT src, dst, kind, weight FROM edges WHERE dst > ?1 AND +src <= ?1",
             (node_id,)).fetchall()
 
     def edge_weights(self, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float]:
