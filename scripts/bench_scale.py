@@ -45,6 +45,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import signal  # noqa: E402
 import sqlite3  # noqa: E402
 import statistics  # noqa: E402
@@ -112,11 +113,12 @@ def load_corpus(corpora: Path, size: str) -> Corpus:
 
 
 # ----- processes, memory -------------------------------------------------------------------
-def vm_hwm_mb(pid: int) -> float | None:
-    """The kernel's peak resident set of a live process (VmHWM), in MB."""
+def vm_hwm_mb(pid: int, field: str = "VmHWM") -> float | None:
+    """The kernel's peak resident set of a live process (VmHWM), or another field of its
+    /proc status (RssAnon: the anonymous part, which no page cache can take back), in MB."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         return None
@@ -130,6 +132,7 @@ class RssSampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.interval, self.max_mb, self.samples = pid, interval, 0.0, 0
         self.hwm_mb: float | None = None
+        self.anon_mb = 0.0  # the largest anonymous resident set sampled (mapped files excluded)
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -140,6 +143,7 @@ class RssSampler(threading.Thread):
             while not self._halt.is_set():
                 self.max_mb = max(self.max_mb, proc.memory_info().rss / 1048576)
                 self.hwm_mb = vm_hwm_mb(self.pid) or self.hwm_mb
+                self.anon_mb = max(self.anon_mb, vm_hwm_mb(self.pid, "RssAnon") or 0.0)
                 self.samples += 1
                 self._halt.wait(self.interval)
         except psutil.Error:
@@ -204,9 +208,16 @@ def db_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
 
 
+def snapshot_bytes(db: Path) -> int:
+    """What the graph snapshot beside the store holds on disk (services/snapshot.py)."""
+    root = Path(f"{db}-graph")
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+
+
 def remove_store(db: Path) -> None:
     for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}.bench.json")):
         p.unlink(missing_ok=True)
+    shutil.rmtree(f"{db}-graph", ignore_errors=True)
 
 
 # ----- indexing ----------------------------------------------------------------------------
@@ -424,7 +435,8 @@ def serve(db: Path, corpus: Corpus, cap_mb: int | None, n_questions: int, n_writ
         log.unlink()
     if sampler:
         res.update(peak_mb=round(sampler.peak_mb, 1), sampled_max_mb=round(sampler.max_mb, 1),
-                   vm_hwm_mb=round(sampler.hwm_mb or 0, 1), samples=sampler.samples)
+                   vm_hwm_mb=round(sampler.hwm_mb or 0, 1), anon_mb=round(sampler.anon_mb, 1),
+                   samples=sampler.samples)
     res["serving"] = out
     return res
 
@@ -476,8 +488,12 @@ def measure(size: str, args) -> dict:
         print(f"  indexer {res['index']['failed']} with {res['index'].get('records_committed')} of "
               f"{m['passages']:,} records committed: no searches on a partial store", flush=True)
         return res
-    print(f"  serving {len(corpus.questions[:args.questions])} questions over MCP...", flush=True)
+    res["snapshot_at_start"] = snapshot_bytes(db) > 0  # then the cold search maps it
+    start = "from the graph snapshot beside it" if res["snapshot_at_start"] else "no graph snapshot yet"
+    print(f"  serving {len(corpus.questions[:args.questions])} questions over MCP ({start})...",
+          flush=True)
     served = serve(db, corpus, args.mem_cap, args.questions, args.writes)
+    res["snapshot_bytes"] = snapshot_bytes(db)
     out: Serving = served.pop("serving")
     res["server"] = served
     res["search"] = {"cold_ms": out.cold_ms, "warm_n": len(out.warm_ms),
@@ -526,6 +542,7 @@ def figures(r: dict) -> dict:
          "index_s": idx.get("seconds"), "passages_per_s": idx.get("passages_per_s"),
          "embed_s": emb.get("seconds"), "index_over_embed": ratio(idx.get("seconds"), emb.get("seconds")),
          "indexer_peak_mb": idx.get("peak_mb"), "server_peak_mb": srv.get("peak_mb"),
+         "server_anon_mb": srv.get("anon_mb"), "snapshot_mb": r.get("snapshot_bytes", 0) / 1e6 or None,
          "text_mb": r["corpus"]["text_bytes"] / 1e6, "db_mb": r.get("db_bytes", 0) / 1e6 or None,
          "cold_ms": s.get("cold_ms"), "p50_ms": s.get("p50_ms"), "p95_ms": s.get("p95_ms"),
          "after_write_ms": s.get("after_write_median_ms"), "add_ms": None}
@@ -586,8 +603,11 @@ ROWS = (("status", "status", 0), ("records", "records in the corpus", 0),
         ("index_s", "index s", 0), ("passages_per_s", "index passages/s", 1),
         ("embed_s", "embedding alone s", 0), ("index_over_embed", "index / embedding", 2),
         ("indexer_peak_mb", "indexer peak RSS MB", 0), ("indexer_cap_mb", "indexer cgroup max usage MB", 0),
-        ("server_peak_mb", "MCP server peak RSS MB", 0), ("server_cap_mb", "server cgroup max usage MB", 0),
+        ("server_peak_mb", "MCP server peak RSS MB", 0),
+        ("server_anon_mb", "  of which anonymous MB (peak)", 0),
+        ("server_cap_mb", "server cgroup max usage MB", 0),
         ("text_mb", "text MB", 1), ("db_mb", "database MB", 1), ("db_over_text", "database / text", 1),
+        ("snapshot_mb", "graph snapshot MB (a cache)", 1),
         ("cold_ms", "first search (cold) ms", 0), ("p50_ms", "warm search p50 ms", 1),
         ("p95_ms", "warm search p95 ms", 1), ("after_write_ms", "search after a write ms (median)", 0),
         ("after_write_over_p50", "after a write / warm p50", 1), ("add_ms", "add_document ms (median)", 0))

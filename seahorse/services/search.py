@@ -23,6 +23,7 @@ from .coderank import CodeLexicons
 from .refusal import refusal
 from .retrieval import RETRIEVABLE, RetrievalIndex, SearchResult, search
 from .runtime import Runtime, check_int, check_name, check_text, log
+from .state import open_index
 from .timeline import Window, combine, pool_depth, rank_by_time, window_filter
 
 PAGE_DEPTH_MAX = 1000  # hits a question can be paged to
@@ -62,7 +63,7 @@ class Search:
             rt.check_embedder()  # another process may have re-embedded the file since
             rt.index = (rt.index.catch_up(self.store) if rt.index is not None
                         and rt.index.dim == rt.embedder.dim
-                        else RetrievalIndex(self.store, rt.embedder.dim))
+                        else open_index(self.store, rt.embedder.dim))
         return rt.index
 
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,

@@ -30,6 +30,7 @@ from ..mechanisms.graph import GraphCache
 from ..mechanisms.graphdelta import Delta, apply
 from ..mechanisms.numeric import quantise
 from ..store import Store
+from . import snapshot
 
 RETRIEVABLE = ("passage", "memory", "symbol")
 # Catch up by the change when the log holds at most this many entries since the state was
@@ -42,10 +43,25 @@ DEAD_MAX = 0.25
 VECTOR_BLOCK = 8192
 
 
+def open_index(store: Store, dim: int) -> "RetrievalIndex":
+    """The search state of a store: from its newest graph snapshot (memory-mapped, then caught
+    up by the change log) when there is one it can use, else loaded from the store (and a
+    snapshot written for the next process when the graph is large)."""
+    with store.snapshot():
+        base = snapshot.read(store, CATCH_UP_MAX)
+        if base is not None:
+            index = RetrievalIndex(store, dim, base)
+    if base is None:
+        return RetrievalIndex(store, dim).keep_snapshot(store)
+    return index.catch_up(store)
+
+
 class RetrievalIndex:
     """Everything the query path reads, for the store as of change ``seq``."""
 
-    def __init__(self, store: Store, dim: int) -> None:
+    def __init__(self, store: Store, dim: int, base: snapshot.Base | None = None) -> None:
+        """Loaded from the store, or with the graph of a mapped snapshot ``base`` (then at its
+        change; the rest is read as the store is now, which a catch-up leaves as it is)."""
         self.dim = dim
         self._cap = 0
         self._vecs = np.zeros((0, dim), dtype=np.int8)
@@ -53,10 +69,13 @@ class RetrievalIndex:
         self._pidx = np.zeros(0, dtype=np.int64)
         self._count = 0
         with store.snapshot():
-            self.seq = store.change_seq()
-            node_ids, kinds, doc_ids = store.node_arrays()
-            self.graph = GraphCache.load(store.graph_version(), node_ids, kinds, doc_ids,
-                                         store.edge_blocks())
+            if base is None:
+                self.seq = store.change_seq()
+                node_ids, kinds, doc_ids = store.node_arrays()
+                self.graph = GraphCache.load(store.graph_version(), node_ids, kinds, doc_ids,
+                                             store.edge_blocks())
+            else:
+                self.seq, self.graph = base.seq, base.graph
             self._load_vectors(store, since=0)
             symbols = store.symbol_paths()
             priors = store.memory_priors()
@@ -72,8 +91,28 @@ class RetrievalIndex:
         self._times: tuple[int, np.ndarray] | None = None
         self.kind_code = np.zeros(0, dtype=np.uint8)
         self._code_kinds(0)
-        self._derive()
+        if base is None:
+            self._derive()
+        else:
+            self._kind_masks = {}
+            self.passage_count = base.passage_count
         release_free_memory()  # the load's scratch (sort keys, blocks) back to the OS
+
+    def keep_snapshot(self, store: Store) -> "RetrievalIndex":
+        """Write this state's graph as the store's snapshot and map it in place of the arrays
+        in memory, when the graph is large and its adjacency is a plain one of this process's
+        (after a load or a compaction; services/snapshot.py). Itself, either way."""
+        adj = self.graph.adj
+        if (self.graph.n < snapshot.SNAPSHOT_MIN or not isinstance(adj, CSR)
+                or isinstance(adj.indices, np.memmap) or self.__dict__.get("_unsaved")):
+            return self
+        base = snapshot.write(store, self.seq, self.graph, self.passage_count, CATCH_UP_MAX)
+        if base is None:
+            self._unsaved = True  # not writable here: not tried again by this state
+        else:
+            self.graph, self.passage_count = base.graph, base.passage_count
+            release_free_memory()
+        return self
 
     # ----- what the query path reads ----------------------------------------------------
     @property
@@ -172,10 +211,10 @@ class RetrievalIndex:
                 return self
             log = store.changes_since(self.seq, CATCH_UP_MAX)
             if log is None or any(op == "full" for _s, op, _a, _b in log):
-                return RetrievalIndex(store, self.dim)
+                return RetrievalIndex(store, self.dim).keep_snapshot(store)
             delta, vec_ids, priors = self._read_delta(store, log)
             if self.dead + len(delta.removed) > DEAD_MAX * (self.graph.n + len(delta.nodes)):
-                return RetrievalIndex(store, self.dim)  # compaction
+                return RetrievalIndex(store, self.dim).keep_snapshot(store)  # compaction
             old_max = self.max_node
             version = store.graph_version()
             symbols = store.symbol_paths(since=old_max)
@@ -188,7 +227,7 @@ class RetrievalIndex:
         nxt._advance(seq, delta, version, vec_ids, symbols, memory_priors, vectors)
         self.__dict__.update(nxt.__dict__)  # the swap: every attribute at once, nothing can fail
         release_free_memory()  # the arrays the change replaced
-        return self
+        return self.keep_snapshot(store)  # a write that compacted the adjacency: map it again
 
     def _advance(self, seq: int, delta: Delta, version: int, vec_ids: set[int], symbols: list,
                  memory_priors: list | None, vectors: list) -> None:

@@ -1,0 +1,158 @@
+"""The graph's arrays in files beside a SQLite store, memory-mapped by every process that searches
+it: what a server holds of the adjacency is the pages its walks touch, and the operating
+system's page cache (reclaimable, shared by every process on the file) holds the rest.
+
+A snapshot is a folder ``<database>-graph/s<seq>/`` of ``.npy`` files (node ids, kind codes,
+document ids, the CSR adjacency and its row sums, each vertex's passage count) and a
+``meta.json`` written last: the change ``seq`` it is the graph of, the store's graph version
+then, and the change log's entry at ``seq`` (its *mark*). It is written after a full load of a
+graph of at least ``SNAPSHOT_MIN`` vertices, and again when a long run of writes has made the
+patched adjacency be compacted (mechanisms/csr.py); a folder is written under a temporary
+name and renamed, and older snapshots are removed (a process that still maps one keeps it
+alive until it lets go).
+
+A process that opens the store maps the newest snapshot that is still on the store's history
+(the log entry at its ``seq`` is the mark, the graph version has not gone back) and catches up
+from there by the change log, as after any write. Anything else (no snapshot, a damaged one,
+a store copied from elsewhere or restored from an older backup, a log trimmed past it, a read-only
+folder) falls back to a load from the store: a snapshot is a cache, never the truth.
+PostgreSQL stores keep the graph in each server's memory (no local file to put it beside).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..mechanisms.csr import CSR
+from ..mechanisms.graph import GraphCache
+from ..store import Store
+
+FORMAT = 1
+# Graphs smaller than this load from the store in well under a second and are not worth a file.
+SNAPSHOT_MIN = 50_000
+ARRAYS = ("node_ids", "kind_codes", "doc_ids", "indptr", "indices", "data", "sums", "passage_count")
+
+
+@dataclass
+class Base:
+    """A mapped snapshot: the graph as of change ``seq`` and each vertex's passage count."""
+
+    seq: int
+    graph: GraphCache
+    passage_count: np.ndarray
+    folder: Path
+
+
+def folder(store: Store) -> Path | None:
+    """Where a store's snapshots go: beside its file (None for a store without one)."""
+    path = getattr(store, "path", None)
+    if not isinstance(path, Path):
+        return None
+    return path.with_name(path.name + "-graph")
+
+
+def _log(store: Store, seq: int, limit: int) -> tuple[list | None, list | None]:
+    """(the change log's entry at ``seq`` as [op, a, b] ([] for seq 0), the entries after it);
+    (None, None) when the log no longer reaches back to it or holds over ``limit`` since."""
+    if seq <= 0:
+        return [], store.changes_since(seq, limit)
+    rows = store.changes_since(seq - 1, limit + 1)
+    if not rows or rows[0][0] != seq:
+        return None, None
+    return [rows[0][1], rows[0][2], rows[0][3]], rows[1:]
+
+
+def read(store: Store, catch_up_max: int) -> Base | None:
+    """The newest snapshot this store can catch up from (at most ``catch_up_max`` log entries
+    behind), mapped; None if there is none."""
+    root = folder(store)
+    if root is None or not root.is_dir():
+        return None
+    seq_now, version_now = store.change_seq(), store.graph_version()
+    found = sorted((int(p.name[1:]) for p in root.iterdir()
+                    if p.name[:1] == "s" and p.name[1:].isdigit()), reverse=True)
+    for seq in found:
+        if seq > seq_now:
+            continue
+        try:
+            meta = json.loads((root / f"s{seq}" / "meta.json").read_text())
+            if meta.get("format") != FORMAT or meta["seq"] != seq or meta["version"] > version_now:
+                continue
+            mark, log = _log(store, seq, catch_up_max)
+            if log is None or mark != meta["mark"] or any(op == "full" for _s, op, _a, _b in log):
+                continue
+            return _mapped(root / f"s{seq}", meta)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # damaged or half-removed: the next one, or a load from the store
+    return None
+
+
+def _mapped(where: Path, meta: dict) -> Base:
+    a = {name: np.load(where / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
+    n = len(a["node_ids"])
+    per_vertex = ("kind_codes", "doc_ids", "sums", "passage_count")
+    entries = len(a["data"])
+    if (len(a["indptr"]) != n + 1 or int(a["indptr"][-1]) != entries
+            or len(a["indices"]) != entries or any(len(a[k]) != n for k in per_vertex)):
+        raise ValueError("snapshot arrays disagree")
+    adj = CSR(a["indptr"], a["indices"], a["data"], n)
+    adj._sums = a["sums"]
+    names = np.array(meta["kinds"], dtype=object)
+    kinds = names[np.asarray(a["kind_codes"])]
+    graph = GraphCache.assemble(meta["version"], a["node_ids"], kinds, a["doc_ids"], adj)
+    return Base(meta["seq"], graph, a["passage_count"], where)
+
+
+def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
+          catch_up_max: int) -> Base | None:
+    """Save this graph (a plain CSR adjacency) as the snapshot of change ``seq`` and map it;
+    None when the folder cannot be written (nothing else changes then)."""
+    root = folder(store)
+    adj = graph.adj
+    if root is None or getattr(store, "read_only", False) or not isinstance(adj, CSR):
+        return None
+    mark, _later = _log(store, seq, catch_up_max)
+    if mark is None:
+        return None
+    tmp = root / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        tmp.mkdir(parents=True)
+        names, codes = np.unique(graph.kinds.astype(str), return_inverse=True)
+        arrays = {"node_ids": graph.node_ids,
+                  "kind_codes": codes.astype(np.uint8 if len(names) < 256 else np.int32),
+                  "doc_ids": graph.doc_ids, "indptr": adj.indptr, "indices": adj.indices,
+                  "data": adj.data, "sums": adj.row_sums(), "passage_count": passage_count}
+        for name, array in arrays.items():
+            np.save(tmp / f"{name}.npy", np.ascontiguousarray(array))
+        meta = {"format": FORMAT, "seq": seq, "version": graph.version, "mark": mark,
+                "kinds": names.tolist(), "vertices": graph.n, "entries": adj.nnz}
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        final = root / f"s{seq}"
+        try:
+            tmp.rename(final)
+        except OSError:  # another process wrote this one first: use theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+        _prune(root, seq)
+        return _mapped(final, json.loads((final / "meta.json").read_text()))
+    except (OSError, ValueError, KeyError):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+
+
+def _prune(root: Path, keep: int) -> None:
+    """Remove the snapshots older than ``keep`` (a process mapping one keeps its pages) and
+    what a process killed while writing left behind over an hour ago."""
+    now = time.time()
+    for p in root.iterdir():
+        old = p.name[:1] == "s" and p.name[1:].isdigit() and int(p.name[1:]) < keep
+        stale = p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600
+        if old or stale:
+            shutil.rmtree(p, ignore_errors=True)

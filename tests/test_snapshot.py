@@ -1,0 +1,140 @@
+"""The graph snapshot beside a SQLite store (services/snapshot.py): written after a full load,
+memory-mapped by the next process and caught up from there, written again after the patched
+adjacency is compacted, and never used when it is not of this store's history (a backup
+restored, a damaged file): the state is always what a fresh load of the file gives."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from test_live import TEXTS, _fresh, _hits, _state
+
+from seahorse import Engine, Settings
+from seahorse.mechanisms import csr
+from seahorse.services import snapshot
+
+
+@pytest.fixture(autouse=True)
+def every_graph_gets_a_snapshot(monkeypatch) -> None:
+    monkeypatch.setattr(snapshot, "SNAPSHOT_MIN", 0)
+
+
+def _engine(path) -> Engine:
+    return Engine(Settings(db_path=path, embedder="hash"))
+
+
+def _snapshots(db) -> list[int]:
+    root = db.with_name(db.name + "-graph")
+    return sorted(int(p.name[1:]) for p in root.iterdir() if p.name[0] == "s") if root.exists() else []
+
+
+def _mapped(engine: Engine) -> bool:
+    adj = engine.retrieval_index().graph.adj
+    return isinstance(getattr(adj, "base", adj).indices, np.memmap)
+
+
+def test_the_next_process_maps_the_snapshot_and_catches_up(tmp_path) -> None:
+    db = tmp_path / "s.db"
+    writer = _engine(db)
+    try:
+        for k, text in enumerate(TEXTS[:4]):
+            writer.add_document(text, source=f"doc:{k}")
+        writer.search("zram")  # a full load: the snapshot is written and mapped
+        assert _snapshots(db) == [writer.store.change_seq()] and _mapped(writer)
+        writer.add_document(TEXTS[4], source="doc:4")  # after the snapshot
+        writer.delete_document("doc:1")
+        reader = _engine(db)
+        try:
+            assert reader.search("zram").hits
+            state = reader.retrieval_index()
+            assert _mapped(reader) and state.seq == reader.store.change_seq()
+            assert _state(state) == _state(_fresh(reader))
+            writer.add_document(TEXTS[5], source="doc:5")  # and caught up again on the map
+            hits = reader.search("heatsink fan throttling", top_k=6).hits
+            assert reader.retrieval_index() is state and hits[0].source == "doc:5"
+            assert _state(state) == _state(_fresh(reader))
+            got = _hits(reader)
+            reader.rt.index = _fresh(reader)  # the same answers as from a load of the file
+            assert _hits(reader) == got
+        finally:
+            reader.close()
+    finally:
+        writer.close()
+
+
+def test_a_compaction_writes_a_new_snapshot(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(csr, "PATCH_MIN", 0)
+    monkeypatch.setattr(csr, "PATCH_SHARE", 0.0)  # every write compacts
+    db = tmp_path / "s.db"
+    engine = _engine(db)
+    try:
+        engine.add_document(TEXTS[0], source="doc:0")
+        engine.search("zram")
+        first = _snapshots(db)
+        state = engine.retrieval_index()
+        engine.add_document(TEXTS[1], source="doc:1")
+        engine.search("zram")
+        assert engine.retrieval_index() is state  # caught up, then mapped again
+        assert _snapshots(db) == [engine.store.change_seq()] != first and _mapped(engine)
+        assert _state(state) == _state(_fresh(engine))
+    finally:
+        engine.close()
+
+
+def test_a_snapshot_off_the_store_history_is_not_used(tmp_path) -> None:
+    db = tmp_path / "s.db"
+    engine = _engine(db)
+    engine.add_document(TEXTS[0], source="doc:0")
+    engine.close()
+    shutil.copy(db, tmp_path / "backup.db")
+    engine = _engine(db)
+    for k, text in enumerate(TEXTS[1:4], start=1):
+        engine.add_document(text, source=f"doc:{k}")
+    engine.search("zram")
+    written = _snapshots(db)
+    engine.close()
+    shutil.copy(tmp_path / "backup.db", db)  # restored, then changed otherwise past the snapshot
+    engine = _engine(db)
+    try:
+        for k, text in enumerate(TEXTS[4:] + TEXTS[1:4], start=4):
+            engine.add_document(text.replace("Raspberry", "Orange"), source=f"other:{k}")
+        assert engine.store.change_seq() >= written[0]
+        engine.search("zram")
+        assert _state(engine.retrieval_index()) == _state(_fresh(engine))
+        assert "other:4" in {h.source for h in engine.search("potassium bananas", top_k=6).hits}
+    finally:
+        engine.close()
+
+
+def test_a_damaged_snapshot_falls_back_to_a_load(tmp_path) -> None:
+    db = tmp_path / "s.db"
+    engine = _engine(db)
+    for k, text in enumerate(TEXTS):
+        engine.add_document(text, source=f"doc:{k}")
+    engine.search("zram")
+    engine.close()
+    (seq,) = _snapshots(db)
+    data = db.with_name(db.name + "-graph") / f"s{seq}" / "indices.npy"
+    data.write_bytes(data.read_bytes()[:-8])  # one entry short
+    engine = _engine(db)
+    try:
+        assert engine.search("zram").hits
+        assert _state(engine.retrieval_index()) == _state(_fresh(engine))
+    finally:
+        engine.close()
+
+
+def test_a_read_only_store_writes_no_snapshot(tmp_path) -> None:
+    db = tmp_path / "s.db"
+    engine = _engine(db)
+    engine.add_document(TEXTS[0], source="doc:0")
+    engine.close()
+    db.chmod(0o444)  # read-only by its mode, even for root
+    reader = _engine(db)
+    try:
+        assert reader.store.read_only and reader.search("zram").hits
+        assert _snapshots(db) == []
+    finally:
+        reader.close()
