@@ -607,3 +607,39 @@ def test_top_positions_is_the_stable_sort_cut(values: list[int], k: int) -> None
     v = np.array(values, dtype=np.float64)
     want = np.sort(np.argsort(-v, kind="stable")[:k])
     assert top_positions(v, k).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("change", ["node alone", "edge", "re-weight", "removal", "kind", "nothing"])
+def test_a_change_applied_equals_a_fresh_build(change: str) -> None:
+    """graphdelta.apply on a freshly built cache (a plain adjacency), for each kind of change
+    alone, equals a build of the changed graph; ``changed`` names the rows that moved."""
+    from seahorse.mechanisms.graphdelta import Delta, apply
+
+    nodes = [(1, "passage", 1), (2, "phrase", None), (3, "phrase", None), (4, "passage", 2)]
+    edges = [(1, 2, "context", 1.0), (1, 3, "context", 1.0), (4, 3, "context", 2.0)]
+    delta, after_nodes, after_edges = Delta(), list(nodes), list(edges)
+    if change == "node alone":
+        delta.nodes = [(5, "memory", 3)]
+        after_nodes.append((5, "memory", 3))
+    elif change == "edge":
+        delta.nodes, delta.edges = [(5, "phrase", None)], [(4, 5, "context", 0.5)]
+        after_nodes.append((5, "phrase", None))
+        after_edges.append((4, 5, "context", 0.5))
+    elif change == "re-weight":
+        delta.pairs = {(1, 3): 3.0}
+        after_edges[1] = (1, 3, "context", 3.0)
+    elif change == "removal":
+        delta.removed = {2}  # its vertex stays, empty and without a kind
+        after_nodes[1] = (2, "", None)
+        after_edges = [e for e in edges if 2 not in e[:2]]
+    elif change == "kind":
+        delta.kinds = {3: "memory"}
+        after_nodes[2] = (3, "memory", None)
+    got = apply(GraphCache.build(1, nodes, edges), delta, 2)
+    want = GraphCache.build(2, after_nodes, after_edges)
+    assert np.allclose(got.adj.toarray(), want.adj.toarray())
+    assert np.array_equal(got.degree, want.degree) and np.allclose(got.strength, want.strength)
+    assert got.kinds.tolist() == want.kinds.tolist()
+    moved = {"node alone": [], "edge": [3, 4], "re-weight": [0, 2], "removal": [0, 1],
+             "kind": [], "nothing": []}[change]
+    assert got.changed.tolist() == moved

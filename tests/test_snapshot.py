@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 
-import numpy as np
 import pytest
 from test_live import TEXTS, _fresh, _hits, _state
 
@@ -25,6 +24,18 @@ def _engine(path) -> Engine:
     return Engine(Settings(db_path=path, embedder="hash"))
 
 
+def _written(db, texts, search: bool = False) -> None:
+    """A store at ``db`` holding ``texts`` (searched once: its snapshot written, if asked)."""
+    engine = _engine(db)
+    try:
+        for k, text in enumerate(texts):
+            engine.add_document(text, source=f"doc:{k}")
+        if search:
+            engine.search("zram")
+    finally:
+        engine.close()
+
+
 def _snapshots(db) -> list[int]:
     root = db.with_name(db.name + "-graph")
     return sorted(int(p.name[1:]) for p in root.iterdir() if p.name[0] == "s") if root.exists() else []
@@ -32,7 +43,7 @@ def _snapshots(db) -> list[int]:
 
 def _mapped(engine: Engine) -> bool:
     adj = engine.retrieval_index().graph.adj
-    return isinstance(getattr(adj, "base", adj).indices, np.memmap)
+    return snapshot.is_mapped(getattr(adj, "base", adj).indices)
 
 
 def test_the_next_process_maps_the_snapshot_and_catches_up(tmp_path) -> None:
@@ -85,9 +96,7 @@ def test_a_compaction_writes_a_new_snapshot(tmp_path, monkeypatch) -> None:
 
 def test_a_snapshot_off_the_store_history_is_not_used(tmp_path) -> None:
     db = tmp_path / "s.db"
-    engine = _engine(db)
-    engine.add_document(TEXTS[0], source="doc:0")
-    engine.close()
+    _written(db, TEXTS[:1])
     shutil.copy(db, tmp_path / "backup.db")
     engine = _engine(db)
     for k, text in enumerate(TEXTS[1:4], start=1):
@@ -110,11 +119,7 @@ def test_a_snapshot_off_the_store_history_is_not_used(tmp_path) -> None:
 
 def test_a_damaged_snapshot_falls_back_to_a_load(tmp_path) -> None:
     db = tmp_path / "s.db"
-    engine = _engine(db)
-    for k, text in enumerate(TEXTS):
-        engine.add_document(text, source=f"doc:{k}")
-    engine.search("zram")
-    engine.close()
+    _written(db, TEXTS, search=True)
     (seq,) = _snapshots(db)
     data = db.with_name(db.name + "-graph") / f"s{seq}" / "indices.npy"
     data.write_bytes(data.read_bytes()[:-8])  # one entry short
@@ -128,9 +133,7 @@ def test_a_damaged_snapshot_falls_back_to_a_load(tmp_path) -> None:
 
 def test_a_read_only_store_writes_no_snapshot(tmp_path) -> None:
     db = tmp_path / "s.db"
-    engine = _engine(db)
-    engine.add_document(TEXTS[0], source="doc:0")
-    engine.close()
+    _written(db, TEXTS[:1])
     db.chmod(0o444)  # read-only by its mode, even for root
     reader = _engine(db)
     try:

@@ -262,7 +262,7 @@ class Patched:
         self.slot[self.rows] = np.arange(1, len(self.rows) + 1, dtype=np.int32)
         self._sums: np.ndarray | None = None
         self._counts: np.ndarray | None = None
-        self.changed: np.ndarray | None = None
+        self.changed: np.ndarray = np.zeros(0, dtype=np.int64)  # from the base: nothing yet
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -364,7 +364,7 @@ class Patched:
         out._sums = None if self._sums is None else np.concatenate([self._sums, np.zeros(n - self.n)])
         out._counts = (None if self._counts is None
                        else np.concatenate([self._counts, np.zeros(n - self.n, dtype=np.int64)]))
-        out.changed = None
+        out.changed = np.zeros(0, dtype=np.int64)  # rows added empty: none of them moved
         return out
 
     def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR | Patched":

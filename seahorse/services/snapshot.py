@@ -22,6 +22,7 @@ PostgreSQL stores keep the graph in each server's memory (no local file to put i
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import secrets
 import shutil
@@ -95,8 +96,19 @@ def read(store: Store, catch_up_max: int) -> Base | None:
     return None
 
 
+def is_mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` is a view of a mapped file (a snapshot's), not memory of its own."""
+    while array is not None:
+        if isinstance(array, (np.memmap, mmap.mmap)):
+            return True
+        array = getattr(array, "base", None)
+    return False
+
+
 def _mapped(where: Path, meta: dict) -> Base:
-    a = {name: np.load(where / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
+    # Plain ndarray views of the maps: np.memmap's own indexing is Python code, ~12 ms a
+    # query in 34k calls at 100k passages.
+    a = {name: np.asarray(np.load(where / f"{name}.npy", mmap_mode="r")) for name in ARRAYS}
     n = len(a["node_ids"])
     per_vertex = ("kind_codes", "doc_ids", "sums", "passage_count")
     entries = len(a["data"])

@@ -104,7 +104,7 @@ class RetrievalIndex:
         (after a load or a compaction; services/snapshot.py). Itself, either way."""
         adj = self.graph.adj
         if (self.graph.n < snapshot.SNAPSHOT_MIN or not isinstance(adj, CSR)
-                or isinstance(adj.indices, np.memmap) or self.__dict__.get("_unsaved")):
+                or snapshot.is_mapped(adj.indices) or self.__dict__.get("_unsaved")):
             return self
         base = snapshot.write(store, self.seq, self.graph, self.passage_count, CATCH_UP_MAX)
         if base is None:
