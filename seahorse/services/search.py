@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InvalidInput, SeahorseError
-from ..mechanisms.budget import Budget, compute_budget
+from ..mechanisms.budget import Budget, compute_budget, release_free_memory
 from ..mechanisms.rerank import CrossEncoder, rerank
 from . import confidence
 from .codequery import CodeQueries, fts_term, refusal_terms
@@ -46,6 +46,7 @@ class Search:
         # for the unit total) -> count. Only the current graph version's entries are kept.
         self._term_counts: dict[tuple[int, int, str | None], int] = {}
         self._units: tuple[int, int] | None = None  # (change seq, full-text units) for refusal
+        self._changed = False  # whether this call's search state was loaded or caught up
         self.lexicons = CodeLexicons(rt.store)  # BM25F over one repository's declarations
 
     def budget(self) -> Budget:
@@ -64,6 +65,7 @@ class Search:
             rt.index = (rt.index.catch_up(self.store) if rt.index is not None
                         and rt.index.dim == rt.embedder.dim
                         else open_index(self.store, rt.embedder.dim))
+            self._changed = True
         return rt.index
 
     def search(self, query: str, top_k: int = 5, session_id: str | None = None, *,
@@ -78,8 +80,13 @@ class Search:
         if offset + top_k > PAGE_DEPTH_MAX:
             raise InvalidInput(f"pages end at hit {PAGE_DEPTH_MAX}; ask a narrower question",
                                field="cursor")
+        self._changed = False
         result = self._search(query, offset + top_k + 1, session_id if not offset else None,
                               repo=repo, kinds=kinds, refuse=refuse, window=window)
+        if self._changed:
+            # The first search on a changed state built its caches beside the old state's
+            # arrays; glibc keeps the freed heap (~100 MB at 100k passages) until asked.
+            release_free_memory()
         more = len(result.hits) > offset + top_k
         result.hits = result.hits[offset:offset + top_k]
         result.info["next_cursor"] = page_cursor(query, offset + top_k) if more else None
