@@ -189,7 +189,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
         return SearchResult(query, [], {"reason": "empty_index"})
     q = query_vector(embedder, query)
     t_embed = time.perf_counter()
-    dense = index.dense(q)
+    dense = index.dense(q, store, settings.dense_shortlist)
     seeds = np.zeros(g.n)
     # One repository's search ranks code by its own rule (_code_scores, tuned without it).
     fair = 1.0 if code else kind_relevance(index, dense)

@@ -41,6 +41,9 @@ DEAD_MAX = 0.25
 # Vectors are read and quantised this many rows at a time (a float32 block of 8192 x 384 is
 # 12 MB, the most a load holds beside the int8 rows).
 VECTOR_BLOCK = 8192
+# What a store that scores vectors itself (PostgreSQL, pgvector) returns per query by default:
+# the nearest passages; the rest count as the least of them (settings.dense_shortlist).
+SERVED_SHORTLIST = 2000
 
 
 def open_index(store: Store, dim: int) -> "RetrievalIndex":
@@ -63,6 +66,10 @@ class RetrievalIndex:
         """Loaded from the store, or with the graph of a mapped snapshot ``base`` (then at its
         change; the rest is read as the store is now, which a catch-up leaves as it is)."""
         self.dim = dim
+        # PostgreSQL: the server scores the vectors (pgvector) and this process holds none.
+        self.served = bool(getattr(store, "serves_vectors", False))
+        self._store = store if self.served else None
+        self._row_of: tuple[int, np.ndarray] | None = None  # (seq, vertex -> row), served only
         self._cap = 0
         self._vecs = np.zeros((0, dim), dtype=np.int8)
         self._scale = np.zeros(0, dtype=np.float32)
@@ -122,15 +129,46 @@ class RetrievalIndex:
     @property
     def passage_vecs(self) -> np.ndarray:
         """Dense vectors of the retrievable nodes that have one (rows of ``passage_idx``), as
-        float32 from the int8 rows: a full copy, for tools and tests; a query uses :meth:`dense`."""
+        float32 from the int8 rows (read from the store when it serves them): a full copy, for
+        tools and tests; a query uses :meth:`dense`."""
+        if self.served:
+            ids = self.graph.node_ids[self.passage_idx]
+            got, mat = self._store.load_vectors("dense", self.dim, ids=ids.tolist())
+            return mat[np.searchsorted(got, ids)] if len(ids) else mat
         return self._vecs[:self._count].astype(np.float32) * self._scale[:self._count, None]
 
-    def dense(self, q: np.ndarray) -> np.ndarray:
-        """The dot product of ``q`` with every row of ``passage_vecs`` (cosines: both are unit
-        vectors), in onnxruntime's int8 kernels (``mechanisms/int8dot``): no float32 copy of
-        the rows, ~10x numpy's convert-then-multiply at 100k rows."""
+    def dense(self, q: np.ndarray, store: Store | None = None, shortlist: int | None = None
+              ) -> np.ndarray:
+        """The cosine of ``q`` with each row of ``passage_vecs`` (both are unit vectors).
+
+        In process: in onnxruntime's int8 kernels (``mechanisms/int8dot``), no float32 copy of
+        the rows, ~10x numpy's convert-then-multiply at 100k rows. A store that serves the
+        vectors returns the ``shortlist`` (default ``SERVED_SHORTLIST``) nearest. With a
+        shortlist, either way, the rows past it get the least cosine in it, so that min-max
+        scaling gives them no dense seed."""
         n = self._count
-        return int8dot.dots(self._vecs[:n], q) * self._scale[:n]
+        if self.served:
+            ids, sims = (store or self._store).dense_top(q, shortlist or SERVED_SHORTLIST)
+            out = np.full(n, float(sims.min()) if len(sims) else 0.0)
+            rows = self._rows_of()[self.vertices(ids)]
+            out[rows[rows >= 0]] = sims[rows >= 0]
+            return out
+        out = int8dot.dots(self._vecs[:n], q) * self._scale[:n]
+        if shortlist and n > shortlist:
+            keep = np.argpartition(-out, shortlist - 1)[:shortlist]
+            cut = np.full(n, float(out[keep].min()))
+            cut[keep] = out[keep]
+            out = cut
+        return out
+
+    def _rows_of(self) -> np.ndarray:
+        """Per graph vertex, its row of ``passage_idx`` (-1 for none): -1 at index -1 too, so
+        a node id the graph does not know maps to no row."""
+        if self._row_of is None or self._row_of[0] != self.seq:
+            rows = np.full(self.graph.n + 1, -1, dtype=np.int64)
+            rows[self.passage_idx] = np.arange(self._count)
+            self._row_of = (self.seq, rows)
+        return self._row_of[1]
 
     @property
     def passage_idx(self) -> np.ndarray:
@@ -220,8 +258,9 @@ class RetrievalIndex:
             symbols = store.symbol_paths(since=old_max)
             memory_priors = store.memory_priors() if priors else None
             replaced = sorted(vec_ids - delta.removed)
-            vectors = [store.load_vectors("dense", self.dim, ids=replaced)] if replaced else []
-            vectors.append(store.load_vectors("dense", self.dim, since=old_max))
+            values = not self.served
+            vectors = [store.load_vectors("dense", self.dim, ids=replaced, values=values)] if replaced else []
+            vectors.append(store.load_vectors("dense", self.dim, since=old_max, values=values))
         nxt = copy.copy(self)  # shares the old arrays; every step below replaces, never writes in
         nxt._codes = dict(self._codes)
         nxt._advance(seq, delta, version, vec_ids, symbols, memory_priors, vectors)
@@ -309,28 +348,31 @@ class RetrievalIndex:
     def _load_vectors(self, store: Store, since: int) -> None:
         """Append every dense vector of a node after ``since``, VECTOR_BLOCK rows at a time."""
         while True:
-            ids, mat = store.load_vectors("dense", self.dim, since=since, limit=VECTOR_BLOCK)
+            ids, mat = store.load_vectors("dense", self.dim, since=since, limit=VECTOR_BLOCK,
+                                          values=not self.served)
             if not len(ids):
                 return
             self._append_passages(ids, mat)
             since = int(ids[-1])
 
-    def _append_passages(self, ids: np.ndarray, mat: np.ndarray) -> None:
-        """Add dense rows (quantised), growing the buffer by half (appends cost what they add)."""
+    def _append_passages(self, ids: np.ndarray, mat: np.ndarray | None) -> None:
+        """Add dense rows (quantised), growing the buffer by half (appends cost what they add);
+        ``mat`` None: the store serves the vectors, only the rows' vertices are kept."""
         idx = self.vertices(ids)
         keep = idx >= 0
-        idx, mat = idx[keep], mat[keep]
+        idx = idx[keep]
         need = self._count + len(idx)
         if need > self._cap:
             cap = max(need, self._cap + self._cap // 2, 64)
-            vecs = np.zeros((cap, self.dim), dtype=np.int8)
+            vecs = np.zeros((0 if mat is None else cap, self.dim), dtype=np.int8)
             vecs[:self._count] = self._vecs[:self._count]
             scale = np.zeros(cap, dtype=np.float32)
             scale[:self._count] = self._scale[:self._count]
             pidx = np.zeros(cap, dtype=np.int64)
             pidx[:self._count] = self._pidx[:self._count]
             self._vecs, self._scale, self._pidx, self._cap = vecs, scale, pidx, cap
-        self._vecs[self._count:need], self._scale[self._count:need] = quantise(mat)
+        if mat is not None:
+            self._vecs[self._count:need], self._scale[self._count:need] = quantise(mat[keep])
         self._pidx[self._count:need] = idx
         self._count = need
 
@@ -341,7 +383,8 @@ class RetrievalIndex:
         if keep.all():
             return
         # New buffers (the rows kept): the state this one was copied from still reads the old.
-        self._vecs = self._vecs[:self._count][keep]
+        if not self.served:
+            self._vecs = self._vecs[:self._count][keep]
         self._scale = self._scale[:self._count][keep]
         self._pidx = self.passage_idx[keep]
         self._count = self._cap = len(self._pidx)

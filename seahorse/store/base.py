@@ -171,7 +171,14 @@ class Store(Protocol):
 
     def load_vectors(self, space: str, dim: int, since: int = 0,
                      ids: Sequence[int] | None = None,
-                     limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     limit: int | None = None, values: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        ...
+
+    # Whether the store scores passage vectors itself (PostgreSQL with pgvector): then a
+    # process keeps none and asks dense_top for a query's nearest.
+    serves_vectors: bool
+
+    def dense_top(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         ...
 
     def facts_of(self, passage_ids: Sequence[int], dim: int

@@ -188,16 +188,27 @@ class DocumentRows:
     # ----- bulk reads for the caches ----------------------------------------------------
     def load_vectors(self, space: str, dim: int, since: int = 0,
                      ids: Sequence[int] | None = None,
-                     limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     limit: int | None = None, values: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """Vectors of ``space``: of every node, of nodes after ``since`` (the first ``limit``
-        of them, by id, when given), or of ``ids``."""
+        of them, by id, when given), or of ``ids``; ``values=False``: their node ids alone
+        (and None)."""
+        col = "vec" if values else "NULL"
         if ids is None:
-            rows = self.db.execute("SELECT node_id, vec FROM vectors WHERE space=? AND node_id > ?"
+            rows = self.db.execute(f"SELECT node_id, {col} FROM vectors WHERE space=? AND node_id > ?"
                                    " ORDER BY node_id LIMIT ?", (space, since, limit or 2**62)).fetchall()
         else:
-            rows = select_in(self.db, "SELECT node_id, vec FROM vectors WHERE space=? AND node_id IN ({in})"
-                             " ORDER BY node_id", list(ids), (space,))
-        return np.array([r[0] for r in rows], dtype=np.int64), _from_blobs([r[1] for r in rows], dim)
+            rows = select_in(self.db, f"SELECT node_id, {col} FROM vectors WHERE space=? AND "
+                             "node_id IN ({in}) ORDER BY node_id", list(ids), (space,))
+        return (np.array([r[0] for r in rows], dtype=np.int64),
+                _from_blobs([r[1] for r in rows], dim) if values else None)
+
+    # ----- vectors the store scores itself (PostgreSQL's pgvector; not SQLite) -----------
+    serves_vectors = False
+
+    def dense_top(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(node ids, cosines) of the ``k`` passage vectors nearest ``q``, best first: only a
+        store that ``serves_vectors`` answers it; a SQLite store's are scored in process."""
+        raise NotImplementedError("this store does not score vectors; use the resident ones")
 
     def facts_of(self, passage_ids: Sequence[int], dim: int
                  ) -> tuple[np.ndarray, Sequence[list[int]], np.ndarray]:

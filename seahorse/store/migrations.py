@@ -448,6 +448,12 @@ def _m0012_phrase_cells(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0013_server_vectors(db: sqlite3.Connection) -> None:
+    """Nothing in a SQLite file: its twin gives a PostgreSQL store pgvector's copy of the
+    passage vectors (``dense_vectors``), which the server scores so that a process holds none
+    of them; a SQLite store's vectors are scored in the process (services/state.py)."""
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -461,6 +467,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0010_code_versions", _m0010_code_versions),
     ("0011_usage", _m0011_usage),
     ("0012_phrase_cells", _m0012_phrase_cells),
+    ("0013_server_vectors", _m0013_server_vectors),
 ]
 
 

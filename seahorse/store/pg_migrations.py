@@ -357,6 +357,17 @@ CREATE TABLE phrase_cells(
 );
 """
 
+# pgvector's copy of the passage vectors (float16 values as float32), scored by the server:
+# a process keeps no vector of a PostgreSQL store (services/state.py). Filled from ``vectors``
+# by PostgresStore.fill_dense_vectors when this runs (the float16 blobs are decoded in Python)
+# and written beside ``vectors`` by set_vectors from then on.
+_M0013 = """
+CREATE TABLE dense_vectors(
+    node_id BIGINT PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+    emb vector NOT NULL
+);
+"""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -370,4 +381,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0010_code_versions", _M0010),
     ("0011_usage", _M0011),
     ("0012_phrase_cells", _M0012),
+    ("0013_server_vectors", _M0013),
 ]

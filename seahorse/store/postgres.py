@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import psycopg
@@ -28,6 +28,7 @@ from psycopg.types.numeric import FloatDumper, IntDumper
 from ..config import DbUrl
 from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, SeahorseError, StorageError
 from .code import _REPO_DOCS
+from .codec import _from_blobs
 from .pg_migrations import PG_MIGRATIONS
 from .sqlite import BUSY_TIMEOUT_S, SQLiteStore
 
@@ -266,6 +267,31 @@ _REWRITES = (
 )
 
 
+def _vector_text(row: np.ndarray) -> str:
+    """A vector in pgvector's text form, ``[x,y,...]``."""
+    return "[" + ",".join(map(repr, row.tolist())) + "]"
+
+
+def _fill_dense_vectors(conn: psycopg.Connection, block: int = 4096) -> int:
+    """pgvector's copy of every passage vector that has none yet (after migration 0013 or a
+    copy of rows from another store), decoded from the stored float16 a block at a time."""
+    got = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+    dim = int(got[0]) if got else None
+    filled = 0
+    while True:
+        rows = conn.execute(
+            "SELECT v.node_id, v.vec FROM vectors v LEFT JOIN dense_vectors d ON d.node_id = v.node_id "
+            "WHERE v.space = 'dense' AND d.node_id IS NULL ORDER BY v.node_id LIMIT %s", (block,)).fetchall()
+        if not rows:
+            return filled
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO dense_vectors(node_id, emb) VALUES (%s, %s::vector)",
+                [(node_id, _vector_text(_from_blobs([bytes(blob)], dim or len(blob) // 2)[0]))
+                 for node_id, blob in rows])
+        filled += len(rows)
+
+
 def _tsquery(match: str) -> str:
     """An FTS5 OR query of quoted terms (``text.fts_match``) as websearch_to_tsquery text."""
     terms = [t.strip() for t in re.findall(r'"([^"]*)"', match) if t.strip()]
@@ -367,6 +393,8 @@ class PostgresStore(SQLiteStore):
                     if name in done:
                         continue
                     conn.execute(script)
+                    if name == "0013_server_vectors":
+                        _fill_dense_vectors(conn)
                     conn.execute("INSERT INTO migrations VALUES (%s, %s)", (name, time.time()))
                 conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT(key) "
                              "DO UPDATE SET value = EXCLUDED.value", (str(len(PG_MIGRATIONS)),))
@@ -387,7 +415,32 @@ class PostgresStore(SQLiteStore):
             if identity:
                 self.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                                 f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)")
+        _fill_dense_vectors(self.db.conn)
         self._restart_change_log()
+
+    # ----- vectors scored by the server (pgvector) -----------------------------------------
+    serves_vectors = True
+
+    def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        """As SQLite's, and a passage vector also into pgvector's ``dense_vectors`` (the
+        float16 it is stored as, so both give the same cosines)."""
+        items = list(items)
+        super().set_vectors(space, items)
+        if space == "dense" and items:
+            rows = np.asarray([v for _n, v in items], dtype=np.float32).astype("<f2").astype(np.float32)
+            self.db.executemany(
+                "INSERT INTO dense_vectors(node_id, emb) VALUES (?, ?::vector) "
+                "ON CONFLICT (node_id) DO UPDATE SET emb = EXCLUDED.emb",
+                [(node_id, _vector_text(row)) for (node_id, _v), row in zip(items, rows)])
+
+    def dense_top(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(node ids, cosines) of the ``k`` passage vectors nearest ``q`` (a unit vector), best
+        first, scored by the server: an exact scan by pgvector's inner product."""
+        rows = self.db.execute(
+            "SELECT node_id, emb <#> ?1::vector AS d FROM dense_vectors ORDER BY d, node_id LIMIT ?2",
+            (_vector_text(np.asarray(q, dtype=np.float32)), int(k))).fetchall()
+        return (np.array([r[0] for r in rows], dtype=np.int64),
+                -np.array([r[1] for r in rows], dtype=np.float64))
 
     def optimize(self) -> None:
         self.db.execute("ANALYZE")

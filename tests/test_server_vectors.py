@@ -1,0 +1,102 @@
+"""Passage vectors scored by the PostgreSQL server (pgvector's ``dense_vectors``, migration
+0013): a server process holds none of them, its cosines are the stored vectors', a shortlist
+gives the rows past it the least cosine in it (on either backend), and pgvector's copy follows
+every write and is rebuilt when rows are copied in from another store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seahorse import Engine, Settings
+from seahorse.services import state as state_module
+from seahorse.services.retrieval import query_vector
+from seahorse.store.postgres import _fill_dense_vectors
+
+TEXTS = [
+    "Raspberry Pi 5 users often enable zram to keep compressed pages in memory.",
+    "The Raspberry Pi 5 overheats without a heatsink under a sustained load.",
+    "Bananas are rich in potassium and taste sweet when ripe.",
+    "zram trades CPU time for memory: pages are compressed in RAM instead of written to disk.",
+    "Potassium helps muscles; bananas and potatoes hold plenty of it.",
+    "A heatsink and a fan keep a Raspberry Pi cool enough to avoid throttling.",
+]
+
+
+def _filled(db: str) -> Engine:
+    engine = Engine(Settings(db_path=db, embedder="hash"))
+    for k, text in enumerate(TEXTS):
+        engine.add_document(text, source=f"doc:{k}")
+    return engine
+
+
+def _cosines(engine: Engine, query: str, shortlist: int | None = None) -> dict[int, float]:
+    index = engine.retrieval_index()
+    q = query_vector(engine.embedder, query)
+    dense = index.dense(q, engine.store, shortlist)
+    ids = index.graph.node_ids[index.passage_idx]
+    return dict(zip(ids.tolist(), dense.tolist()))
+
+
+def test_a_postgresql_server_holds_no_vector_and_scores_them_as_sqlite(tmp_path, pg_url) -> None:
+    pg, lite = _filled(pg_url), _filled(str(tmp_path / "kg.db"))
+    try:
+        index = pg.retrieval_index()
+        assert index.served and index._vecs.size == 0 and len(index.passage_idx) == len(TEXTS)
+        assert not lite.retrieval_index().served
+        a, b = _cosines(pg, "how do I cool a Raspberry Pi"), _cosines(lite, "how do I cool a Raspberry Pi")
+        by_text = lambda e, c: {e.store.node_texts([i])[i][1]: v for i, v in c.items()}  # noqa: E731
+        got, want = by_text(pg, a), by_text(lite, b)
+        assert got.keys() == want.keys()
+        assert all(abs(got[t] - want[t]) < 2e-2 for t in got)  # float16 there, int8 here
+        assert [h.source for h in pg.search("potassium in bananas", top_k=2).hits] == \
+            [h.source for h in lite.search("potassium in bananas", top_k=2).hits]
+    finally:
+        pg.close()
+        lite.close()
+
+
+def test_a_shortlist_keeps_the_nearest_and_floors_the_rest(backend, monkeypatch) -> None:
+    monkeypatch.setattr(state_module, "SERVED_SHORTLIST", 3)
+    engine = _filled(backend)
+    try:
+        full = _cosines(engine, "zram compressed memory pages", shortlist=10)
+        short = _cosines(engine, "zram compressed memory pages",
+                         shortlist=None if engine.retrieval_index().served else 3)
+        best = sorted(full, key=lambda i: -full[i])[:3]
+        floor = min(full[i] for i in best)
+        assert all(abs(short[i] - full[i]) < 2e-2 for i in best)
+        assert all(short[i] == pytest.approx(min(short[j] for j in best)) for i in full if i not in best)
+        assert floor > min(full.values())  # the rest were lifted to the floor, not dropped
+        assert engine.search("zram compressed memory pages", top_k=1).hits[0].source in {"doc:0", "doc:3"}
+    finally:
+        engine.close()
+
+
+def test_pgvector_follows_writes_and_a_copy(pg_url) -> None:
+    engine = _filled(pg_url)
+    try:
+        db = engine.store.db
+        count = lambda: db.execute("SELECT count(*) FROM dense_vectors").fetchone()[0]  # noqa: E731
+        assert count() == len(TEXTS)
+        engine.add_document(TEXTS[0] + " Even on 2 GB boards.", source="doc:0")  # replaced
+        engine.delete_document("doc:2")
+        assert count() == len(TEXTS) - 1
+        vec = np.array(db.execute("SELECT emb::text FROM dense_vectors d JOIN nodes n ON n.id = d.node_id"
+                                  " WHERE n.text LIKE '%2 GB%'").fetchone()[0].strip("[]").split(","),
+                       dtype=np.float32)
+        assert abs(float(np.linalg.norm(vec)) - 1.0) < 1e-2
+        with engine.store.atomic():  # what a copy from another store leaves: rows without a copy
+            db.execute("DELETE FROM dense_vectors")
+            assert _fill_dense_vectors(db.conn) == len(TEXTS) - 1
+        assert count() == len(TEXTS) - 1
+        assert engine.search("potassium bananas", top_k=1).hits[0].source == "doc:4"
+    finally:
+        engine.close()
+
+
+def test_a_shortlist_below_the_fact_pool_is_refused() -> None:
+    from seahorse.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="at least 1000"):
+        Settings(dense_shortlist=10)
