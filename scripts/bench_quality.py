@@ -465,10 +465,13 @@ def main() -> None:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     args.splits = [s for s in args.splits.split(",") if s]
     args.rulers = [r for r in args.rulers.split(",") if r]
+    from seahorse import config as config_module
+
     defaults = load_settings()
     for item in args.set:
         k, v = item.split("=", 1)
-        KW[k] = type(getattr(defaults, k))(v)
+        default = getattr(defaults, k)  # a setting unset by default casts as its variable does
+        KW[k] = type(default)(v) if default is not None else config_module._ENV[k][1](v)
     cache = install_cache(Path(args.cache) if str(args.cache) else None)
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()

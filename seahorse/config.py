@@ -98,8 +98,8 @@ class Settings:
     node_max: int | None = None
     memory_alpha: float = 0.25
     walk_ms: float = 10.0  # the walk's latency target: budget.latency_nodes
-    # The passages a query's dense step keeps: None = every one on SQLite (scored in process),
-    # DENSE_SHORTLIST on PostgreSQL (pgvector returns the nearest); a number K = the best K.
+    # The passages a query's dense step keeps, nearest first: None = state.DENSE_SHORTLIST
+    # (1,000; a one-repository code search on SQLite keeps every one); 0 = every one.
     dense_shortlist: int | None = None
     max_file_mb: float = 10.0
     max_text_mb: float = 5.0
@@ -265,9 +265,9 @@ SETTING_DOCS = {
              "the server's working folder; also `seahorse run --allow PATH`",
     "usage": "record local usage analytics for `seahorse gain` (off: record nothing); no query text or code",
     "walk_ms": "the walk's latency target under the auto profile: at most 1,500 nodes per ms are walked",
-    "dense_shortlist": "passages a query's dense step keeps, the nearest first: unset = every one on "
-                       "SQLite, 2,000 on PostgreSQL (pgvector returns them); a number K = the best K "
-                       "on either (at least 1,000)",
+    "dense_shortlist": "passages a query's dense step seeds, the nearest first (unset: 1,000, the "
+                       "passages whose facts seed the walk; a code search on SQLite: every one); 0 = "
+                       "every passage; otherwise at least 1,000. PostgreSQL's server returns just these",
     "rerank_enabled": "rerank the top candidates with a cross-encoder",
     "rerank_model_path": "the cross-encoder .onnx",
     "rerank_tokenizer_path": "its tokenizer.json",
@@ -401,9 +401,9 @@ def _validate(s: Settings) -> None:
         raise ConfigError("numeric settings must be finite numbers (not nan or inf)")
     if s.walk_ms <= 0:
         raise ConfigError("HIPPO_WALK_MS must be positive (milliseconds)")
-    if s.dense_shortlist is not None and s.dense_shortlist < 1000:
-        raise ConfigError("SEAHORSE_DENSE_SHORTLIST must be at least 1000 (the facts of the best "
-                          "1,000 passages seed the walk)")
+    if s.dense_shortlist is not None and s.dense_shortlist != 0 and s.dense_shortlist < 1000:
+        raise ConfigError("SEAHORSE_DENSE_SHORTLIST must be 0 (every passage) or at least 1000 "
+                          "(the facts of the best 1,000 passages seed the walk)")
     if s.session_ttl <= 0:
         raise ConfigError("SEAHORSE_SESSION_TTL must be positive (seconds)")
     if s.max_file_mb <= 0 or s.max_text_mb <= 0:

@@ -7,20 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_live import TEXTS
 
 from seahorse import Engine, Settings
 from seahorse.services import state as state_module
 from seahorse.services.retrieval import query_vector
 from seahorse.store.postgres import _fill_dense_vectors
-
-TEXTS = [
-    "Raspberry Pi 5 users often enable zram to keep compressed pages in memory.",
-    "The Raspberry Pi 5 overheats without a heatsink under a sustained load.",
-    "Bananas are rich in potassium and taste sweet when ripe.",
-    "zram trades CPU time for memory: pages are compressed in RAM instead of written to disk.",
-    "Potassium helps muscles; bananas and potatoes hold plenty of it.",
-    "A heatsink and a fan keep a Raspberry Pi cool enough to avoid throttling.",
-]
 
 
 def _filled(db: str) -> Engine:
@@ -56,13 +48,11 @@ def test_a_postgresql_server_holds_no_vector_and_scores_them_as_sqlite(tmp_path,
         lite.close()
 
 
-def test_a_shortlist_keeps_the_nearest_and_floors_the_rest(backend, monkeypatch) -> None:
-    monkeypatch.setattr(state_module, "SERVED_SHORTLIST", 3)
+def test_a_shortlist_keeps_the_nearest_and_floors_the_rest(backend) -> None:
     engine = _filled(backend)
     try:
-        full = _cosines(engine, "zram compressed memory pages", shortlist=10)
-        short = _cosines(engine, "zram compressed memory pages",
-                         shortlist=None if engine.retrieval_index().served else 3)
+        full = _cosines(engine, "zram compressed memory pages", shortlist=0)
+        short = _cosines(engine, "zram compressed memory pages", shortlist=3)
         best = sorted(full, key=lambda i: -full[i])[:3]
         floor = min(full[i] for i in best)
         assert all(abs(short[i] - full[i]) < 2e-2 for i in best)
@@ -100,3 +90,10 @@ def test_a_shortlist_below_the_fact_pool_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="at least 1000"):
         Settings(dense_shortlist=10)
+    assert Settings(dense_shortlist=0).dense_shortlist == 0
+
+
+def test_the_default_shortlist_is_the_fact_pool() -> None:
+    from seahorse.services.retrieval import FACT_POOL
+
+    assert state_module.DENSE_SHORTLIST == FACT_POOL

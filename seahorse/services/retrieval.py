@@ -24,7 +24,7 @@ from ..text import STOPWORDS, fts_match, query_terms, words
 from . import coderank
 from .codequery import compact_view
 from .explain import explain
-from .state import RETRIEVABLE, RetrievalIndex
+from .state import DENSE_SHORTLIST, RETRIEVABLE, RetrievalIndex
 from .timeline import dates_in, iso
 
 LEXICAL_CANDIDATES = 100
@@ -189,7 +189,10 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
         return SearchResult(query, [], {"reason": "empty_index"})
     q = query_vector(embedder, query)
     t_embed = time.perf_counter()
-    dense = index.dense(q, store, settings.dense_shortlist)
+    shortlist = settings.dense_shortlist
+    if shortlist is None:  # code ranking was tuned with every symbol seeded (not re-measured)
+        shortlist = 0 if code and not index.served else DENSE_SHORTLIST
+    dense = index.dense(q, store, shortlist)
     seeds = np.zeros(g.n)
     # One repository's search ranks code by its own rule (_code_scores, tuned without it).
     fair = 1.0 if code else kind_relevance(index, dense)
