@@ -147,3 +147,20 @@ def test_a_chain_of_changes_patches_rows_and_equals_the_dense_matrix(monkeypatch
     assert np.array_equal(first.data, base_data)  # the base is never written
     if patch_min:
         assert "Patched" in kinds
+
+
+def test_many_lookups_in_patched_rows_read_their_own_row() -> None:
+    """Over 4096 lookups take the whole-array search; in a patch (fewer rows than columns) its
+    keys must span every column, or a lookup lands in another row (a review found re-weighted
+    edges summed twice by a write's catch-up)."""
+    n = 10
+    path = CSR.from_coo(np.r_[np.arange(n - 1), np.arange(1, n)], np.r_[np.arange(1, n), np.arange(n - 1)],
+                        np.ones(2 * (n - 1)), n)
+    p = path.plus(np.array([0, 9]), np.array([9, 0]), np.array([5.0, 5.0]))
+    for repeat in (1, 2100):  # 4,200 lookups in the two patched rows
+        rows = np.tile(np.array([0, 9, 0, 5]), repeat)
+        cols = np.tile(np.array([9, 0, 1, 6]), repeat)
+        assert p.get(rows, cols).tolist() == [5.0, 5.0, 1.0, 1.0] * repeat
+    g = p.grown(n + 3)
+    rows, cols = np.tile(np.array([0, 12, 9]), 2000), np.tile(np.array([9, 0, 0]), 2000)
+    assert g.get(rows, cols).tolist() == [5.0, 0.0, 5.0] * 2000

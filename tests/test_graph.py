@@ -643,3 +643,27 @@ def test_a_change_applied_equals_a_fresh_build(change: str) -> None:
     moved = {"node alone": [], "edge": [3, 4], "re-weight": [0, 2], "removal": [0, 1],
              "kind": [], "nothing": []}[change]
     assert got.changed.tolist() == moved
+
+
+@pytest.mark.parametrize("on_hubs", [False, True])
+def test_the_teleport_read_per_vertex_is_the_formula(on_hubs: bool) -> None:
+    """``Teleport`` (computed for the vertices read) equals ``(1 - d) p + d (D p + R q)`` over
+    the whole graph, also when every seed sits on a hub (then q is p: the subtraction that finds
+    the non-hub mass leaves a rounding residue, which must not count as mass)."""
+    from seahorse.mechanisms.graph import Teleport, residual_target
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = 50
+        hubs = np.sort(rng.choice(n, 20, replace=False))
+        seeds = np.zeros(n)
+        seeds[hubs] = rng.random(20)
+        if not on_hubs:
+            seeds[rng.choice(n, 10)] += rng.random(10)
+        hub_self = np.zeros(n)
+        hub_self[hubs] = 0.3
+        d, d_mass, r_mass = 0.85, 0.1, 0.2
+        p = seeds / seeds.sum()
+        want = (1 - d) * p + d * (d_mass * p + r_mass * residual_target(seeds, hub_self))
+        got = Teleport(seeds, hub_self, hubs, d, d_mass, r_mass)
+        assert np.allclose(got[np.arange(n)], want) and np.isclose(float(got[int(hubs[0])]), want[hubs[0]])

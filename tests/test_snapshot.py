@@ -5,8 +5,10 @@ restored, a damaged file): the state is always what a fresh load of the file giv
 
 from __future__ import annotations
 
+import json
 import shutil
 
+import numpy as np
 import pytest
 from test_live import TEXTS, _fresh, _hits, _state
 
@@ -117,18 +119,80 @@ def test_a_snapshot_off_the_store_history_is_not_used(tmp_path) -> None:
         engine.close()
 
 
-def test_a_damaged_snapshot_falls_back_to_a_load(tmp_path) -> None:
+@pytest.mark.parametrize("damage", ["an entry short", "a kind missing", "a column out of range"])
+def test_a_damaged_snapshot_falls_back_to_a_load(tmp_path, damage: str) -> None:
     db = tmp_path / "s.db"
     _written(db, TEXTS, search=True)
     (seq,) = _snapshots(db)
-    data = db.with_name(db.name + "-graph") / f"s{seq}" / "indices.npy"
-    data.write_bytes(data.read_bytes()[:-8])  # one entry short
+    where = db.with_name(db.name + "-graph") / f"s{seq}"
+    if damage == "an entry short":
+        data = where / "indices.npy"
+        data.write_bytes(data.read_bytes()[:-8])
+    elif damage == "a kind missing":  # names fewer kinds than the codes use
+        meta = json.loads((where / "meta.json").read_text())
+        meta["kinds"] = meta["kinds"][:1]
+        (where / "meta.json").write_text(json.dumps(meta))
+    else:  # the same size, a value past the last vertex
+        indices = np.load(where / "indices.npy")
+        indices[0] = 10**6
+        np.save(where / "indices.npy", indices)
     engine = _engine(db)
     try:
         assert engine.search("zram").hits
         assert _state(engine.retrieval_index()) == _state(_fresh(engine))
+        assert not _mapped(engine)
     finally:
         engine.close()
+
+
+def test_a_restored_backup_written_otherwise_to_the_same_change_is_not_mapped(tmp_path) -> None:
+    """The log of the other history can reach the snapshot's change with the same entry there
+    (the same node ids, the same kind of change): the digest of the entries before it differs."""
+    db = tmp_path / "s.db"
+    _written(db, TEXTS[:1])
+    shutil.copy(db, tmp_path / "backup.db")
+    engine = _engine(db)
+    engine.add_document(TEXTS[1], source="doc:1")
+    engine.search("zram")
+    (seq,) = _snapshots(db)
+    engine.close()
+    shutil.copy(tmp_path / "backup.db", db)
+    for extra in ("-wal", "-shm"):
+        db.with_name(db.name + extra).unlink(missing_ok=True)
+    other = _engine(db)
+    reader = None
+    try:
+        other.add_document("The Papaya and the heatsink and the memory and the zram and the users "
+                           "matter.", source="doc:1")
+        assert other.store.change_seq() == seq  # the same change number, another history
+        reader = _engine(db)
+        assert _state(reader.retrieval_index()) == _state(_fresh(reader))
+    finally:
+        other.close()
+        if reader is not None:
+            reader.close()
+
+
+def test_removed_vertices_kept_by_a_snapshot_count_as_dead(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(csr, "PATCH_MIN", 0)
+    monkeypatch.setattr(csr, "PATCH_SHARE", 0.0)  # a compaction (and a snapshot) on every write
+    db = tmp_path / "s.db"
+    _written(db, TEXTS, search=True)
+    engine = _engine(db)
+    try:
+        engine.search("zram")
+        engine.delete_document("doc:2")
+        engine.search("zram")  # the snapshot written now keeps doc:2's vertices, empty
+        dead = engine.retrieval_index().dead
+        assert dead > 0
+    finally:
+        engine.close()
+    reader = _engine(db)
+    try:
+        reader.search("zram")
+        assert _mapped(reader) and reader.retrieval_index().dead == dead
+    finally:
+        reader.close()
 
 
 def test_a_read_only_store_writes_no_snapshot(tmp_path) -> None:

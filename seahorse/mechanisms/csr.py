@@ -22,13 +22,15 @@ COO_BLOCK = 1 << 20  # entries sorted at a time when a matrix is built from trip
 
 
 class CSR:
-    __slots__ = ("indptr", "indices", "data", "n", "_starts", "_sums", "changed")
+    __slots__ = ("indptr", "indices", "data", "n", "width", "_starts", "_sums", "changed")
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n: int) -> None:
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n: int,
+                 width: int | None = None) -> None:
         self.indptr = indptr
         self.indices = indices
         self.data = data
         self.n = n
+        self.width = n if width is None else width  # columns: a Patched's patch has fewer rows
         self._starts: np.ndarray | None = None  # the non-empty rows, for matvec
         self._sums: np.ndarray | None = None  # row_sums(), once computed (read-only)
         self.changed: np.ndarray | None = None  # rows changed from the matrix this came from
@@ -212,8 +214,8 @@ class CSR:
     def _positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Where each (row, column) is or would go among the row's sorted columns."""
         if len(rows) > 4096:  # many: one search over (row, column) keys of every entry
-            key = self.row_of_entries() * self.n + self.indices
-            return np.searchsorted(key, rows * self.n + cols)
+            key = self.row_of_entries() * self.width + self.indices
+            return np.searchsorted(key, rows * self.width + cols)
         lo, hi = self.indptr[rows], self.indptr[rows + 1]
         return np.array([a + np.searchsorted(self.indices[a:b], c) for a, b, c in
                          zip(lo.tolist(), hi.tolist(), cols.tolist())], dtype=np.int64)
@@ -258,6 +260,7 @@ class Patched:
         self.n = base.n if n is None else n
         self.rows = np.zeros(0, dtype=np.int64) if rows is None else rows
         self.patch = CSR.empty(0) if patch is None else patch
+        self.patch.width = self.n
         self.slot = np.zeros(self.n, dtype=np.int32)  # position in the patch + 1 (0: base row)
         self.slot[self.rows] = np.arange(1, len(self.rows) + 1, dtype=np.int32)
         self._sums: np.ndarray | None = None
@@ -359,7 +362,10 @@ class Patched:
         if n == self.n:
             return self
         out = Patched.__new__(Patched)
-        out.base, out.rows, out.patch, out.n = self.base, self.rows, self.patch, n
+        out.base, out.rows, out.n = self.base, self.rows, n
+        p = self.patch
+        out.patch = CSR(p.indptr, p.indices, p.data, p.n, width=n)  # the same rows, wider
+        out.patch._sums = p._sums
         out.slot = np.concatenate([self.slot, np.zeros(n - self.n, dtype=np.int32)])
         out._sums = None if self._sums is None else np.concatenate([self._sums, np.zeros(n - self.n)])
         out._counts = (None if self._counts is None
@@ -412,7 +418,7 @@ class Patched:
         indptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         patch = CSR(indptr, np.concatenate([kc, c.astype(np.int32)])[order],
-                    np.concatenate([kw, w.astype(np.float32)])[order], len(rows))
+                    np.concatenate([kw, w.astype(np.float32)])[order], len(rows), width=self.n)
         out = Patched.__new__(Patched)
         out.base, out.rows, out.patch, out.n = self.base, rows, patch, self.n
         out.slot = self.slot.copy()

@@ -397,7 +397,8 @@ class Teleport:
         self.rest = damping * r_mass if total > 0 and r_mass > 0 else 0.0  # on q
         # q (residual_target): p over the non-hub seeds, renormalised; p itself if none is left
         outside = (total - float(seeds[hubs].sum())) / self.total if total > 0 else 0.0
-        self.q_scale = 1.0 / outside if outside > 0 else None
+        # every seed on a hub (up to rounding: the subtraction leaves ~1e-15): q is p
+        self.q_scale = 1.0 / outside if outside > 1e-9 else None
 
     def __getitem__(self, v):
         p = self.seeds[v] / self.total

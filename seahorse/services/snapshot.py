@@ -5,15 +5,16 @@ system's page cache (reclaimable, shared by every process on the file) holds the
 A snapshot is a folder ``<database>-graph/s<seq>/`` of ``.npy`` files (node ids, kind codes,
 document ids, the CSR adjacency and its row sums, each vertex's passage count) and a
 ``meta.json`` written last: the change ``seq`` it is the graph of, the store's graph version
-then, and the change log's entry at ``seq`` (its *mark*). It is written after a full load of a
-graph of at least ``SNAPSHOT_MIN`` vertices, and again when a long run of writes has made the
-patched adjacency be compacted (mechanisms/csr.py); a folder is written under a temporary
-name and renamed, and older snapshots are removed (a process that still maps one keeps it
-alive until it lets go).
+then, and a digest of the change log's last 1,000 entries up to ``seq`` (its *history*). It is
+written after a full load of a graph of at least ``SNAPSHOT_MIN`` vertices, and again when a
+long run of writes has made the patched adjacency be compacted (mechanisms/csr.py); a folder
+is written under a temporary name and renamed, and older snapshots are removed (a process
+that still maps one keeps it alive until it lets go).
 
 A process that opens the store maps the newest snapshot that is still on the store's history
-(the log entry at its ``seq`` is the mark, the graph version has not gone back) and catches up
-from there by the change log, as after any write. Anything else (no snapshot, a damaged one,
+(the log's entries up to its ``seq`` have its digest, the graph version has not gone back, its
+arrays agree in size and range) and catches up from there by the change log, as
+after any write. Anything else (no snapshot, a damaged one,
 a store copied from elsewhere or restored from an older backup, a log trimmed past it, a read-only
 folder) falls back to a load from the store: a snapshot is a cache, never the truth.
 PostgreSQL stores keep the graph in each server's memory (no local file to put it beside).
@@ -21,7 +22,9 @@ PostgreSQL stores keep the graph in each server's memory (no local file to put i
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import mmap
 import os
 import secrets
@@ -37,6 +40,8 @@ from ..mechanisms.graph import GraphCache
 from ..store import Store
 
 FORMAT = 1
+HISTORY = 1000  # change log entries up to a snapshot's seq whose digest it records
+log_ = logging.getLogger(__name__)
 # Graphs smaller than this load from the store in well under a second and are not worth a file.
 SNAPSHOT_MIN = 50_000
 ARRAYS = ("node_ids", "kind_codes", "doc_ids", "indptr", "indices", "data", "sums", "passage_count")
@@ -60,26 +65,35 @@ def folder(store: Store) -> Path | None:
     return path.with_name(path.name + "-graph")
 
 
-def _log(store: Store, seq: int, limit: int) -> tuple[list | None, list | None]:
-    """(the change log's entry at ``seq`` as [op, a, b] ([] for seq 0), the entries after it);
-    (None, None) when the log no longer reaches back to it or holds over ``limit`` since."""
+def _history(store: Store, seq: int, limit: int) -> tuple[str | None, list | None]:
+    """(a digest of the change log's last ``HISTORY`` entries up to ``seq``, the entries after
+    it); (None, None) when the log no longer holds them, has no entry at ``seq``, or holds over
+    ``limit`` entries since. Two stores whose logs agree on that window have the same graph
+    at ``seq`` unless they made the same changes to different content: a file restored from a
+    backup and changed otherwise, or a new store at the same path, does not agree."""
     if seq <= 0:
-        return [], store.changes_since(seq, limit)
-    rows = store.changes_since(seq - 1, limit + 1)
-    if not rows or rows[0][0] != seq:
         return None, None
-    return [rows[0][1], rows[0][2], rows[0][3]], rows[1:]
+    rows = store.changes_since(max(seq - HISTORY, 0), HISTORY + limit)
+    if not rows:
+        return None, None
+    upto = [tuple(r) for r in rows if r[0] <= seq]
+    if not upto or upto[-1][0] != seq or len(rows) - len(upto) > limit:
+        return None, None
+    return hashlib.sha256(repr(upto).encode()).hexdigest()[:32], rows[len(upto):]
 
 
 def read(store: Store, catch_up_max: int) -> Base | None:
     """The newest snapshot this store can catch up from (at most ``catch_up_max`` log entries
     behind), mapped; None if there is none."""
     root = folder(store)
-    if root is None or not root.is_dir():
+    if root is None:
         return None
-    seq_now, version_now = store.change_seq(), store.graph_version()
-    found = sorted((int(p.name[1:]) for p in root.iterdir()
-                    if p.name[:1] == "s" and p.name[1:].isdigit()), reverse=True)
+    try:
+        seq_now, version_now = store.change_seq(), store.graph_version()
+        found = sorted((int(p.name[1:]) for p in root.iterdir()
+                        if p.name[:1] == "s" and p.name[1:].isdigit()), reverse=True)
+    except OSError:  # no folder, or one this user cannot read
+        return None
     for seq in found:
         if seq > seq_now:
             continue
@@ -87,12 +101,13 @@ def read(store: Store, catch_up_max: int) -> Base | None:
             meta = json.loads((root / f"s{seq}" / "meta.json").read_text())
             if meta.get("format") != FORMAT or meta["seq"] != seq or meta["version"] > version_now:
                 continue
-            mark, log = _log(store, seq, catch_up_max)
-            if log is None or mark != meta["mark"] or any(op == "full" for _s, op, _a, _b in log):
+            history, log = _history(store, seq, catch_up_max)
+            if log is None or history != meta["history"] or any(op == "full" for _s, op, _a, _b in log):
                 continue
             return _mapped(root / f"s{seq}", meta)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # damaged or half-removed: the next one, or a load from the store
+        except Exception as exc:  # noqa: BLE001 - damaged or half-removed: a cache never fails an open
+            log_.info("graph snapshot %s not used: %s", root / f"s{seq}", exc)
+            continue
     return None
 
 
@@ -115,6 +130,12 @@ def _mapped(where: Path, meta: dict) -> Base:
     if (len(a["indptr"]) != n + 1 or int(a["indptr"][-1]) != entries
             or len(a["indices"]) != entries or any(len(a[k]) != n for k in per_vertex)):
         raise ValueError("snapshot arrays disagree")
+    # Values in range (a same-size corruption must not reach the walk): read once, ~20 ms of
+    # page cache at 100k passages.
+    if (int(a["indptr"][0]) != 0 or (np.diff(a["indptr"]) < 0).any()
+            or (entries and not 0 <= int(a["indices"].min()) <= int(a["indices"].max()) < n)
+            or (n and int(a["kind_codes"].max()) >= len(meta["kinds"]))):
+        raise ValueError("snapshot values out of range")
     adj = CSR(a["indptr"], a["indices"], a["data"], n)
     adj._sums = a["sums"]
     names = np.array(meta["kinds"], dtype=object)
@@ -131,8 +152,8 @@ def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
     adj = graph.adj
     if root is None or getattr(store, "read_only", False) or not isinstance(adj, CSR):
         return None
-    mark, _later = _log(store, seq, catch_up_max)
-    if mark is None:
+    history, _later = _history(store, seq, catch_up_max)
+    if history is None:
         return None
     tmp = root / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
     try:
@@ -144,18 +165,29 @@ def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
                   "data": adj.data, "sums": adj.row_sums(), "passage_count": passage_count}
         for name, array in arrays.items():
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(array))
-        meta = {"format": FORMAT, "seq": seq, "version": graph.version, "mark": mark,
+        meta = {"format": FORMAT, "seq": seq, "version": graph.version, "history": history,
                 "kinds": names.tolist(), "vertices": graph.n, "entries": adj.nnz}
         (tmp / "meta.json").write_text(json.dumps(meta))
         final = root / f"s{seq}"
         try:
             tmp.rename(final)
-        except OSError:  # another process wrote this one first: use theirs
+        except OSError:  # one is there: another process's of this history (use it), or not
+            if _meta_history(final) != history:
+                shutil.rmtree(final, ignore_errors=True)  # of another history: replaced
+                tmp.rename(final)
             shutil.rmtree(tmp, ignore_errors=True)
         _prune(root, seq)
         return _mapped(final, json.loads((final / "meta.json").read_text()))
-    except (OSError, ValueError, KeyError):
+    except Exception as exc:  # noqa: BLE001 - a cache that cannot be written is no error
+        log_.info("graph snapshot not written in %s: %s", root, exc)
         shutil.rmtree(tmp, ignore_errors=True)
+        return None
+
+
+def _meta_history(where: Path) -> str | None:
+    try:
+        return json.loads((where / "meta.json").read_text()).get("history")
+    except (OSError, ValueError, AttributeError):
         return None
 
 
@@ -164,7 +196,10 @@ def _prune(root: Path, keep: int) -> None:
     what a process killed while writing left behind over an hour ago."""
     now = time.time()
     for p in root.iterdir():
-        old = p.name[:1] == "s" and p.name[1:].isdigit() and int(p.name[1:]) < keep
-        stale = p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600
+        try:
+            old = p.name[:1] == "s" and p.name[1:].isdigit() and int(p.name[1:]) < keep
+            stale = p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600
+        except OSError:  # removed meanwhile by another process
+            continue
         if old or stale:
             shutil.rmtree(p, ignore_errors=True)

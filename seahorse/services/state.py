@@ -93,7 +93,6 @@ class RetrievalIndex:
             priors = store.memory_priors()
         g = self.graph
         self.max_node = int(g.node_ids[-1]) if g.n else 0
-        self.dead = 0
         self.secondary = np.zeros(g.n, dtype=bool)
         self._mark_secondary(symbols)
         self.prior = np.ones(g.n)
@@ -103,6 +102,9 @@ class RetrievalIndex:
         self._times: tuple[int, np.ndarray] | None = None
         self.kind_code = np.zeros(0, dtype=np.uint8)
         self._code_kinds(0)
+        # Removed vertices waiting, empty, for the next full load: none after a load, but a
+        # snapshot written after a compaction keeps them.
+        self.dead = int((self.kind_code == 0).sum())
         if base is None:
             self._derive()
         else:
