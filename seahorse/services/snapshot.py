@@ -171,33 +171,28 @@ def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
         final = root / f"s{seq}"
         try:
             tmp.rename(final)
-        except OSError:  # one is there: another process's of this history (use it), or not
-            if _meta_history(final) != history:
-                shutil.rmtree(final, ignore_errors=True)  # of another history: replaced
-                tmp.rename(final)
-            shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:  # one is there (another history's, a damaged one, or another process's
+            shutil.rmtree(final, ignore_errors=True)  # of this one): ours replaces it
+            tmp.rename(final)
         _prune(root, seq)
-        return _mapped(final, json.loads((final / "meta.json").read_text()))
+        base = _mapped(final, meta)
+        if base.graph.n != graph.n or base.graph.adj.nnz != adj.nnz:
+            raise ValueError("the snapshot read back differs from the graph written")
+        return base
     except Exception as exc:  # noqa: BLE001 - a cache that cannot be written is no error
         log_.info("graph snapshot not written in %s: %s", root, exc)
         shutil.rmtree(tmp, ignore_errors=True)
         return None
 
 
-def _meta_history(where: Path) -> str | None:
-    try:
-        return json.loads((where / "meta.json").read_text()).get("history")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def _prune(root: Path, keep: int) -> None:
-    """Remove the snapshots older than ``keep`` (a process mapping one keeps its pages) and
-    what a process killed while writing left behind over an hour ago."""
+    """Remove every snapshot but ``keep`` (older ones, and newer ones of another history; a
+    process mapping one keeps its pages) and what a process killed while writing left behind
+    over an hour ago."""
     now = time.time()
     for p in root.iterdir():
         try:
-            old = p.name[:1] == "s" and p.name[1:].isdigit() and int(p.name[1:]) < keep
+            old = p.name[:1] == "s" and p.name[1:].isdigit() and int(p.name[1:]) != keep
             stale = p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600
         except OSError:  # removed meanwhile by another process
             continue
