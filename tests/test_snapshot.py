@@ -211,3 +211,17 @@ def test_a_read_only_store_writes_no_snapshot(tmp_path) -> None:
         assert _snapshots(db) == []
     finally:
         reader.close()
+
+
+def test_stats_names_the_snapshot_and_whether_it_is_mapped(tmp_path) -> None:
+    db = tmp_path / "s.db"
+    _written(db, TEXTS, search=True)
+    engine = _engine(db)
+    try:
+        assert engine.stats()["graph_snapshot"]["mapped"] is False  # nothing searched yet
+        engine.search("zram")
+        got = engine.stats()["graph_snapshot"]
+        assert got["folder"] == str(db) + "-graph" and got["mapped"] is True
+        assert [s["seq"] for s in got["snapshots"]] == _snapshots(db) and got["snapshots"][0]["bytes"] > 0
+    finally:
+        engine.close()

@@ -11,6 +11,7 @@ from ..mechanisms.budget import Budget
 from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Repo
 from ..store import Store
+from . import snapshot
 from .codequery import CodeQueries
 from .conversation import neighbours
 from .runtime import Runtime
@@ -74,8 +75,10 @@ class Lookup:
         return {"repo": root, "head": head, "since": since, "commits": self.code.changes(repo_id, shas)}
 
     def stats(self, rt: Runtime, budget: Budget, graph: bool = False) -> dict:
-        """Counts, models, budget and repositories; with ``graph``, igraph's analyses too
-        (components, hubs, communities: about 0.2 s at 30k nodes)."""
+        """Counts, models, budget and repositories, and the graph snapshot beside the store
+        (``graph_snapshot``: folder, snapshots, whether this process maps one); with
+        ``graph``, igraph's analyses too (components, hubs, communities: about 0.2 s at 30k
+        nodes)."""
         store = self.store
         meta = store.meta()
         last = meta.get("synonym_threshold")
@@ -90,4 +93,5 @@ class Lookup:
                                       "last_optimize": float(last) if last else None},
                 "repos": store.repo_summaries(), "read_only": store.read_only,
                 "damaged": store.damage(),
+                "graph_snapshot": snapshot.describe(store, rt.index.graph if rt.index else None),
                 **({"graph": analyse(store.load_nodes(), store.load_edges())} if graph else {})}

@@ -111,6 +111,22 @@ def read(store: Store, catch_up_max: int) -> Base | None:
     return None
 
 
+def describe(store: Store, graph: GraphCache | None) -> dict:
+    """For ``stats``: where the snapshots go, those there (change, bytes) and whether this
+    process's graph is mapped from one."""
+    root = folder(store)
+    found = []
+    if root is not None and root.is_dir():
+        for p in sorted(root.iterdir()):
+            if p.name[:1] == "s" and p.name[1:].isdigit():
+                size = sum(f.stat().st_size for f in p.iterdir() if f.is_file())
+                found.append({"seq": int(p.name[1:]), "bytes": size})
+    adj = None if graph is None else graph.adj
+    base = getattr(adj, "base", adj)
+    return {"folder": None if root is None else str(root), "snapshots": found,
+            "mapped": base is not None and is_mapped(base.indices)}
+
+
 def is_mapped(array: np.ndarray) -> bool:
     """Whether ``array`` is a view of a mapped file (a snapshot's), not memory of its own."""
     while array is not None:
