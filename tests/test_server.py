@@ -579,3 +579,16 @@ def test_long_writes_send_progress_notifications_when_asked(tmp_path: Path) -> N
             assert quiet["status"] == "updated" and len(seen) == 3  # no token: no notification
 
     asyncio.run(main())
+
+
+def test_a_bad_setting_stops_the_server_at_start_with_one_line(tmp_path: Path) -> None:
+    import subprocess
+
+    from conftest import _clean_env
+
+    env = {**_clean_env(), "SEAHORSE_DB": str(tmp_path / "kg.db"), "SEAHORSE_DENSE_SHORTLIST": "5"}
+    proc = subprocess.run([sys.executable, "-m", "seahorse.adapters.server"], env=env, input="",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 4, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "SEAHORSE_DENSE_SHORTLIST" in lines[0] and "Traceback" not in proc.stderr

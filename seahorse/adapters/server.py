@@ -605,8 +605,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow", action="append", default=[], metavar="PATH",
                     help="a folder index_repo may read (repeatable; also SEAHORSE_ALLOW)")
     args = ap.parse_args(argv)
-    from ..config import pin_blas_threads
+    from ..config import load_settings, pin_blas_threads
+    from ..errors import ConfigError
 
+    try:  # a bad setting is one line at start, not an error on every tool call
+        load_settings(**({"db_path": args.db} if args.db else {}))
+    except ConfigError as exc:
+        print(f"seahorse-server: {exc}", file=sys.stderr)
+        return exc.exit_code
     pin_blas_threads()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="seahorse-server: %(message)s")
