@@ -97,3 +97,21 @@ def test_the_default_shortlist_is_the_fact_pool() -> None:
     from seahorse.services.retrieval import FACT_POOL
 
     assert state_module.DENSE_SHORTLIST == FACT_POOL
+
+
+def test_a_hits_dense_evidence_is_its_own_cosine_past_the_shortlist(backend, monkeypatch) -> None:
+    """Seeding stops at the shortlist, but what a hit reports as ``dense`` (and what refusal
+    and confidence read) is its own cosine, not the floor the rows past the shortlist seed at."""
+    from seahorse.services import retrieval
+
+    engine = _filled(backend)
+    try:
+        query = "potassium in bananas"
+        every = {h.source: h.evidence["dense"] for h in engine.search(query, top_k=6, refuse=False).hits}
+        monkeypatch.setattr(retrieval, "DENSE_SHORTLIST", 2)
+        cut = {h.source: h.evidence["dense"] for h in engine.search(query, top_k=6, refuse=False).hits}
+        assert cut.keys() == every.keys() and len(cut) > 2
+        assert all(abs(cut[s] - every[s]) < 2e-2 for s in cut)
+        assert len({round(v, 3) for v in cut.values()}) > 2  # not floored to one value
+    finally:
+        engine.close()

@@ -276,13 +276,14 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
                                phrase_seed, [e["phrase"] for e in top_seeds])
     for e in top_seeds:
         e["phrase"] = names.get(e["phrase"], "")
-    for v, evidence in zip(chosen, explained):
+    own = index.cosines(q, chosen, store)  # each hit's own cosine, also past the shortlist
+    for v, evidence, cosine in zip(chosen, explained, own):
         node_id = int(g.node_ids[v])
         kind, text, doc_id, _ordinal = texts[node_id]
         if doc_id not in docs:
             docs[doc_id] = store.document(doc_id)
         doc = docs[doc_id]
-        evidence["dense"] = round(float(dense_all[v]), 4)
+        evidence["dense"] = round(float(cosine), 4)
         if int(v) in lexical:
             evidence["bm25"] = round(lexical[int(v)], 4)
         if int(v) in exact:

@@ -167,6 +167,27 @@ class RetrievalIndex:
             out = cut
         return out
 
+    def cosines(self, q: np.ndarray, vertices, store: Store | None = None) -> np.ndarray:
+        """The cosine of ``q`` with each vertex's vector, past any shortlist (0 for a vertex
+        without one): what a hit's evidence, refusal and confidence read."""
+        vertices = np.asarray(vertices, dtype=np.int64)
+        out = np.zeros(len(vertices))
+        rows = self._rows_of()[vertices] if len(vertices) else np.zeros(0, dtype=np.int64)
+        has = np.flatnonzero(rows >= 0)
+        if not len(has):
+            return out
+        if not self.served:
+            r = rows[has]
+            out[has] = (self._vecs[r].astype(np.float32) * self._scale[r, None]) @ q
+            return out
+        ids = self.graph.node_ids[vertices[has]]
+        got, mat = (store or self._store).load_vectors("dense", self.dim, ids=ids.tolist())
+        if len(got):
+            at = np.minimum(np.searchsorted(got, ids), len(got) - 1)
+            ok = got[at] == ids
+            out[has[ok]] = mat[at[ok]] @ q
+        return out
+
     def _rows_of(self) -> np.ndarray:
         """Per graph vertex, its row of ``passage_idx`` (-1 for none): -1 at index -1 too, so
         a node id the graph does not know maps to no row."""
