@@ -470,8 +470,8 @@ def main() -> None:
     defaults = load_settings()
     for item in args.set:
         k, v = item.split("=", 1)
-        default = getattr(defaults, k)  # a setting unset by default casts as its variable does
-        KW[k] = type(default)(v) if default is not None else config_module._ENV[k][1](v)
+        default = getattr(defaults, k)  # a setting casts as its variable does ("false" is False)
+        KW[k] = config_module._ENV[k][1](v) if k in config_module._ENV else type(default)(v)
     cache = install_cache(Path(args.cache) if str(args.cache) else None)
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()

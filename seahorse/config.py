@@ -99,7 +99,7 @@ class Settings:
     memory_alpha: float = 0.25
     walk_ms: float = 10.0  # the walk's latency target: budget.latency_nodes
     # The passages a query's dense step keeps, nearest first: None = state.DENSE_SHORTLIST
-    # (1,000; a one-repository code search on SQLite keeps every one); 0 = every one.
+    # (1,000; a search kept to some kinds, documents or a repository keeps every one); 0 = all.
     dense_shortlist: int | None = None
     max_file_mb: float = 10.0
     max_text_mb: float = 5.0
@@ -266,8 +266,9 @@ SETTING_DOCS = {
     "usage": "record local usage analytics for `seahorse gain` (off: record nothing); no query text or code",
     "walk_ms": "the walk's latency target under the auto profile: at most 1,500 nodes per ms are walked",
     "dense_shortlist": "passages a query's dense step seeds, the nearest first (unset: 1,000, the "
-                       "passages whose facts seed the walk; a code search on SQLite: every one); 0 = "
-                       "every passage; otherwise at least 1,000. PostgreSQL's server returns just these",
+                       "passages whose facts seed the walk; a search kept to some kinds, a repository or "
+                       "a time window: every one); 0 = every passage; otherwise at least 1,000. "
+                       "PostgreSQL's server returns just these",
     "rerank_enabled": "rerank the top candidates with a cross-encoder",
     "rerank_model_path": "the cross-encoder .onnx",
     "rerank_tokenizer_path": "its tokenizer.json",

@@ -225,3 +225,26 @@ def test_stats_names_the_snapshot_and_whether_it_is_mapped(tmp_path) -> None:
         assert [s["seq"] for s in got["snapshots"]] == _snapshots(db) and got["snapshots"][0]["bytes"] > 0
     finally:
         engine.close()
+
+
+def test_pruning_keeps_a_newer_snapshot_of_the_same_history(tmp_path) -> None:
+    """A process writing a snapshot of an older change (it loaded before another process's
+    writes) removes the older ones, never a newer one of this store's history."""
+    from seahorse.services.state import CATCH_UP_MAX
+
+    db = tmp_path / "s.db"
+    _written(db, TEXTS[:3], search=True)
+    (older,) = _snapshots(db)
+    engine = _engine(db)
+    try:
+        engine.add_document(TEXTS[3], source="doc:3")
+        fresh = _fresh(engine)  # a load at the newer change, saved as its snapshot
+        assert snapshot.write(engine.store, fresh.seq, fresh.graph, fresh.passage_count, CATCH_UP_MAX)
+        newer = fresh.seq
+        assert newer > older and _snapshots(db) == [newer]  # the older one was pruned
+        shutil.copytree(db.with_name(db.name + "-graph") / f"s{newer}",
+                        db.with_name(db.name + "-graph") / f"s{older}")  # as if written late
+        snapshot._prune(db.with_name(db.name + "-graph"), older, engine.store, CATCH_UP_MAX)
+        assert newer in _snapshots(db)
+    finally:
+        engine.close()

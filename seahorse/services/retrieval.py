@@ -190,8 +190,12 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     q = query_vector(embedder, query)
     t_embed = time.perf_counter()
     shortlist = settings.dense_shortlist
-    if shortlist is None:  # code ranking was tuned with every symbol seeded (not re-measured)
-        shortlist = 0 if code and not index.served else DENSE_SHORTLIST
+    if shortlist is None:
+        # The cut is store-wide: a search kept to some kinds, documents (a repository, a time
+        # window) or code seeds every row, as before the cut (code ranking was tuned so, and a
+        # kept row past a store-wide cut would get no seed at all).
+        narrowed = code or set(kinds) != set(RETRIEVABLE) or doc_filter is not None
+        shortlist = 0 if narrowed else DENSE_SHORTLIST
     dense = index.dense(q, store, shortlist)
     seeds = np.zeros(g.n)
     # One repository's search ranks code by its own rule (_code_scores, tuned without it).
@@ -244,7 +248,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     named: list[str] = []
     dates: list[tuple[float, float]] = []
     if not code:
-        rank_scores[cand] *= own_relevance(index, dense_all, cand)
+        rank_scores[cand] *= own_relevance(index, dense_all, cand, q, store, scores)
         others, named = speaker_focus(index, store, query)
         if len(others):
             rank_scores[others] *= OTHER_SPEAKER
@@ -363,17 +367,32 @@ def kind_relevance(index: RetrievalIndex, dense: np.ndarray) -> np.ndarray | flo
     return factor
 
 
-def own_relevance(index: RetrievalIndex, dense_all: np.ndarray, cand: np.ndarray) -> np.ndarray:
+def own_relevance(index: RetrievalIndex, dense_all: np.ndarray, cand: np.ndarray,
+                  q: np.ndarray | None = None, store: Store | None = None,
+                  scores: np.ndarray | None = None) -> np.ndarray:
     """Per candidate, 1 for a passage; for another kind with a vector (a symbol, a memory),
     its own cosine over the best cosine of all, clipped to [0, 1], to the power KIND_POWER.
     A symbol collects walk mass by the structure of its repository (a class with forty
     methods), whatever the question; ranked by that mass alone it answers a question about
     animals. Passages are exempt: the walk is there to find the passage a question names only
-    through another (multi-hop), whose own cosine is low."""
+    through another (multi-hop), whose own cosine is low. Past a dense shortlist ``dense_all``
+    holds the floor, not a row's cosine: those with walk mass (``scores``) get their own,
+    read from ``index.cosines``."""
     out = np.ones(len(cand))
     top = float(dense_all.max()) if len(dense_all) else 0.0
     if top <= 0:
         return out
+    other = index.kind_code[cand] != index._codes.get("passage", -1)
+    has_vec = np.zeros(index.graph.n, dtype=bool)
+    has_vec[index.passage_idx] = True
+    gate = other & has_vec[cand]
+    own = dense_all[cand[gate]]
+    if q is not None and scores is not None:
+        alive = np.flatnonzero(scores[cand[gate]] > 0)
+        own = own.copy()
+        own[alive] = index.cosines(q, cand[gate][alive], store)
+    out[gate] = np.clip(own / top, 0.0, 1.0) ** KIND_POWER
+    return out
     other = index.kind_code[cand] != index._codes.get("passage", -1)
     has_vec = np.zeros(index.graph.n, dtype=bool)
     has_vec[index.passage_idx] = True

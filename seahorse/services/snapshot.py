@@ -116,11 +116,13 @@ def describe(store: Store, graph: GraphCache | None) -> dict:
     process's graph is mapped from one."""
     root = folder(store)
     found = []
-    if root is not None and root.is_dir():
-        for p in sorted(root.iterdir()):
+    try:
+        for p in sorted(root.iterdir()) if root is not None and root.is_dir() else []:
             if p.name[:1] == "s" and p.name[1:].isdigit():
                 size = sum(f.stat().st_size for f in p.iterdir() if f.is_file())
                 found.append({"seq": int(p.name[1:]), "bytes": size})
+    except OSError:  # unreadable, or removed meanwhile by another process
+        pass
     adj = None if graph is None else graph.adj
     base = getattr(adj, "base", adj)
     return {"folder": None if root is None else str(root), "snapshots": found,
@@ -190,7 +192,7 @@ def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
         except OSError:  # one is there (another history's, a damaged one, or another process's
             shutil.rmtree(final, ignore_errors=True)  # of this one): ours replaces it
             tmp.rename(final)
-        _prune(root, seq)
+        _prune(root, seq, store, catch_up_max)
         base = _mapped(final, meta)
         if base.graph.n != graph.n or base.graph.adj.nnz != adj.nnz:
             raise ValueError("the snapshot read back differs from the graph written")
@@ -201,16 +203,22 @@ def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
         return None
 
 
-def _prune(root: Path, keep: int) -> None:
-    """Remove every snapshot but ``keep`` (older ones, and newer ones of another history; a
-    process mapping one keeps its pages) and what a process killed while writing left behind
-    over an hour ago."""
+def _prune(root: Path, keep: int, store: Store | None = None, catch_up_max: int = 0) -> None:
+    """Remove the snapshots older than ``keep``, and newer ones that are not of the store's
+    history (a newer one of it, another process's, stays: a process mapping one keeps its
+    pages anyway), and what a process killed while writing left behind over an hour ago."""
     now = time.time()
     for p in root.iterdir():
         try:
-            old = p.name[:1] == "s" and p.name[1:].isdigit() and int(p.name[1:]) != keep
+            seq = int(p.name[1:]) if p.name[:1] == "s" and p.name[1:].isdigit() else None
             stale = p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600
-        except OSError:  # removed meanwhile by another process
+            if seq is not None and seq > keep and store is not None:
+                history, _log = _history(store, seq, catch_up_max)
+                ours = history is not None and history == json.loads((p / "meta.json").read_text())["history"]
+                stale = not ours
+            elif seq is not None:
+                stale = seq < keep
+        except (OSError, ValueError, KeyError, TypeError):  # removed meanwhile, or unreadable
             continue
-        if old or stale:
+        if stale:
             shutil.rmtree(p, ignore_errors=True)

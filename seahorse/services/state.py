@@ -49,6 +49,9 @@ VECTOR_BLOCK = 8192
 # 10k scale corpus's MuSiQue dev questions 0.743 -> 0.760; HotpotQA 0.870 -> 0.880; LoCoMo the
 # same (no conversation holds 1,000 turns). TECH_SPEC, "Retrieval".
 DENSE_SHORTLIST = 1000
+# The rows past the shortlist sit this far under its least cosine: the shortlist is exactly the
+# best ``shortlist`` rows (the fact pool of that size picks them, not one arbitrary row of a tie).
+FLOOR_GAP = 1e-6
 
 
 def open_index(store: Store, dim: int) -> "RetrievalIndex":
@@ -151,18 +154,18 @@ class RetrievalIndex:
         In process: in onnxruntime's int8 kernels (``mechanisms/int8dot``), no float32 copy of
         the rows, ~10x numpy's convert-then-multiply at 100k rows. A store that serves the
         vectors returns the ``shortlist`` nearest (0: every one). With a shortlist, either
-        way, the rows past it get the least cosine in it."""
+        way, the rows past it get the least cosine in it, less ``FLOOR_GAP``."""
         n = self._count
         if self.served:
             ids, sims = (store or self._store).dense_top(q, shortlist or max(n, 1))
-            out = np.full(n, float(sims.min()) if len(sims) else 0.0)
+            out = np.full(n, float(sims.min()) - FLOOR_GAP if len(sims) else 0.0)
             rows = self._rows_of()[self.vertices(ids)]
             out[rows[rows >= 0]] = sims[rows >= 0]
             return out
         out = int8dot.dots(self._vecs[:n], q) * self._scale[:n]
         if shortlist and n > shortlist:
             keep = np.argpartition(-out, shortlist - 1)[:shortlist]
-            cut = np.full(n, float(out[keep].min()))
+            cut = np.full(n, float(out[keep].min()) - FLOOR_GAP)
             cut[keep] = out[keep]
             out = cut
         return out

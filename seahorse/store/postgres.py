@@ -277,13 +277,15 @@ def _fill_dense_vectors(conn: psycopg.Connection, block: int = 4096) -> int:
     copy of rows from another store), decoded from the stored float16 a block at a time."""
     got = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
     dim = int(got[0]) if got else None
-    filled = 0
-    while True:
+    filled, after = 0, -1
+    while True:  # keyed on node id: each block starts where the last ended (linear, not n^2)
         rows = conn.execute(
-            "SELECT v.node_id, v.vec FROM vectors v LEFT JOIN dense_vectors d ON d.node_id = v.node_id "
-            "WHERE v.space = 'dense' AND d.node_id IS NULL ORDER BY v.node_id LIMIT %s", (block,)).fetchall()
+            "SELECT v.node_id, v.vec FROM vectors v WHERE v.space = 'dense' AND v.node_id > %s "
+            "AND NOT EXISTS (SELECT 1 FROM dense_vectors d WHERE d.node_id = v.node_id) "
+            "ORDER BY v.node_id LIMIT %s", (after, block)).fetchall()
         if not rows:
             return filled
+        after = rows[-1][0]
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO dense_vectors(node_id, emb) VALUES (%s, %s::vector)",
