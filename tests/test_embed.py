@@ -130,3 +130,17 @@ def test_phrase_vectors_rebuild_from_their_features(tier: str) -> None:
     np.testing.assert_allclose(phrases.from_features(features), phrases.embed(texts), atol=1e-6)
     assert phrases.from_features([np.array([], np.uint32)]).tolist() == [[0.0] * phrases.dim]
     assert phrases.from_features([]).shape == (0, phrases.dim)
+
+
+@pytest.mark.parametrize("damage", [b"", (5).to_bytes(8, "little") + b"{oops",
+                                    (2).to_bytes(8, "little") + b"{}"])
+def test_a_malformed_safetensors_file_is_one_clear_error(tmp_path, damage: bytes) -> None:
+    """The WordLlama table is read from the wheel's safetensors file by hand: a truncated or
+    malformed one names the file, never a bare KeyError or JSON error."""
+    from seahorse.errors import InvalidInput
+    from seahorse.mechanisms.embed import safetensors_array
+
+    bad = tmp_path / "w.safetensors"
+    bad.write_bytes(damage)
+    with pytest.raises(InvalidInput, match="not a safetensors file"):
+        safetensors_array(bad, "embedding.weight")

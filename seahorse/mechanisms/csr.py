@@ -254,18 +254,20 @@ class Patched:
 
     __slots__ = ("base", "rows", "patch", "slot", "n", "_sums", "_counts", "changed")
 
-    def __init__(self, base: CSR, rows: np.ndarray | None = None, patch: CSR | None = None,
-                 n: int | None = None) -> None:
-        self.base = base
-        self.n = base.n if n is None else n
-        self.rows = np.zeros(0, dtype=np.int64) if rows is None else rows
-        self.patch = CSR.empty(0) if patch is None else patch
-        self.patch.width = self.n
-        self.slot = np.zeros(self.n, dtype=np.int32)  # position in the patch + 1 (0: base row)
-        self.slot[self.rows] = np.arange(1, len(self.rows) + 1, dtype=np.int32)
-        self._sums: np.ndarray | None = None
-        self._counts: np.ndarray | None = None
-        self.changed: np.ndarray = np.zeros(0, dtype=np.int64)  # from the base: nothing yet
+    def __init__(self, base: CSR) -> None:
+        """``base`` with nothing patched yet."""
+        self._set(base, np.zeros(0, dtype=np.int64), CSR(np.zeros(1, dtype=np.int64),
+                  np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), 0, width=base.n),
+                  np.zeros(base.n, dtype=np.int32), None, None)
+
+    def _set(self, base: CSR, rows: np.ndarray, patch: CSR, slot: np.ndarray,
+             sums: np.ndarray | None, counts: np.ndarray | None,
+             changed: np.ndarray | None = None) -> "Patched":
+        self.base, self.rows, self.patch, self.n = base, rows, patch, len(slot)
+        self.slot = slot  # position in the patch + 1 (0: the base's row)
+        self._sums, self._counts = sums, counts
+        self.changed = np.zeros(0, dtype=np.int64) if changed is None else changed  # vs the parent
+        return self
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -361,17 +363,14 @@ class Patched:
     def grown(self, n: int) -> "Patched":
         if n == self.n:
             return self
-        out = Patched.__new__(Patched)
-        out.base, out.rows, out.n = self.base, self.rows, n
         p = self.patch
-        out.patch = CSR(p.indptr, p.indices, p.data, p.n, width=n)  # the same rows, wider
-        out.patch._sums = p._sums
-        out.slot = np.concatenate([self.slot, np.zeros(n - self.n, dtype=np.int32)])
-        out._sums = None if self._sums is None else np.concatenate([self._sums, np.zeros(n - self.n)])
-        out._counts = (None if self._counts is None
-                       else np.concatenate([self._counts, np.zeros(n - self.n, dtype=np.int64)]))
-        out.changed = np.zeros(0, dtype=np.int64)  # rows added empty: none of them moved
-        return out
+        patch = CSR(p.indptr, p.indices, p.data, p.n, width=n)  # the same rows, wider
+        patch._sums = p._sums
+        grow = n - self.n  # rows added empty: none of them moved
+        return Patched.__new__(Patched)._set(
+            self.base, self.rows, patch, np.concatenate([self.slot, np.zeros(grow, dtype=np.int32)]),
+            None if self._sums is None else np.concatenate([self._sums, np.zeros(grow)]),
+            None if self._counts is None else np.concatenate([self._counts, np.zeros(grow, dtype=np.int64)]))
 
     def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR | Patched":
         """This matrix with these triples added: repeated pairs add up, and an entry this
@@ -419,18 +418,15 @@ class Patched:
         np.cumsum(counts, out=indptr[1:])
         patch = CSR(indptr, np.concatenate([kc, c.astype(np.int32)])[order],
                     np.concatenate([kw, w.astype(np.float32)])[order], len(rows), width=self.n)
-        out = Patched.__new__(Patched)
-        out.base, out.rows, out.patch, out.n = self.base, rows, patch, self.n
-        out.slot = self.slot.copy()
-        out.slot[rows] = np.arange(1, len(rows) + 1, dtype=np.int32)
-        at = out.slot[touched] - 1
+        slot = self.slot.copy()
+        slot[rows] = np.arange(1, len(rows) + 1, dtype=np.int32)
+        at = slot[touched] - 1
         sums = self.row_sums().copy()
         sums[touched] = patch.row_sums()[at]
         counts_all = self.row_counts().copy()
         counts_all[touched] = patch.row_counts()[at]
         sums.setflags(write=False), counts_all.setflags(write=False)
-        out._sums, out._counts = sums, counts_all
-        out.changed = touched
+        out = Patched.__new__(Patched)._set(self.base, rows, patch, slot, sums, counts_all, touched)
         if patch.nnz > max(PATCH_MIN, PATCH_SHARE * self.base.nnz):
             plain = out.compacted()
             plain.changed = touched

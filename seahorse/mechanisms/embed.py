@@ -369,13 +369,16 @@ def _wordllama_file(folder: str, name: str) -> Path | None:
 def safetensors_array(path: Path, key: str) -> np.ndarray:
     """One tensor of a safetensors file, memory-mapped read-only (the format: an 8-byte
     little-endian header length, a JSON header of dtype, shape and byte offsets, the data)."""
-    with open(path, "rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-    entry = header[key]
-    dtype = np.dtype(_SAFETENSORS_TYPES[entry["dtype"]]).newbyteorder("<")
-    begin, end = entry["data_offsets"]
-    shape = tuple(entry["shape"])
+    try:
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+        entry = header[key]
+        dtype = np.dtype(_SAFETENSORS_TYPES[entry["dtype"]]).newbyteorder("<")
+        begin, end = entry["data_offsets"]
+        shape = tuple(int(d) for d in entry["shape"])
+    except (ValueError, KeyError, TypeError, MemoryError) as exc:
+        raise InvalidInput(f"{path} is not a safetensors file with {key!r} ({exc})") from None
     if end - begin != dtype.itemsize * int(np.prod(shape)):
         raise InvalidInput(f"{path}: tensor {key!r} is {end - begin} bytes, not {shape} of {dtype}")
     return np.memmap(path, dtype=dtype, mode="r", offset=8 + size + begin, shape=shape)

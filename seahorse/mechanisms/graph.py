@@ -278,7 +278,7 @@ class LocalWalk:
         inside = at >= 0  # an edge leaving the touched set is dropped
         row = np.repeat(np.arange(m), count)[inside]
         # float32 in the step (half the bytes to stream; the sums are left with ~1e-7 relative
-        # error where the walk stops at SETTLE_TOL = 1e-5 of the mass)
+        # error where the walk stops at SETTLE_TOL of the mass)
         at, weight = at[inside], weight[inside].astype(np.float32)
         counts = np.bincount(row, minlength=m)
         filled = np.flatnonzero(counts)

@@ -248,7 +248,10 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     named: list[str] = []
     dates: list[tuple[float, float]] = []
     if not code:
-        rank_scores[cand] *= own_relevance(index, dense_all, cand, q, store, scores)
+        # past a cut the rows hold the floor: those with walk mass read their own cosine
+        cut = bool(shortlist) and (index.served or len(dense) > shortlist)
+        rank_scores[cand] *= (own_relevance(index, dense_all, cand, q, store, scores) if cut
+                              else own_relevance(index, dense_all, cand))
         others, named = speaker_focus(index, store, query)
         if len(others):
             rank_scores[others] *= OTHER_SPEAKER
@@ -392,12 +395,6 @@ def own_relevance(index: RetrievalIndex, dense_all: np.ndarray, cand: np.ndarray
         own = own.copy()
         own[alive] = index.cosines(q, cand[gate][alive], store)
     out[gate] = np.clip(own / top, 0.0, 1.0) ** KIND_POWER
-    return out
-    other = index.kind_code[cand] != index._codes.get("passage", -1)
-    has_vec = np.zeros(index.graph.n, dtype=bool)
-    has_vec[index.passage_idx] = True
-    gate = other & has_vec[cand]
-    out[gate] = np.clip(dense_all[cand[gate]] / top, 0.0, 1.0) ** KIND_POWER
     return out
 
 

@@ -65,6 +65,12 @@ def folder(store: Store) -> Path | None:
     return path.with_name(path.name + "-graph")
 
 
+def _snapshots(root: Path) -> list[tuple[int, Path]]:
+    """The snapshot folders under ``root``, newest first, as (seq, folder)."""
+    found = [(int(p.name[1:]), p) for p in root.iterdir() if p.name[:1] == "s" and p.name[1:].isdigit()]
+    return sorted(found, reverse=True)
+
+
 def _history(store: Store, seq: int, limit: int) -> tuple[str | None, list | None]:
     """(a digest of the change log's last ``HISTORY`` entries up to ``seq``, the entries after
     it); (None, None) when the log no longer holds them, has no entry at ``seq``, or holds over
@@ -90,11 +96,10 @@ def read(store: Store, catch_up_max: int) -> Base | None:
         return None
     try:
         seq_now, version_now = store.change_seq(), store.graph_version()
-        found = sorted((int(p.name[1:]) for p in root.iterdir()
-                        if p.name[:1] == "s" and p.name[1:].isdigit()), reverse=True)
+        found = _snapshots(root)
     except OSError:  # no folder, or one this user cannot read
         return None
-    for seq in found:
+    for seq, _where in found:
         if seq > seq_now:
             continue
         try:
@@ -117,10 +122,8 @@ def describe(store: Store, graph: GraphCache | None) -> dict:
     root = folder(store)
     found = []
     try:
-        for p in sorted(root.iterdir()) if root is not None and root.is_dir() else []:
-            if p.name[:1] == "s" and p.name[1:].isdigit():
-                size = sum(f.stat().st_size for f in p.iterdir() if f.is_file())
-                found.append({"seq": int(p.name[1:]), "bytes": size})
+        for seq, p in _snapshots(root) if root is not None and root.is_dir() else []:
+            found.append({"seq": seq, "bytes": sum(f.stat().st_size for f in p.iterdir() if f.is_file())})
     except OSError:  # unreadable, or removed meanwhile by another process
         pass
     adj = None if graph is None else graph.adj
@@ -168,7 +171,7 @@ def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
     None when the folder cannot be written (nothing else changes then)."""
     root = folder(store)
     adj = graph.adj
-    if root is None or getattr(store, "read_only", False) or not isinstance(adj, CSR):
+    if root is None or store.read_only or not isinstance(adj, CSR):
         return None
     history, _later = _history(store, seq, catch_up_max)
     if history is None:
@@ -203,21 +206,21 @@ def write(store: Store, seq: int, graph: GraphCache, passage_count: np.ndarray,
         return None
 
 
-def _prune(root: Path, keep: int, store: Store | None = None, catch_up_max: int = 0) -> None:
+def _prune(root: Path, keep: int, store: Store, catch_up_max: int) -> None:
     """Remove the snapshots older than ``keep``, and newer ones that are not of the store's
     history (a newer one of it, another process's, stays: a process mapping one keeps its
     pages anyway), and what a process killed while writing left behind over an hour ago."""
     now = time.time()
     for p in root.iterdir():
         try:
-            seq = int(p.name[1:]) if p.name[:1] == "s" and p.name[1:].isdigit() else None
-            stale = p.name.startswith(".tmp-") and now - p.stat().st_mtime > 3600
-            if seq is not None and seq > keep and store is not None:
-                history, _log = _history(store, seq, catch_up_max)
-                ours = history is not None and history == json.loads((p / "meta.json").read_text())["history"]
-                stale = not ours
-            elif seq is not None:
-                stale = seq < keep
+            if p.name.startswith(".tmp-"):
+                stale = now - p.stat().st_mtime > 3600
+            elif p.name[:1] == "s" and p.name[1:].isdigit():
+                seq = int(p.name[1:])
+                stale = seq < keep or (seq > keep and _history(store, seq, catch_up_max)[0]
+                                       != json.loads((p / "meta.json").read_text())["history"])
+            else:
+                continue
         except (OSError, ValueError, KeyError, TypeError):  # removed meanwhile, or unreadable
             continue
         if stale:

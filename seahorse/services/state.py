@@ -77,7 +77,7 @@ class RetrievalIndex:
         # PostgreSQL: the server scores the vectors (pgvector) and this process holds none.
         self.served = bool(getattr(store, "serves_vectors", False))
         self._store = store if self.served else None
-        self._row_of: tuple[int, np.ndarray] | None = None  # (seq, vertex -> row), served only
+        self._row_of: tuple[int, np.ndarray] | None = None  # (seq, vertex -> row of passage_idx)
         self._cap = 0
         self._vecs = np.zeros((0, dim), dtype=np.int8)
         self._scale = np.zeros(0, dtype=np.float32)
@@ -142,9 +142,7 @@ class RetrievalIndex:
         float32 from the int8 rows (read from the store when it serves them): a full copy, for
         tools and tests; a query uses :meth:`dense`."""
         if self.served:
-            ids = self.graph.node_ids[self.passage_idx]
-            got, mat = self._store.load_vectors("dense", self.dim, ids=ids.tolist())
-            return mat[np.searchsorted(got, ids)] if len(ids) else mat
+            return self._stored(self.graph.node_ids[self.passage_idx], self._store)[1]
         return self._vecs[:self._count].astype(np.float32) * self._scale[:self._count, None]
 
     def dense(self, q: np.ndarray, store: Store | None = None, shortlist: int | None = None
@@ -183,13 +181,21 @@ class RetrievalIndex:
             r = rows[has]
             out[has] = (self._vecs[r].astype(np.float32) * self._scale[r, None]) @ q
             return out
-        ids = self.graph.node_ids[vertices[has]]
-        got, mat = (store or self._store).load_vectors("dense", self.dim, ids=ids.tolist())
+        found, mat = self._stored(self.graph.node_ids[vertices[has]], store or self._store)
+        out[has[found]] = mat[found] @ q
+        return out
+
+    def _stored(self, ids: np.ndarray, store: Store) -> tuple[np.ndarray, np.ndarray]:
+        """The store's vectors of these node ids, a row per id (zeros where it holds none),
+        and which it held: what a process that holds no vector reads."""
+        got, mat = store.load_vectors("dense", self.dim, ids=ids.tolist())
+        rows = np.zeros((len(ids), self.dim), dtype=np.float32)
+        found = np.zeros(len(ids), dtype=bool)
         if len(got):
             at = np.minimum(np.searchsorted(got, ids), len(got) - 1)
-            ok = got[at] == ids
-            out[has[ok]] = mat[at[ok]] @ q
-        return out
+            found = got[at] == ids
+            rows[found] = mat[at[found]]
+        return found, rows
 
     def _rows_of(self) -> np.ndarray:
         """Per graph vertex, its row of ``passage_idx`` (-1 for none): -1 at index -1 too, so
