@@ -206,9 +206,9 @@ def test_a_schema_6_store_migrates_to_the_compact_one(tmp_path: Path) -> None:
         assert store.text_matches('"rottnest"') == 1
         assert store.db.execute("SELECT count(*) FROM phrase_features WHERE features IS NULL"
                                 ).fetchone()[0] == 0
-        # New vectors are float16; the float32 ones written before still read.
+        # New vectors are int8 with a scale; the float32 ones written before still read.
         sizes = {len(r[0]) for r in store.db.execute("SELECT vec FROM vectors WHERE space='dense'")}
-        assert sizes == {64 * 4, 64 * 2}
+        assert sizes == {64 * 4, 64 + 4}
         assert eng.search("Rottnest quokkas").hits[0].source == "c"
 
 

@@ -126,7 +126,7 @@ def test_cli_reembed_to_a_local_onnx_model(cli, tmp_path: Path) -> None:
     assert out["to"].startswith("onnx:tiny:") and out["dim"] == 8
     assert cli.json("search", "zram swap", embedder="onnx", env=env)["hits"]
     vec = _vectors(cli.db)["dense"]
-    assert all(len(v) == 8 * 2 for v in vec.values())  # float16, 8 dimensions
+    assert all(len(v) == 8 + 4 for v in vec.values())  # int8 and a scale, 8 dimensions
     human = cli.run("reembed", embedder="onnx", env=env)
     assert human.returncode == 0 and "re-embedded 2 passages" in human.stdout
 
@@ -146,4 +146,4 @@ def test_an_engine_opened_before_a_reembed_refuses_to_write_or_search_after_it(t
         stale.close()
     after = _vectors(db)
     assert after["embedder"] == "hash-32"
-    assert {len(v) for v in after["dense"].values()} == {32 * 2}  # float16, 32 dimensions
+    assert {len(v) for v in after["dense"].values()} == {32 + 4}  # int8 and a scale, 32 dimensions

@@ -11,7 +11,9 @@ import psycopg
 import pytest
 
 from seahorse.errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
+from seahorse.mechanisms.numeric import quantise
 from seahorse.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore, open_store
+from seahorse.store.codec import _from_blobs, _to_blobs
 from seahorse.store.postgres import PostgresStore
 from seahorse.text import fts_match, query_terms
 
@@ -254,7 +256,7 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     assert got_ids.tolist() == sorted(pids)
     assert mat.dtype == np.float32
     want = np.stack([vecs[0], vecs[1] * 2, vecs[2]])
-    np.testing.assert_array_equal(mat, want.astype(np.float16).astype(np.float32))  # float16 stored
+    np.testing.assert_array_equal(mat, _int8(want))  # int8 and a scale stored
     ph_ids, ph = store.load_vectors("phrase", 4)
     assert ph_ids.tolist() == [ids["alpha"]] and ph.shape == (1, 4)
     empty_ids, empty = store.load_vectors("nothing", 8)
@@ -262,7 +264,7 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
     fp, phrases, fv = store.facts_of(pids, 8)
     assert fp.tolist() == [pids[0], pids[2]]
     assert phrases == [[ids["alpha"]], [ids["alpha"], ids["beta"]]]
-    np.testing.assert_array_equal(fv, fact_vecs.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(fv, _int8(fact_vecs))
     got = store.passage_embeddings([pids[0], pids[1], 999], 8)
     assert sorted(got) == [pids[0], pids[1]]  # 999: no such node
     np.testing.assert_array_equal(got[pids[0]][0], mat[0])
@@ -287,18 +289,45 @@ def test_phrase_features_round_trip_in_chunks(store: SQLiteStore) -> None:
     assert next(store.iter_phrase_features())[0].tolist() == [keys[2], keys[3], keys[4]]
 
 
-def test_float32_vectors_of_earlier_versions_stay_readable(store: SQLiteStore) -> None:
-    """Files written before migration 0008 hold float32 blobs; one file may hold both."""
-    _doc, pids = _doc_with_passages(store, "a", ["One.", "Two."])
+def _int8(rows: np.ndarray) -> np.ndarray:
+    """What int8 storage gives back: each row quantised with its own scale."""
+    q, scale = quantise(rows)
+    return q.astype(np.float32) * scale[:, None]
+
+
+def test_float32_and_float16_vectors_of_earlier_versions_stay_readable(store: SQLiteStore) -> None:
+    """Files written before migration 0008 hold float32 blobs, those written before int8 storage
+    float16 ones; one file may hold all three."""
+    _doc, pids = _doc_with_passages(store, "a", ["One.", "Two.", "Three."])
     old = np.arange(8, dtype=np.float32) / 10
+    half = np.arange(8, dtype=np.float32) / 9
     new = -np.arange(8, dtype=np.float32) / 7
     with store.atomic():
-        store.set_vectors("dense", [(pids[1], new)])
+        store.set_vectors("dense", [(pids[2], new)])
         store.db.execute("INSERT INTO vectors VALUES (?, 'dense', ?)", (pids[0], old.tobytes()))
+        store.db.execute("INSERT INTO vectors VALUES (?, 'dense', ?)",
+                         (pids[1], half.astype("<f2").tobytes()))
     _ids, mat = store.load_vectors("dense", 8)
     np.testing.assert_array_equal(mat[0], old)  # the float32 row, exact
-    np.testing.assert_allclose(mat[1], new, rtol=1e-3)
-    assert len(store.db.execute("SELECT vec FROM vectors WHERE node_id=?", (pids[1],)).fetchone()[0]) == 16
+    np.testing.assert_array_equal(mat[1], half.astype(np.float16).astype(np.float32))
+    np.testing.assert_allclose(mat[2], new, atol=np.abs(new).max() / 254 + 1e-7)
+    np.testing.assert_array_equal(mat[2], _int8(new[None])[0])
+    assert len(store.db.execute("SELECT vec FROM vectors WHERE node_id=?", (pids[2],)).fetchone()[0]) == 12
+
+
+def test_stored_int8_rows_quantise_to_themselves() -> None:
+    """The resident passage matrix quantises what it reads: a stored row comes back as the
+    very int8 values and scale it was written with, so storage adds no second rounding."""
+    rows = np.random.default_rng(3).standard_normal((50, 384)).astype(np.float32)
+    back = _from_blobs(_to_blobs(rows), 384)
+    q0, s0 = quantise(rows)
+    q1, s1 = quantise(back)
+    np.testing.assert_array_equal(q0, q1)
+    np.testing.assert_allclose(s0, s1, rtol=1e-6)
+    assert {len(b) for b in _to_blobs(rows)} == {388}
+    tiny = np.ones((2, 4), dtype=np.float32)  # dim + 4 == 2 * dim: float16 keeps it unambiguous
+    assert {len(b) for b in _to_blobs(tiny)} == {8}
+    np.testing.assert_array_equal(_from_blobs(_to_blobs(tiny), 4), tiny)
 
 
 def test_meta_and_graph_version(store: SQLiteStore) -> None:

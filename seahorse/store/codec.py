@@ -1,5 +1,5 @@
-"""The byte form of stored vectors (passages' and facts'): float16, and the float32 that files
-written before migration 0008 hold. Callers of the store only ever see float32 rows."""
+"""The byte form of stored vectors (passages' and facts'): int8 with a float32 scale, and the
+float16 and float32 that older files hold. Callers of the store only ever see float32 rows."""
 
 from __future__ import annotations
 
@@ -7,24 +7,33 @@ from typing import Sequence
 
 import numpy as np
 
+from ..mechanisms.numeric import quantise
+
 
 def _to_blob(vec: np.ndarray) -> bytes:
-    """A vector as stored: float16, ``2 * dim`` bytes, half of float32. Its error (~1e-7 on a
-    cosine) is far below the gaps ranking decides on; int8 with a scale (a quarter) moved a
-    fact across the seeding cut-off and changed HotpotQA dev R@2 (TECH_SPEC, "What the
-    database holds")."""
+    """A vector as stored: int8 with a scale (``numeric.quantise``), ``dim + 4`` bytes, the
+    int8 values then the float32 scale: a quarter of float32, and the very rows the resident
+    passage matrix holds, so re-quantising a stored vector gives it back unchanged. A row of
+    4 or fewer values is stored as float16 (``dim + 4`` would equal float16's ``2 * dim``)."""
     return _to_blobs(np.asarray(vec, dtype=np.float32).reshape(1, -1))[0]
 
 
 def _to_blobs(rows: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
     """:func:`_to_blob` of each row, in one pass."""
-    half = np.asarray(rows, dtype=np.float32).astype("<f2")
-    return [row.tobytes() for row in half]
+    mat = np.asarray(rows, dtype=np.float32)
+    if mat.ndim != 2 or mat.shape[1] <= 4:
+        return [row.tobytes() for row in mat.astype("<f2")]
+    q, scale = quantise(mat)
+    out = np.empty((len(mat), mat.shape[1] + 4), dtype=np.uint8)
+    out[:, :-4] = q.view(np.uint8)
+    out[:, -4:] = scale.astype("<f4").reshape(-1, 1).view(np.uint8)
+    return [row.tobytes() for row in out]
 
 
 def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
-    """Stored vectors back as float32 rows: float16 (``2 * dim`` bytes) or the float32 that
-    files written before migration 0008 hold (``4 * dim`` bytes); one file may hold both."""
+    """Stored vectors back as float32 rows: int8 and a scale (``dim + 4`` bytes), the float16
+    that files written from migration 0008 to int8 hold (``2 * dim``) or the float32 of files
+    written before it (``4 * dim``); one file may hold all three."""
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
     sizes = {len(b) for b in blobs}
@@ -34,6 +43,31 @@ def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
 
 
 def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
+    if size == dim + 4 and dim > 4:
+        block = np.frombuffer(raw, dtype=np.uint8).reshape(rows, size)
+        scale = block[:, dim:].copy().view("<f4").reshape(rows, 1)
+        return block[:, :dim].view(np.int8).astype(np.float32) * scale
     if size == 2 * dim:
         return np.frombuffer(raw, dtype="<f2").reshape(rows, dim).astype(np.float32)
     return np.frombuffer(raw, dtype=np.float32).reshape(rows, -1).copy()
+
+
+def recode(db, dim: int, block: int = 4096) -> int:
+    """Rewrite the float16 and float32 vectors of an older file as int8 (``seahorse vacuum``),
+    a block of rows at a time, keyed on the row id so each block starts where the last
+    ended; the caller holds the transaction. Returns the rows rewritten."""
+    done = 0
+    for table, key, where in (("vectors", "node_id", "space = 'dense' AND "), ("facts", "id", "")):
+        after = -1
+        while True:
+            rows = db.execute(
+                f"SELECT {key}, vec FROM {table} WHERE {where}{key} > ? AND length(vec) IN (?, ?) "
+                f"ORDER BY {key} LIMIT ?", (after, 2 * dim, 4 * dim, block)).fetchall()
+            if not rows:
+                break
+            after = rows[-1][0]
+            blobs = _to_blobs(_from_blobs([bytes(r[1]) for r in rows], dim))
+            db.executemany(f"UPDATE {table} SET vec = ? WHERE {key} = ?",
+                           [(b, r[0]) for b, r in zip(blobs, rows)])
+            done += len(rows)
+    return done

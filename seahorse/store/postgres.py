@@ -28,7 +28,7 @@ from psycopg.types.numeric import FloatDumper, IntDumper
 from ..config import DbUrl
 from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, SeahorseError, StorageError
 from .code import _REPO_DOCS
-from .codec import _from_blobs
+from .codec import _from_blobs, _to_blobs, recode
 from .pg_migrations import PG_MIGRATIONS
 from .sqlite import BUSY_TIMEOUT_S, SQLiteStore
 
@@ -274,9 +274,11 @@ def _vector_text(row: np.ndarray) -> str:
 
 def _fill_dense_vectors(conn: psycopg.Connection, block: int = 4096) -> int:
     """pgvector's copy of every passage vector that has none yet (after migration 0013 or a
-    copy of rows from another store), decoded from the stored float16 a block at a time."""
+    copy of rows from another store), decoded from the stored bytes a block at a time."""
     got = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
-    dim = int(got[0]) if got else None
+    if not got:  # the dimension is written when an embedder first opens the store: no vector yet
+        return 0
+    dim = int(got[0])
     filled, after = 0, -1
     while True:  # keyed on node id: each block starts where the last ended (linear, not n^2)
         rows = conn.execute(
@@ -289,7 +291,7 @@ def _fill_dense_vectors(conn: psycopg.Connection, block: int = 4096) -> int:
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO dense_vectors(node_id, emb) VALUES (%s, %s::vector)",
-                [(node_id, _vector_text(_from_blobs([bytes(blob)], dim or len(blob) // 2)[0]))
+                [(node_id, _vector_text(_from_blobs([bytes(blob)], dim)[0]))
                  for node_id, blob in rows])
         filled += len(rows)
 
@@ -425,11 +427,11 @@ class PostgresStore(SQLiteStore):
 
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
         """As SQLite's, and a passage vector also into pgvector's ``dense_vectors`` (the
-        float16 it is stored as, so both give the same cosines)."""
+        values it is stored as, so both backends score the same rows)."""
         items = list(items)
         super().set_vectors(space, items)
         if space == "dense" and items:
-            rows = np.asarray([v for _n, v in items], dtype=np.float32).astype("<f2").astype(np.float32)
+            rows = _from_blobs(_to_blobs([v for _n, v in items]), len(items[0][1]))
             self.db.executemany(
                 "INSERT INTO dense_vectors(node_id, emb) VALUES (?, ?::vector) "
                 "ON CONFLICT (node_id) DO UPDATE SET emb = EXCLUDED.emb",
@@ -448,8 +450,15 @@ class PostgresStore(SQLiteStore):
         self.db.execute("ANALYZE")
 
     def vacuum(self) -> None:
-        """Reclaim the space of deleted rows for reuse (the connection is in autocommit, as
-        VACUUM needs); the server, not this process, owns the files."""
+        """Rewrite older float16 vectors as int8 (and pgvector's copy from them, so both
+        backends score the same rows), then reclaim the space of deleted rows for reuse (the
+        connection is in autocommit, as VACUUM needs); the server owns the files."""
+        dim = self.meta().get("dim")
+        if dim:
+            with self.atomic():
+                if recode(self.db, int(dim)):
+                    self.db.execute("DELETE FROM dense_vectors")
+                    _fill_dense_vectors(self.db.conn)
         self.db.execute("VACUUM ANALYZE")
 
     def integrity(self) -> dict:

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
 from .analysis import AnalysisTables
 from .code import CodeTables
-from .codec import _from_blobs, _to_blob, _to_blobs  # noqa: F401  (_to_blob: imported from here)
+from .codec import _from_blobs, _to_blob, _to_blobs, recode  # noqa: F401  (_to_blob: imported from here)
 from .codewalk import CodeWalks
 from .docrows import DocumentRows
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
@@ -554,13 +554,18 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         return SeahorseError(f"database error on {self.path}: {msg}")
 
     def vacuum(self) -> None:
-        """Give the pages of deleted rows back to the file system (outside any transaction).
+        """Give the pages of deleted rows back to the file system (outside any transaction),
+        after rewriting an older file's float16 and float32 vectors as int8 (one transaction).
         Refused like any write on a read-only or damaged store; a failure is one line."""
         if self.read_only:
             raise ReadOnlyDatabase(self._why_read_only())
         if self.db.damaged is not None:
             self.db.damage_said = True
             raise self.db.damaged
+        dim = self.meta().get("dim")
+        if dim:
+            with self.atomic():
+                recode(self.db, int(dim))
         try:
             for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
                 self.db.execute(sql)
