@@ -29,7 +29,8 @@ The embedder is the tier ``SEAHORSE_EMBEDDER`` names (printed in the header): Mi
 The corpora (``build_scale_corpus.py``) are built from Debian packages and a PyPI sdist fetched
 once with their registries' clients (``fetch``), never at run time. The stores stay
 in ``--db-dir``; ``--reuse`` searches an existing store of the same corpus without indexing
-again (its indexing figures come from the run that built it, and say so).
+again (its indexing figures come from the run that built it, and say so; the database's size
+and its largest tables are measured as the file is now, e.g. after a ``seahorse vacuum``).
 
     python scripts/build_scale_corpus.py fetch && python scripts/build_scale_corpus.py build
     python scripts/bench_scale.py [--sizes 2k,10k] [--reuse] [--mem-cap 512] [--json OUT]
@@ -206,6 +207,20 @@ def child_env(db: Path) -> dict[str, str]:
 
 def db_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
+
+
+def db_tables(db: Path, top: int = 8) -> dict[str, int]:
+    """Bytes of the largest tables and indexes (SQLite's dbstat; the WAL not yet checkpointed
+    is not counted), largest first."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name "
+                           "ORDER BY 2 DESC LIMIT ?", (top,)).fetchall()
+    except sqlite3.Error:  # a build without dbstat
+        rows = []
+    finally:
+        con.close()
+    return {name: int(b) for name, b in rows}
 
 
 def snapshot_bytes(db: Path) -> int:
@@ -458,7 +473,8 @@ def index_or_reuse(corpus: Corpus, db: Path, args) -> dict:
         old = json.loads(sidecar.read_text())
         if old.get("fingerprint") == corpus.manifest["fingerprint"]:
             print(f"  reusing {db} (indexed at {old.get('commit')}, {old.get('date')})", flush=True)
-            return {**old, "reused": True}
+            # the file as it is now (a vacuum since indexing, an upgrade's new encoding)
+            return {**old, "db_bytes": db_bytes(db), "db_tables": db_tables(db), "reused": True}
         print(f"  {db} holds another corpus: indexing again", flush=True)
     remove_store(db)
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -470,6 +486,7 @@ def index_or_reuse(corpus: Corpus, db: Path, args) -> dict:
     print(f"  indexing into {db}{f' under a {args.mem_cap} MB cap' if args.mem_cap else ''}...", flush=True)
     rec["index"] = run_indexer(corpus, db, args.mem_cap)
     rec["db_bytes"] = db_bytes(db)
+    rec["db_tables"] = db_tables(db)
     if "failed" not in rec["index"]:
         sidecar.write_text(json.dumps(rec, indent=2))
     return {**rec, "reused": False}
@@ -635,6 +652,11 @@ def print_table(results: dict[str, dict], checks: list[dict]) -> None:
         print(f"{label:34} {limits.get(key, ''):>24}" + "".join(cells))
     if any(r.get("reused") for r in results.values()):
         print("* from the run that indexed the reused store (its commit and date are above)")
+    for s in sizes:
+        tables = results[s].get("db_tables") or {}
+        if tables:
+            print(f"largest tables and indexes @{s}, MB: "
+                  + ", ".join(f"{name} {b / 1e6:.1f}" for name, b in tables.items()))
 
 
 def print_verdicts(checks: list[dict]) -> None:

@@ -21,6 +21,19 @@ def _dense(n, rows, cols, vals):
     return out
 
 
+def _within_agrees(m, want: np.ndarray, rng) -> None:
+    """``within``: each asked row's entries inside a random mask, every row's together."""
+    rows = rng.permutation(m.n)[:max(1, m.n // 2)]
+    mask = rng.random(m.n) < 0.5
+    at, cols, weights = m.within(rows, mask)
+    assert mask[cols].all()
+    got = np.zeros((len(rows), m.n))
+    np.add.at(got, (at, cols), weights)
+    assert close(got, want[rows] * mask[None, :])
+    starts = np.flatnonzero(np.diff(at, prepend=-1))
+    assert len(set(at[starts].tolist())) == len(starts)  # one run of entries per row
+
+
 def _sorted_rows(m) -> bool:
     m = m.compacted()
     return all((np.diff(m.indices[m.indptr[i]:m.indptr[i + 1]]) > 0).all() for i in range(m.n))
@@ -53,6 +66,27 @@ def test_csr_equals_the_dense_matrix(seed: int) -> None:
     assert close(a.without(gone).toarray(), want * keep[:, None] * keep[None, :])
     g = a.grown(n + 2)
     assert g.shape == (n + 2, n + 2) and close((g @ np.ones(n + 2))[:n], want.sum(axis=1))
+    _within_agrees(a, want, rng)
+
+
+@pytest.mark.parametrize("long_row", [0, 3, 2048])
+def test_within_reads_long_rows_as_slices_and_short_ones_by_position(monkeypatch, long_row) -> None:
+    """The two ways ``within`` reads a row (a slice past LONG_ROW entries, positions below)
+    give the same entries, on a plain and on a patched matrix."""
+    from seahorse.mechanisms import csr
+
+    monkeypatch.setattr(csr, "LONG_ROW", long_row)
+    rng = np.random.default_rng(long_row)
+    n = 60
+    r, c, v = rng.integers(0, n, 900), rng.integers(0, n, 900), rng.random(900)
+    a = CSR.from_coo(np.r_[r, c], np.r_[c, r], np.r_[v, v], n)
+    want = _dense(n, np.r_[r, c], np.r_[c, r], np.r_[v, v])
+    _within_agrees(a, want, rng)
+    b = a.plus(np.array([1, 2]), np.array([2, 1]), np.array([0.5, 0.5])).grown(n + 3)
+    want_b = np.pad(want, ((0, 3), (0, 3)))
+    want_b[1, 2] += 0.5
+    want_b[2, 1] += 0.5
+    _within_agrees(b, want_b, rng)
 
 
 @pytest.mark.parametrize("block", [1, 3, 7])
@@ -136,6 +170,7 @@ def test_a_chain_of_changes_patches_rows_and_equals_the_dense_matrix(monkeypatch
         got = np.zeros((7, m.n))
         np.add.at(got, (np.repeat(np.arange(7), counts), cols), weights)
         assert close(got, want[rows] * np.arange(1.0, 8.0)[:, None])
+        _within_agrees(m, want, rng)
         u = int(rng.integers(0, m.n))
         cu, wu = m.row(u)
         assert close(_dense(m.n, np.zeros(len(cu), int), cu, wu)[0], want[u])

@@ -19,6 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 COO_BLOCK = 1 << 20  # entries sorted at a time when a matrix is built from triples
+# ``within`` reads a row longer than this as one slice (memory speed) and the shorter ones by
+# one gather of their positions (a hub's row of a 100k-passage graph holds up to ~50k entries,
+# most of them leaving the walk's touched set).
+LONG_ROW = 2048
 
 
 class CSR:
@@ -195,6 +199,33 @@ class CSR:
         return (self.indices[pos],
                 data if scale is None else data * np.repeat(scale, counts), counts)
 
+    def within(self, rows: np.ndarray, mask: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The entries of these rows whose column ``mask`` holds: (the row's position in
+        ``rows``, column, weight), each row's entries together and in column order. Only the
+        columns of the rows are read in full; an entry leaving the mask costs no weight read,
+        and a long row is read as a slice instead of entry by entry."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lo = self.indptr[rows]
+        counts = self.indptr[rows + 1] - lo
+        long = counts > LONG_ROW
+        short = np.flatnonzero(~long)
+        sc = counts[short]
+        ends = np.cumsum(sc)
+        pos = ranges(lo[short], sc)
+        cols = self.indices[pos]
+        hit = np.flatnonzero(mask[cols])
+        at = [short[np.searchsorted(ends, hit, side="right")]]
+        col, weight = [cols[hit]], [self.data[pos[hit]]]
+        for i in np.flatnonzero(long).tolist():
+            a, b = int(lo[i]), int(lo[i] + counts[i])
+            c = self.indices[a:b]
+            k = np.flatnonzero(mask[c])
+            at.append(np.full(len(k), i, dtype=np.int64))
+            col.append(c[k])
+            weight.append(self.data[a:b][k])
+        return np.concatenate(at), np.concatenate(col), np.concatenate(weight)
+
     def row(self, v: int) -> tuple[np.ndarray, np.ndarray]:
         """Row ``v``'s columns and weights (views)."""
         lo, hi = self.indptr[v], self.indptr[v + 1]
@@ -323,6 +354,20 @@ class Patched:
             into = ranges(start[where], count)
             cols[into], weights[into] = c, w
         return cols, weights, counts
+
+    def within(self, rows: np.ndarray, mask: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`CSR.within`: the base's rows from the base, the patched ones from the patch."""
+        rows = np.asarray(rows, dtype=np.int64)
+        patched, at = self._split(rows)
+        plain = np.ones(len(rows), dtype=bool)
+        plain[patched] = False
+        plain &= rows < self.base.n  # rows past the base (grown) are empty
+        plain = np.flatnonzero(plain)
+        a, c, w = self.base.within(rows[plain], mask)
+        pa, pc, pw = self.patch.within(at, mask)
+        return (np.concatenate([plain[a], patched[pa]]), np.concatenate([c, pc]),
+                np.concatenate([w, pw]))
 
     def _base_gather(self, rows, scale):
         if len(rows) and rows.max() >= self.base.n:  # rows past the base (grown) are empty
