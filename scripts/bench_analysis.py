@@ -24,6 +24,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's seahorse
 from seahorse import Engine, Settings  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import resource
+import sys
+from pathlib import Path
 
 import numpy as np
 import psutil
 
-from seahorse.mechanisms.graph import GraphCache
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's seahorse
+from seahorse.mechanisms.graph import GraphCache  # noqa: E402
 
 
 def main() -> None:

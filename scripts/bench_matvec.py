@@ -22,9 +22,11 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's seahorse
 from seahorse.mechanisms.budget import WALK_MS, latency_nodes  # noqa: E402
 from seahorse.mechanisms.graph import GraphCache, power_iteration  # noqa: E402
 

@@ -1,4 +1,8 @@
-"""Shared helpers for the benchmark scripts: machine facts, fingerprints, metrics, timing."""
+"""Shared helpers for the benchmark scripts: machine facts, fingerprints, metrics, timing.
+
+Importing it puts this checkout's ``seahorse`` ahead of whatever is installed, so a script run
+from a worktree (another commit, side by side) measures that commit's code, not the installed
+one's; ``versions()`` names the folder it came from."""
 
 from __future__ import annotations
 
@@ -8,7 +12,12 @@ import os
 import platform
 import resource
 import statistics
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path[:1]:
+    sys.path.insert(0, str(ROOT))
 
 
 def machine() -> dict:
@@ -24,7 +33,7 @@ def machine() -> dict:
 
 
 def versions(*dists: str) -> dict:
-    out = {}
+    out = {"seahorse_from": str(ROOT / "seahorse")}
     for d in dists:
         try:
             out[d] = importlib.metadata.version(d)
