@@ -79,10 +79,10 @@ def index(root: Path, db: Path, exclude: list[str]) -> float:
 def call_sites(db: Path, root: Path) -> tuple[list[dict], dict]:
     """Every call site of the repository at ``root`` with the declaration it resolves to."""
     store = open_store(db, read_only=True, create=False)
-    repo_id = next((r[0] for r in store.repo_rows() if Path(r[1]).resolve() == root.resolve()), None)
+    repo_id = next((r[0] for r in store.code.repo_rows() if Path(r[1]).resolve() == root.resolve()), None)
     if repo_id is None:
         sys.exit(f"{root} is not indexed in {db}")
-    syms = store.link_symbols(repo_id)
+    syms = store.code.link_symbols(repo_id)
     rows = store.db.execute(
         "SELECT r.node_id, r.name, r.kind, r.self_call, r.receiver, r.line FROM symbol_refs r "
         "JOIN symbols s ON s.node_id=r.node_id WHERE s.repo_id=? ORDER BY r.node_id, r.line",

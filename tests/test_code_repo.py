@@ -186,7 +186,7 @@ def test_code_ranking_structure_is_the_whole_graph_pagerank_whatever_the_budget(
         eng.index_repo(demo_repo)
         index = eng.retrieval_index()
         n = index.graph.n
-        docs = np.array(eng.store.repo_docs(eng.code_queries.repo_row(demo_repo)[0]), dtype=np.int64)
+        docs = np.array(eng.store.code.repo_docs(eng.code_queries.repo_row(demo_repo)[0]), dtype=np.int64)
         query = "verify the signed cookie payload"
 
         def ranked(idx: RetrievalIndex, budget: int) -> list[tuple[int, float]]:

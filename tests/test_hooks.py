@@ -43,7 +43,7 @@ def _indexed_head(db: Path) -> str | None:
     if not db.exists():
         return None
     with Engine(Settings(db_path=db, embedder="hash", usage=False), create=False) as eng:
-        rows = eng.store.repo_rows()
+        rows = eng.store.code.repo_rows()
         return rows[0][4] if rows else None
 
 

@@ -436,7 +436,14 @@ def test_the_store_protocol_lists_exactly_what_sqlite_store_implements() -> None
     import inspect
 
     from seahorse.store import Store
+    from seahorse.store.base import CodeStore
+    from seahorse.store.codestore import SQLiteCode
 
-    impl = {n for n, v in inspect.getmembers(SQLiteStore) if not n.startswith("_") and callable(v)}
-    proto = {n for n, v in vars(Store).items() if not n.startswith("_") and callable(v)}
-    assert impl == proto
+    def methods(cls, own) -> set[str]:
+        return {n for n, v in (inspect.getmembers(cls) if not own else vars(cls).items())
+                if not n.startswith("_") and callable(v)}
+
+    assert methods(SQLiteStore, False) == methods(Store, True)
+    assert methods(SQLiteCode, False) == methods(CodeStore, True)
+    # the code facet is apart: no service but the code ones sees its members
+    assert not methods(Store, True) & methods(CodeStore, True)

@@ -327,9 +327,9 @@ def test_lists_longer_than_sqlites_variable_limit(tmp_path: Path) -> None:
         limit = store.db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         many = list(range(1, limit + 1000))
         assert store.node_texts(many) == {}
-        assert store.code_rows(many) == ([], [])
+        assert store.code.code_rows(many) == ([], [])
         paths = [f"p{i}.py" for i in many]
-        assert store.renamed_from(1, paths) == []
-        assert store.symbol_commits(1, "f", paths, 5) == []
+        assert store.code.renamed_from(1, paths) == []
+        assert store.code.symbol_commits(1, "f", paths, 5) == []
     finally:
         store.close()

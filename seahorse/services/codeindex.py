@@ -85,9 +85,9 @@ class CodeIndex:
         t0 = time.perf_counter()
         repo = Repo(root, max_file_mb=self.rt.settings.max_file_mb, exclude=exclude)
         listing = repo.list_files(worktree=worktree)
-        repo_id, history_doc = self.store.ensure_repo(str(repo.root), repo.root.name, repo.is_git,
+        repo_id, history_doc = self.store.code.ensure_repo(str(repo.root), repo.root.name, repo.is_git,
                                                          listing.head)
-        known = self.store.repo_files(repo_id)
+        known = self.store.code.repo_files(repo_id)
         present = {f.path for f in listing.files}
         # A file is redone when its blob changed, its parse is stale, or only its dirty mark
         # changed (an edit committed as it was: same bytes, no longer uncommitted).
@@ -115,7 +115,7 @@ class CodeIndex:
             commits = self._sync_history(repo, repo_id, history_doc, max_commits)
         with self.store.atomic():
             links = self._relink(repo_id)
-            self.store.set_repo_head(repo_id, listing.head)
+            self.store.code.set_repo_head(repo_id, listing.head)
             self.store.bump_version()
         self.rt.after_write()
         return {"repo": str(repo.root), "repo_id": repo_id, "git": listing.is_git, "head": listing.head,
@@ -211,28 +211,29 @@ class CodeIndex:
         return spans
 
     def _parse_cached(self, blob: str, data: bytes, language: str, path: str) -> list[Symbol]:
-        cached = self.store.parsed(blob, f"{PARSER_VERSION}:{language}:{path}")
+        cached = self.store.code.parsed(blob, f"{PARSER_VERSION}:{language}:{path}")
         if cached is not None:
             return [Symbol.from_dict(d) for d in json.loads(cached)]
         symbols = parse_symbols(data, language, path)
         if not self.store.read_only:
-            self.store.cache_parse(blob, f"{PARSER_VERSION}:{language}:{path}",
+            self.store.code.cache_parse(blob, f"{PARSER_VERSION}:{language}:{path}",
                                    json.dumps([s.to_dict() for s in symbols]))
         return symbols
 
     def _write_file(self, repo_id: int, doc_id: int, f: RepoFile, text: str,
                     spans: list[tuple[Symbol, str]]) -> None:
         """The rows a file adds beside its passages: symbols, references, contains edges."""
-        self.store.put_code_file(doc_id, repo_id, f.path, f.blob, f.kind, language_for(f.path), f.dirty, text)
+        self.store.code.put_code_file(doc_id, repo_id, f.path, f.blob, f.kind, language_for(f.path),
+                                      f.dirty, text)
         nodes = [node for node, _text in self.store.document_nodes(doc_id)]
         by_qual: dict[str, int] = {}
         file_node = None
         for node_id, (sym, kind) in zip(nodes, spans):
             if kind != "symbol":
-                self.store.set_node_kind(node_id, kind)
+                self.store.code.set_node_kind(node_id, kind)
             if kind == "file":
                 file_node = node_id
-            self.store.add_symbol(node_id, doc_id, repo_id, f.path, sym.qualname, sym.name,
+            self.store.code.add_symbol(node_id, doc_id, repo_id, f.path, sym.qualname, sym.name,
                                   "file" if kind == "file" else sym.kind, sym.start_line, sym.end_line,
                                   sym.signature, sym.doc, sym.parent,
                                   [(r.name, r.kind, r.line, r.self_call, r.receiver) for r in sym.refs])
@@ -245,33 +246,33 @@ class CodeIndex:
             parent = by_qual.get(sym.parent) if sym.parent else file_node
             if parent is not None and parent != node_id:
                 edges.append(((parent, node_id, "contains"), EDGE_WEIGHT["contains"]))
-        self.store.add_code_links(edges)
+        self.store.code.add_code_links(edges)
 
     # ----- history --------------------------------------------------------------------
     def _sync_history(self, repo: Repo, repo_id: int, history_doc: int, max_commits: int) -> dict:
         reachable = repo.rev_list(max_commits)
-        have = self.store.commit_nodes(repo_id)
+        have = self.store.code.commit_nodes(repo_id)
         gone = [node for sha, node in have.items() if sha not in set(reachable)]
         new = [sha for sha in reachable if sha not in have]
         # Touches of stored commits were computed by an older parser: recompute them all.
-        parser = self.store.history_parser(repo_id)
+        parser = self.store.code.history_parser(repo_id)
         redo = [sha for sha in reversed(reachable) if sha in have] if parser != HISTORY_PARSER else []
         # Oldest first: node ids then grow with recency, the tie-break for equal dates.
         commits = repo.commits(list(reversed(new)) + redo) if new or redo else []
         touched = self._touched_symbols(repo, commits)
         with self.store.atomic():
             if gone:
-                self.store.delete_nodes(gone)
+                self.store.code.delete_nodes(gone)
             for c in commits:
                 node = have.get(c.sha)
                 if node is None:
                     node = self._add_commit(repo_id, history_doc, c)
-                self.store.set_commit_touches(node, touched.get(c.sha, []),
+                self.store.code.set_commit_touches(node, touched.get(c.sha, []),
                                               [(ch.old_path, ch.path) for ch in c.changes
                                                if ch.old_path and ch.new_blob and ch.old_path != ch.path])
-            self.store.set_history_parser(repo_id, HISTORY_PARSER)
+            self.store.code.set_history_parser(repo_id, HISTORY_PARSER)
             self.store.bump_version()
-        total = self.store.commit_count(repo_id)
+        total = self.store.code.commit_count(repo_id)
         skipped = [{"commit": c.sha[:12], "path": ch.path, "reason": ch.too_big}
                    for c in commits for ch in c.changes if ch.too_big]
         return {"added": len(new), "removed": len(gone), "total": total, "recomputed": len(redo),
@@ -279,7 +280,7 @@ class CodeIndex:
 
     def _add_commit(self, repo_id: int, history_doc: int, c: Commit) -> int:
         text = f"{c.message}\n{c.author} {c.date[:10]} {c.sha[:12]}"
-        return self.store.add_commit(repo_id, history_doc, c.sha, " ".join(c.parents), c.author, c.email,
+        return self.store.code.add_commit(repo_id, history_doc, c.sha, " ".join(c.parents), c.author, c.email,
                                      c.date, c.message, text)
 
     def _touched_symbols(self, repo: Repo, commits: list[Commit]) -> dict[str, list[tuple[str, str, str]]]:
@@ -303,7 +304,7 @@ class CodeIndex:
         parsed: dict[str, list[Symbol]] = {}
         missing = []
         for blob, (path, language) in wanted.items():
-            cached = self.store.parsed(blob, f"{PARSER_VERSION}:{language}:{path}")
+            cached = self.store.code.parsed(blob, f"{PARSER_VERSION}:{language}:{path}")
             if cached is not None:
                 parsed[blob] = [Symbol.from_dict(d) for d in json.loads(cached)]
             else:
@@ -321,9 +322,9 @@ class CodeIndex:
     # ----- cross-file edges -------------------------------------------------------------
     def _relink(self, repo_id: int) -> dict:
         store = self.store
-        store.clear_repo_links(repo_id, LINK_KINDS)
-        syms = store.link_symbols(repo_id)
-        refs = store.link_refs(repo_id)
+        store.code.clear_repo_links(repo_id, LINK_KINDS)
+        syms = store.code.link_symbols(repo_id)
+        refs = store.code.link_refs(repo_id)
         res = Resolver(syms, refs)
         edges: dict[tuple[int, int, str], float] = {}
         for i, target in ref_targets(res, refs).items():
@@ -331,25 +332,25 @@ class CodeIndex:
             edges[(refs[i][0], target, ek)] = EDGE_WEIGHT[ek]
         by_name, qual_any, by_qual = res.by_name, res.qual_any, res.by_qual
         # docs name symbols: ``open_session``, `Flask.wsgi_app`, SecureCookieSessionInterface
-        docs = store.doc_passages(repo_id)
+        docs = store.code.doc_passages(repo_id)
         for node, text in docs:
             for target in _mentioned(text, by_name, qual_any):
                 edges[(node, target, "mentions")] = EDGE_WEIGHT["mentions"]
-        commits = store.commit_parents(repo_id)
-        sha_node = store.commit_nodes(repo_id)
+        commits = store.code.commit_parents(repo_id)
+        sha_node = store.code.commit_nodes(repo_id)
         for node, parents in commits:
             for p in parents.split():
                 if p in sha_node:
                     edges[(node, sha_node[p], "parent")] = EDGE_WEIGHT["parent"]
-        touches = store.repo_touches(repo_id)
-        renamed = store.repo_renames(repo_id)
+        touches = store.code.repo_touches(repo_id)
+        renamed = store.code.repo_renames(repo_id)
         per_commit: dict[int, int] = defaultdict(int)
         for node, path, qual in touches:
             target = by_qual.get((path, qual)) or by_qual.get((_renamed_to(path, renamed), qual))
             if target is not None and per_commit[node] < MAX_TOUCHED:
                 per_commit[node] += 1
                 edges[(node, target, "touched")] = EDGE_WEIGHT["touched"]
-        self.store.add_code_links(sorted(edges.items()))
+        self.store.code.add_code_links(sorted(edges.items()))
         counts: dict[str, int] = defaultdict(int)
         for (_s, _d, k) in edges:
             counts[k] += 1

@@ -54,7 +54,7 @@ class CodeQueries:
     def repo_row(self, ref: str | Path | None) -> tuple:
         """(id, root, name, is_git, head, history_doc) of an indexed repository: by path, by
         name, or the only one there is."""
-        rows = self.store.repo_rows()
+        rows = self.store.code.repo_rows()
         if ref is None:
             if len(rows) == 1:
                 return rows[0]
@@ -82,7 +82,7 @@ class CodeQueries:
                        code="repo_not_indexed", repo=want)
 
     def code_fields(self, node_ids: list[int]) -> dict[int, dict]:
-        syms, commits = self.store.code_rows(node_ids)
+        syms, commits = self.store.code.code_rows(node_ids)
         out: dict[int, dict] = {}
         for node, path, qual, kind, a, b, sig, doc, dirty, lang, repo in syms:
             is_decl = kind not in ("doc", "window", "file")
@@ -162,7 +162,7 @@ class CodeQueries:
         for tier in ("qualname", "tail", "name"):
             if tier == "name" and "." in name:
                 break
-            found = self.store.find_symbols(name, repo_id, tier)
+            found = self.store.code.find_symbols(name, repo_id, tier)
             if path is not None:  # the file's own, whatever other files hold of that name
                 fields = self.code_fields(found)
                 found = [i for i in found if i in fields and fields[i]["path"] == path]
@@ -175,7 +175,7 @@ class CodeQueries:
         """The id of ``repo``, or None for all of them; NotFound when none is indexed."""
         if repo is not None:
             return self.repo_row(repo)[0]
-        if not self.store.repo_rows():
+        if not self.store.code.repo_rows():
             raise NotFound("no repository is indexed", code="no_repo")
         return None
 
@@ -190,29 +190,29 @@ class CodeQueries:
         return found
 
     def body(self, node_id: int) -> str:
-        row = self.store.symbol_span(node_id)
+        row = self.store.code.symbol_span(node_id)
         if row is None:
             return ""
         a, b, content = row
         return "\n".join(content.split("\n")[a - 1:b])
 
     def linked(self, node_id: int, kind: str, incoming: bool) -> list[dict]:
-        ids = self.store.linked_ids(node_id, kind, incoming)
+        ids = self.store.code.linked_ids(node_id, kind, incoming)
         fields = self.code_fields(ids)
         return [{"id": i, **fields[i]} for i in ids if i in fields]
 
     def references(self, node_id: int) -> list[dict]:
         """Every place that names the symbol: resolved calls/imports/inherits, calls by the
         same name that could not be resolved (marked ``resolved: false``), and docs."""
-        row = self.store.symbol_key(node_id)
+        row = self.store.code.symbol_key(node_id)
         if row is None:
             return []
         _path, _qual, name, repo_id = row
-        resolved = self.store.links_to(node_id, ("calls", "inherits", "imports", "mentions"))
+        resolved = self.store.code.links_to(node_id, ("calls", "inherits", "imports", "mentions"))
         kind_of = {"call": "calls", "inherit": "inherits", "import": "imports"}
         out = []
         seen = set()
-        for src, kind, line in self.store.refs_named(name, repo_id):
+        for src, kind, line in self.store.code.refs_named(name, repo_id):
             if src == node_id:
                 continue
             seen.add((src, kind_of[kind]))
@@ -234,26 +234,26 @@ class CodeQueries:
     def history(self, node_id: int, limit: int = 20) -> list[dict]:
         """Commits that changed the symbol, newest first: by its qualified name in its file
         and in every path the file was renamed from."""
-        row = self.store.symbol_key(node_id)
+        row = self.store.code.symbol_key(node_id)
         if row is None:
             return []
         path, qual, _name, repo_id = row
         paths = self.lineage(repo_id, path)
-        return [_commit_dict(r) for r in self.store.symbol_commits(repo_id, qual, paths, limit)]
+        return [_commit_dict(r) for r in self.store.code.symbol_commits(repo_id, qual, paths, limit)]
 
     def history_gap(self, node_id: int) -> dict | None:
         """Why a symbol's history is empty, by its real cause: ``not_git`` (no history to
         read), ``history_not_indexed``, ``uncommitted`` (its file is an uncommitted edit),
         ``older_than_window`` (only the newest commits are indexed: the change is older) or
         ``no_recorded_change`` (the whole history is indexed and none changed it)."""
-        row = self.store.symbol_key(node_id)
+        row = self.store.code.symbol_key(node_id)
         if row is None:
             return None
         _path, _qual, _name, repo_id = row
-        repo = next((r for r in self.store.repo_rows() if r[0] == repo_id), None)
+        repo = next((r for r in self.store.code.repo_rows() if r[0] == repo_id), None)
         if repo is None:
             return None
-        total, cut = self.store.history_shape(repo_id)
+        total, cut = self.store.code.history_shape(repo_id)
         dirty = bool(self.code_fields([node_id]).get(node_id, {}).get("dirty"))
         if not repo[3]:
             return {"reason": "not_git", "message": f"{repo[1]} is not a git repository: there is no history"}
@@ -275,7 +275,7 @@ class CodeQueries:
         seen = [path]
         frontier = [path]
         while frontier:
-            olds = self.store.renamed_from(repo_id, frontier)
+            olds = self.store.code.renamed_from(repo_id, frontier)
             frontier = [p for p in olds if p not in seen]
             seen += frontier
         return seen
@@ -283,11 +283,11 @@ class CodeQueries:
     def changes(self, repo_id: int, shas: list[str], limit_symbols: int = 30) -> list[dict]:
         out = []
         for sha in shas:
-            row = self.store.commit_row(repo_id, sha)
+            row = self.store.code.commit_row(repo_id, sha)
             if row is None:
                 continue
             c = _commit_dict((*row, None, None))
-            touched, total = self.store.commit_touch_list(row[0], limit_symbols)
+            touched, total = self.store.code.commit_touch_list(row[0], limit_symbols)
             c["symbols"] = [{"path": p, "symbol": q, "change": ch} for p, q, ch in touched]
             c["symbols_total"] = total
             out.append(c)

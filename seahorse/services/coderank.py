@@ -134,9 +134,9 @@ class CodeLexicons:
         built = self._built.get(repo_id)
         if built is not None and built[0] == version:
             return built[2]
-        stamp = self.store.repo_symbols_stamp(repo_id)
+        stamp = self.store.code.repo_symbols_stamp(repo_id)
         if built is None or built[1] != stamp:
-            built = (version, stamp, CodeLexicon(self.store.repo_symbol_texts(repo_id)))
+            built = (version, stamp, CodeLexicon(self.store.code.repo_symbol_texts(repo_id)))
         self._built[repo_id] = (version, stamp, built[2])
         return built[2]
 

@@ -68,7 +68,7 @@ def _naming(rt: RepoText) -> dict:
 
 
 def _docstrings(store: Store, repo_id: int, rt: RepoText) -> dict:
-    docs = {node: doc for node, _p, _q, _k, _sig, doc, _t in store.repo_symbol_texts(repo_id)}
+    docs = {node: doc for node, _p, _q, _k, _sig, doc, _t in store.code.repo_symbol_texts(repo_id)}
     out = {}
     per: dict[str, Counter] = defaultdict(Counter)
     styles: dict[str, Counter] = defaultdict(Counter)

@@ -75,11 +75,11 @@ class Impact:
         for d in range(1, depth + 1):
             rows: list[tuple[int, int, str, int]] = []
             if direction in ("in", "both"):
-                rows += [(s, t, k, s) for s, t, k in self.store.links_of(frontier, DEP_KINDS, True)]
+                rows += [(s, t, k, s) for s, t, k in self.store.code.links_of(frontier, DEP_KINDS, True)]
                 for n in frontier:
                     rows += [(s, t, k, s) for s, t, k in (extra or {}).get(n, [])]
             if direction in ("out", "both"):
-                rows += [(s, t, k, t) for s, t, k in self.store.links_of(frontier, DEP_KINDS, False)]
+                rows += [(s, t, k, t) for s, t, k in self.store.code.links_of(frontier, DEP_KINDS, False)]
             nxt = []
             for s, t, k, new in rows:
                 if new in reached and reached[new] < d:
@@ -101,26 +101,26 @@ class Impact:
     def overriders(self, node: int) -> list[tuple[int, int, str]]:
         """(overrider, method, "overrides") for a method: the same name in every subclass of its
         class (transitively)."""
-        row = self.store.decl_rows([node])
+        row = self.store.code.decl_rows([node])
         if not row or row[0][4] != "method":
             return []
         name = row[0][3]
-        owners = self.store.linked_ids(node, "contains", True)
+        owners = self.store.code.linked_ids(node, "contains", True)
         seen, todo, out = set(owners), list(owners), []
         while todo and len(seen) < 500:
             cls = todo.pop()
-            for sub in self.store.linked_ids(cls, "inherits", True):
+            for sub in self.store.code.linked_ids(cls, "inherits", True):
                 if sub in seen:
                     continue
                 seen.add(sub)
                 todo.append(sub)
-                members = self.store.decl_rows(self.store.linked_ids(sub, "contains", False))
+                members = self.store.code.decl_rows(self.store.code.linked_ids(sub, "contains", False))
                 out += [(m[0], node, "overrides") for m in members if m[3] == name and m[4] == "method"]
         return out
 
     def tests_reaching(self, starts: list[int], extra: dict[int, list]) -> list[dict]:
         reached, _walked, _cut = self.walk(starts, "in", TEST_DEPTH, extra)
-        rows = self.store.decl_rows([n for n in reached if n not in starts])
+        rows = self.store.code.decl_rows([n for n in reached if n not in starts])
         tests = [r for r in rows if TEST_PATH.search(r[1])]
         return sorted(({**_item(r), "depth": reached[r[0]]} for r in tests),
                       key=lambda t: (t["depth"], t["path"], t["start_line"] or 0))
@@ -145,7 +145,7 @@ class Impact:
                 extra[s].append(o)
         reached, walked, cut = self.walk(seeds, "in", depth, extra)
         scores = _ppr(reached, [(t, s) for s, t, _k in walked], seeds)
-        rows = {r[0]: r for r in self.store.decl_rows(list(reached))}
+        rows = {r[0]: r for r in self.store.code.decl_rows(list(reached))}
         # tests and examples rank behind the code they exercise (halved, as in a search); on a
         # tie, what more depends on comes first, then the nearer, a declaration before its file
         scores = {n: v * (0.5 if n in rows and SECONDARY_PATH.search(rows[n][1]) else 1.0)
@@ -195,7 +195,7 @@ class Impact:
             changed += [{"path": path, "symbol": q, "change": "added"} for q in new if q not in old]
         seeds = []
         for path in sorted({c["path"] for c in changed}):
-            ids = {q: n for n, q, _k in self.store.symbols_in_file(row[0], path)}
+            ids = {q: n for n, q, _k in self.store.code.symbols_in_file(row[0], path)}
             for c in changed:
                 if c["path"] == path:
                     c["id"] = ids.get(c["symbol"])
@@ -210,7 +210,7 @@ class Impact:
         depth, limit, offset = check_depth(depth), check_limit(limit, 500), check_cursor(cursor)
         sym, *others = self.queries.named(name, repo)
         reached, walked, cut = self.walk([sym["id"]], direction, depth)
-        rows = {r[0]: r for r in self.store.decl_rows(list(reached))}
+        rows = {r[0]: r for r in self.store.code.decl_rows(list(reached))}
         order = sorted((n for n in reached if n != sym["id"] and n in rows),
                        key=lambda n: (reached[n], rows[n][1], rows[n][5], n))
         page = order[offset:offset + limit]
@@ -230,7 +230,7 @@ class Impact:
     def repo_map(self, repo, token_budget: int, cursor) -> dict:
         budget, offset = check_token_budget(token_budget), check_cursor(cursor)
         row = self.queries.repo_row(repo)
-        decls = self.store.repo_decl_rows(row[0])
+        decls = self.store.code.repo_decl_rows(row[0])
         if not decls:
             raise NotFound(f"{row[1]} holds no declarations", field="repo", code="no_symbol")
         key = (self.store.graph_version(), row[0])
@@ -280,7 +280,8 @@ class Impact:
         ids = [r[0] for r in decls]
         index = {n: i for i, n in enumerate(ids)}
         by_qual = {(r[1], r[2]): r[0] for r in decls if r[4] != "file"}
-        arcs = [(s, t) for s, t, _k in self.store.repo_links(repo_id, DEP_KINDS) if s in index and t in index]
+        arcs = [(s, t) for s, t, _k in self.store.code.repo_links(repo_id, DEP_KINDS)
+                if s in index and t in index]
         classes = {k for k, n in by_qual.items() if n in index and decls[index[n]][4] == "class"}
         arcs += [(r[0], by_qual[(r[1], r[8])]) for r in decls if r[8] and (r[1], r[8]) in classes]
         n = len(ids)
@@ -300,7 +301,7 @@ class Impact:
     # ----- index status ---------------------------------------------------------------------------
     def index_status(self, repo, limit: int, cursor) -> dict:
         limit, offset = check_limit(limit, 500), check_cursor(cursor)
-        summaries = self.store.repo_summaries()
+        summaries = self.store.code.repo_summaries()
         if repo is not None:
             want = self.queries.repo_row(repo)[0]
             summaries = [s for s in summaries if s["id"] == want]
@@ -317,14 +318,14 @@ class Impact:
                "indexed_at_iso": datetime.fromtimestamp(s["indexed_at"], timezone.utc).isoformat(
                    timespec="seconds") if s["indexed_at"] else None,
                "counts": {"files": s["files"], "symbols": s["symbols"], "commits": s["commits"],
-                          "versions": len(self.store.version_list(s["id"]))},
+                          "versions": len(self.store.code.version_list(s["id"]))},
                "exists": True, "not_indexed": [], "not_indexed_total": 0, "fresh": False}
         try:
             checkout = Repo(s["root"], max_file_mb=self.rt.settings.max_file_mb)
         except NotFound:
             out["exists"] = False
             return out
-        indexed = self.store.repo_files(s["id"])
+        indexed = self.store.code.repo_files(s["id"])
         base = set(indexed)
         if s["git"] and checkout.is_git:
             current = checkout.head()

@@ -71,7 +71,7 @@ class Lookup:
         if since is not None:
             shas = Repo(root).since(since, head, limit)
         else:
-            shas = self.store.latest_commits(repo_id, limit)
+            shas = self.store.code.latest_commits(repo_id, limit)
         return {"repo": root, "head": head, "since": since, "commits": self.code.changes(repo_id, shas)}
 
     def stats(self, rt: Runtime, budget: Budget, graph: bool = False) -> dict:
@@ -91,7 +91,7 @@ class Lookup:
                 "writer_version": meta.get("writer_version"), "budget": budget.as_dict(),
                 "synonym_threshold": {"setting": rt.settings.synonym_threshold,
                                       "last_optimize": float(last) if last else None},
-                "repos": store.repo_summaries(), "read_only": store.read_only,
+                "repos": store.code.repo_summaries(), "read_only": store.read_only,
                 "damaged": store.damage(),
                 "graph_snapshot": snapshot.describe(store, rt.index.graph if rt.index else None),
                 **({"graph": analyse(store.load_nodes(), store.load_edges())} if graph else {})}

@@ -211,7 +211,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
                 seeds[v] += settings.lexical_prior * float(norm)
                 lexical[v] = raw
     if "commit" in kinds:
-        commits = store.commit_fts(repo_id, fts_match(query_terms(query)), LEXICAL_CANDIDATES)
+        commits = store.code.commit_fts(repo_id, fts_match(query_terms(query)), LEXICAL_CANDIDATES)
         top = max((s for _i, s in commits), default=0.0)
         for node_id, raw in commits:
             v = g.index.get(node_id)

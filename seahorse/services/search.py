@@ -120,7 +120,7 @@ class Search:
             doc_filter, repo_id, evidence = None, None, None
             if repo is not None:
                 repo_id = self.code.repo_row(repo)[0]
-                doc_filter = np.array(self.store.repo_docs(repo_id), dtype=np.int64)
+                doc_filter = np.array(self.store.code.repo_docs(repo_id), dtype=np.int64)
                 evidence = self.lexicons.evidence(index.version, repo_id, query)
             # Time (services/timeline.py): what the window lets through, then recency.
             window = window or Window()
@@ -276,8 +276,8 @@ class Search:
         if key not in self._term_counts:
             if any(k[0] != version for k in self._term_counts):
                 self._term_counts = {k: v for k, v in self._term_counts.items() if k[0] == version}
-            self._term_counts[key] = (self.store.repo_text_units(repo_id) if term is None
-                                      else self.store.repo_text_matches(repo_id, fts_term(term)))
+            self._term_counts[key] = (self.store.code.repo_text_units(repo_id) if term is None
+                                      else self.store.code.repo_text_matches(repo_id, fts_term(term)))
         return self._term_counts[key]
 
 

@@ -92,7 +92,7 @@ class RetrievalIndex:
             else:
                 self.seq, self.graph = base.seq, base.graph
             self._load_vectors(store, since=0)
-            symbols = store.symbol_paths()
+            symbols = store.code.symbol_paths()
             priors = store.memory_priors()
         g = self.graph
         self.max_node = int(g.node_ids[-1]) if g.n else 0
@@ -291,7 +291,7 @@ class RetrievalIndex:
                 return RetrievalIndex(store, self.dim).keep_snapshot(store)  # compaction
             old_max = self.max_node
             version = store.graph_version()
-            symbols = store.symbol_paths(since=old_max)
+            symbols = store.code.symbol_paths(since=old_max)
             memory_priors = store.memory_priors() if priors else None
             replaced = sorted(vec_ids - delta.removed)
             values = not self.served

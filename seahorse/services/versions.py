@@ -119,16 +119,16 @@ class Versions:
     def ensure(self, repo_id: int, checkout: Repo, sha: str) -> dict:
         """Index the version ``sha`` unless it is: only (blob, path) pairs no version holds are
         parsed. One transaction. Returns {sha, indexed (bool), parsed (files)}."""
-        if self.store.version_row(repo_id, sha) is not None:  # indexed: by this parser too?
-            files = sorted(self.store.version_files(repo_id, sha).items())
+        if self.store.code.version_row(repo_id, sha) is not None:  # indexed: by this parser too?
+            files = sorted(self.store.code.version_files(repo_id, sha).items())
             keys = [(b, p) for p, b in files]
-            have = self.store.version_parsed(keys, PARSER_VERSION)
+            have = self.store.code.version_parsed(keys, PARSER_VERSION)
             if len(have) == len(set(keys)):
                 return {"sha": sha, "indexed": False, "parsed": 0}
         else:
             files = [(p, b) for p, b in checkout.tree(sha) if language_for(p)]
             keys = [(b, p) for p, b in files]
-            have = self.store.version_parsed(keys, PARSER_VERSION)
+            have = self.store.code.version_parsed(keys, PARSER_VERSION)
         todo = sorted({k for k in keys if k not in have})
         parsed: list[tuple[str, str, list[tuple]]] = []
         for start in range(0, len(todo), READ_BATCH):
@@ -139,21 +139,21 @@ class Versions:
                 if data is None:
                     rows: list[tuple] = []
                 else:
-                    cached = self.store.parsed(blob, f"{PARSER_VERSION}:{language_for(path)}:{path}")
+                    cached = self.store.code.parsed(blob, f"{PARSER_VERSION}:{language_for(path)}:{path}")
                     syms = [Symbol.from_dict(d) for d in json.loads(cached)] if cached is not None else None
                     rows = declaration_rows(path, data, syms)
                 parsed.append((blob, path, rows))
         with self.store.atomic():
             for blob, path, rows in parsed:
-                self.store.put_version_parse(blob, path, PARSER_VERSION, rows)
-            self.store.put_version(repo_id, sha, files)
+                self.store.code.put_version_parse(blob, path, PARSER_VERSION, rows)
+            self.store.code.put_version(repo_id, sha, files)
         self._edges.clear()  # what was cached may have been read from another parse
         self._lexicons.clear()
         return {"sha": sha, "indexed": True, "parsed": len(parsed)}
 
     # ----- one version as declarations and edges ------------------------------------------
     def declarations(self, repo_id: int, sha: str) -> list[tuple]:
-        return self.store.version_symbols(repo_id, sha)
+        return self.store.code.version_symbols(repo_id, sha)
 
     @staticmethod
     def edges(rows: list[tuple]) -> set[tuple[str, str, str, str, str]]:
@@ -195,8 +195,8 @@ class Versions:
         behind, n_behind = checkout.between(sha_b, sha_a, offset + limit)
         commits = self.commit_dicts(repo_id, checkout, ahead[offset:offset + limit], "ahead") + \
             self.commit_dicts(repo_id, checkout, behind[offset:offset + limit], "behind")
-        files_a = self.store.version_files(repo_id, sha_a)
-        files_b = self.store.version_files(repo_id, sha_b)
+        files_a = self.store.code.version_files(repo_id, sha_a)
+        files_b = self.store.code.version_files(repo_id, sha_b)
         moved = {old: new for old, new in renamed.items() if old in files_a and new in files_b}
         files = {"added": sorted(p for p in files_b if p not in files_a and p not in moved.values()),
                  "removed": sorted(p for p in files_a if p not in files_b and p not in moved),
@@ -216,7 +216,7 @@ class Versions:
                 "next_cursor": str(offset + limit) if more else None}
 
     def commit_dicts(self, repo_id: int, checkout: Repo, shas: list[str], side: str) -> list[dict]:
-        known = self.store.commits_by_sha(repo_id, shas)
+        known = self.store.code.commits_by_sha(repo_id, shas)
         missing = [s for s in shas if s not in known]
         objects = checkout.read_blobs(missing) if missing else {}
         out = []
@@ -241,7 +241,7 @@ class Versions:
         indexed = self.ensure(row[0], checkout, sha)
         lex, units = self._lexicon(("at", row[0], sha), lambda: [
             (r[0], r[2], r[4], r[5], r[6], r[7], r[8], r[12])
-            for r in self.store.version_symbols(row[0], sha, with_text=True) if r[4] != "module"])
+            for r in self.store.code.version_symbols(row[0], sha, with_text=True) if r[4] != "module"])
         ranked, refusal = _rank(lex, query, lambda u: units[u][0])
         hits = []
         for unit, score in ranked[offset:offset + top_k]:
@@ -266,7 +266,7 @@ class Versions:
             wanted.append(row[4])
         for sha in dict.fromkeys(wanted):
             self.ensure(row[0], checkout, sha)
-        versions = [v[0] for v in self.store.version_list(row[0])]
+        versions = [v[0] for v in self.store.code.version_list(row[0])]
         if not versions:
             raise NotFound("no version of the repository is indexed", field="repo", code="no_versions")
         meta = {c["commit"]: c for c in self.commit_dicts(row[0], checkout, versions, "version")}
@@ -274,7 +274,7 @@ class Versions:
         def build() -> list:
             groups: dict[str, list] = {}
             for sha, path, qual, kind, a, b, sig, doc, bh, text in \
-                    self.store.versions_of_repo_symbols(row[0]):
+                    self.store.code.versions_of_repo_symbols(row[0]):
                 g = groups.get(bh)
                 if g is None:
                     groups[bh] = g = [path, qual, kind, a, b, sig, doc, text, bh, []]

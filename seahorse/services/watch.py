@@ -48,7 +48,7 @@ class Watcher:
         self.debounce_ms = check_int("debounce_ms", debounce_ms, 10, 600_000)
         self.code_index, self.ingest, self.store = code_index, ingest, store
         self.say = progress or (lambda _line: None)
-        indexed = {r[1] for r in store.repo_rows()}
+        indexed = {r[1] for r in store.code.repo_rows()}
         self.targets = [self._target(p, mode, indexed) for p in paths]
         db = store.path
         self.own = set() if isinstance(db, DbUrl) else {str(Path(str(db) + x).resolve())

@@ -20,6 +20,7 @@ class Store(Protocol):
     path: Path
     read_only: bool
     create: bool  # False when opened by a reader: the open writes nothing to a new file
+    code: "CodeStore"  # repositories, symbols, links, git history and versions: their own facet
 
     def close(self) -> None:
         ...
@@ -244,6 +245,132 @@ class Store(Protocol):
     def finish_load(self) -> None:
         ...
 
+    def text_units(self) -> int:
+        ...
+
+    def text_matches(self, match: str) -> int:
+        ...
+
+    # ----- time and lifecycle (store/lifecycle.py) ---------------------------------------
+    def set_document_time(self, doc_id: int, event_time: float | None, norm_hash: str | None) -> None:
+        ...
+
+    def duplicate_of(self, norm_hash: str, source: str) -> tuple | None:
+        ...
+
+    def close_document(self, doc_id: int, valid_to: float, superseded_by: int | None,
+                       source: str | None = None) -> None:
+        ...
+
+    def link_superseded(self, old_doc: int, new_doc: int) -> None:
+        ...
+
+    def doc_times(self, doc_ids: Sequence[int]
+                  ) -> dict[int, tuple[float, float | None, int | None, float | None]]:
+        ...
+
+    def docs_in_time(self, since: float | None, until: float | None, as_of: float | None) -> list[int]:
+        ...
+
+    def closed_documents(self) -> list[int]:
+        ...
+
+    def set_tags(self, doc_id: int, tags: Sequence[str]) -> None:
+        ...
+
+    def tags_of(self, doc_ids: Sequence[int]) -> dict[int, list[str]]:
+        ...
+
+    def memory_versions(self, scope: str, key: str) -> list[int]:
+        ...
+
+    def memory_version(self, doc_id: int) -> dict | None:
+        ...
+
+    def memories_matching(self, key: str | None, scope: str | None, tag: str | None,
+                          before: float | None) -> list[tuple[str, str, int]]:
+        ...
+
+    def list_memories(self, after: int, limit: int, scope: str | None, kind: str | None,
+                      tag: str | None, since: float | None, until: float | None,
+                      current: bool) -> list[tuple]:
+        ...
+
+    def list_documents(self, after: int, limit: int, prefix: str | None, tag: str | None,
+                       since: float | None, until: float | None, memories: bool) -> list[tuple]:
+        ...
+
+    def restore_document(self, doc_id: int, created_at: float, updated_at: float,
+                         event_time: float | None, valid_to: float | None) -> None:
+        ...
+
+    def restore_memory(self, scope: str, key: str, created_at: float, updated_at: float,
+                       history: Sequence[tuple[float | None, float]]) -> None:
+        ...
+
+    def vacuum(self) -> None:
+        ...
+
+    def integrity(self) -> dict:
+        ...
+
+    def damage(self) -> str | None:
+        ...
+
+    def add_turn(self, doc_id: int, conversation: str, seq: int, speaker: str | None,
+                 turn_id: str | None, session: str | None) -> None:
+        ...
+
+    def turn(self, doc_id: int) -> tuple | None:
+        ...
+
+    def turn_passages(self, conversation: str, lo: int, hi: int) -> list[tuple[int, str | None, int]]:
+        """(seq, session, first passage node id) of a conversation's turns lo..hi."""
+        ...
+
+    def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
+        ...
+
+    def event_times(self) -> list[tuple[int, float]]:
+        """(doc_id, event_time) of every document that says when what it tells happened."""
+        ...
+
+    def turn_speakers(self) -> list[tuple[int, str]]:
+        """(doc_id, speaker) of every turn that names its speaker."""
+        ...
+
+    def last_turn_seq(self, conversation: str) -> int:
+        ...
+
+    def node_phrase_keys(self, node_ids: Sequence[int]) -> dict[int, set[str]]:
+        ...
+
+    # ----- whole-repository analyses and usage analytics (store/analysis.py) --------------
+    def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
+        ...
+
+    def repo_declarations(self, repo_id: int) -> list[tuple]:
+        ...
+
+    def repo_links_in(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
+        ...
+
+    def add_usage(self, rows: Sequence[tuple]) -> None:
+        ...
+
+    def add_usage_now(self, rows: Sequence[tuple], wait_s: float) -> bool:
+        ...
+
+    def usage_rows(self, since: float | None = None) -> list[tuple]:
+        ...
+
+
+@runtime_checkable
+class CodeStore(Protocol):
+    """The code facet of a store (``store.code``): repositories, files, symbols, references,
+    directed code links, the parse cache, git history and indexed versions. Only the code
+    services ask for it; it writes through its store's transaction (``atomic``)."""
+
     def repo_rows(self) -> list[tuple]:
         ...
 
@@ -372,12 +499,6 @@ class Store(Protocol):
     def refs_named(self, name: str, repo_id: int) -> list[tuple[int, str, int]]:
         ...
 
-    def text_units(self) -> int:
-        ...
-
-    def text_matches(self, match: str) -> int:
-        ...
-
     def repo_text_units(self, repo_id: int) -> int:
         ...
 
@@ -390,101 +511,6 @@ class Store(Protocol):
     def history_shape(self, repo_id: int) -> tuple[int, int]:
         ...
 
-    # ----- time and lifecycle (store/lifecycle.py) ---------------------------------------
-    def set_document_time(self, doc_id: int, event_time: float | None, norm_hash: str | None) -> None:
-        ...
-
-    def duplicate_of(self, norm_hash: str, source: str) -> tuple | None:
-        ...
-
-    def close_document(self, doc_id: int, valid_to: float, superseded_by: int | None,
-                       source: str | None = None) -> None:
-        ...
-
-    def link_superseded(self, old_doc: int, new_doc: int) -> None:
-        ...
-
-    def doc_times(self, doc_ids: Sequence[int]
-                  ) -> dict[int, tuple[float, float | None, int | None, float | None]]:
-        ...
-
-    def docs_in_time(self, since: float | None, until: float | None, as_of: float | None) -> list[int]:
-        ...
-
-    def closed_documents(self) -> list[int]:
-        ...
-
-    def set_tags(self, doc_id: int, tags: Sequence[str]) -> None:
-        ...
-
-    def tags_of(self, doc_ids: Sequence[int]) -> dict[int, list[str]]:
-        ...
-
-    def memory_versions(self, scope: str, key: str) -> list[int]:
-        ...
-
-    def memory_version(self, doc_id: int) -> dict | None:
-        ...
-
-    def memories_matching(self, key: str | None, scope: str | None, tag: str | None,
-                          before: float | None) -> list[tuple[str, str, int]]:
-        ...
-
-    def list_memories(self, after: int, limit: int, scope: str | None, kind: str | None,
-                      tag: str | None, since: float | None, until: float | None,
-                      current: bool) -> list[tuple]:
-        ...
-
-    def list_documents(self, after: int, limit: int, prefix: str | None, tag: str | None,
-                       since: float | None, until: float | None, memories: bool) -> list[tuple]:
-        ...
-
-    def restore_document(self, doc_id: int, created_at: float, updated_at: float,
-                         event_time: float | None, valid_to: float | None) -> None:
-        ...
-
-    def restore_memory(self, scope: str, key: str, created_at: float, updated_at: float,
-                       history: Sequence[tuple[float | None, float]]) -> None:
-        ...
-
-    def vacuum(self) -> None:
-        ...
-
-    def integrity(self) -> dict:
-        ...
-
-    def damage(self) -> str | None:
-        ...
-
-    def add_turn(self, doc_id: int, conversation: str, seq: int, speaker: str | None,
-                 turn_id: str | None, session: str | None) -> None:
-        ...
-
-    def turn(self, doc_id: int) -> tuple | None:
-        ...
-
-    def turn_passages(self, conversation: str, lo: int, hi: int) -> list[tuple[int, str | None, int]]:
-        """(seq, session, first passage node id) of a conversation's turns lo..hi."""
-        ...
-
-    def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
-        ...
-
-    def event_times(self) -> list[tuple[int, float]]:
-        """(doc_id, event_time) of every document that says when what it tells happened."""
-        ...
-
-    def turn_speakers(self) -> list[tuple[int, str]]:
-        """(doc_id, speaker) of every turn that names its speaker."""
-        ...
-
-    def last_turn_seq(self, conversation: str) -> int:
-        ...
-
-    def node_phrase_keys(self, node_ids: Sequence[int]) -> dict[int, set[str]]:
-        ...
-
-    # ----- issue 24: versions beside HEAD (store/versions.py), walks and the map (store/codewalk.py)
     def version_row(self, repo_id: int, sha: str) -> tuple | None:
         ...
 
@@ -526,23 +552,4 @@ class Store(Protocol):
         ...
 
     def symbols_in_file(self, repo_id: int, path: str) -> list[tuple[int, str, str]]:
-        ...
-
-    # ----- whole-repository analyses and usage analytics (store/analysis.py) --------------
-    def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
-        ...
-
-    def repo_declarations(self, repo_id: int) -> list[tuple]:
-        ...
-
-    def repo_links_in(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
-        ...
-
-    def add_usage(self, rows: Sequence[tuple]) -> None:
-        ...
-
-    def add_usage_now(self, rows: Sequence[tuple], wait_s: float) -> bool:
-        ...
-
-    def usage_rows(self, since: float | None = None) -> list[tuple]:
         ...

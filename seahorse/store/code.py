@@ -1,6 +1,7 @@
 """The code tables of the SQLite store: repositories, files, symbols, references, directed
-code links, the parse cache and git history. Mixed into :class:`SQLiteStore`; every statement
-about code lives here, so a second backend implements these methods and nothing else moves.
+code links, the parse cache and git history. Part of the store's code facet, ``store.code``
+(:class:`~seahorse.store.codestore.SQLiteCode`); every statement about code lives here, so a
+second backend implements these methods and nothing else moves.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ _REPO_DOCS = ("SELECT doc_id FROM code_files WHERE repo_id=? UNION "
 
 
 class CodeTables:
-    """Methods over the code tables; ``self.db`` and ``self.atomic`` come from the store."""
+    """Methods over the code tables; ``self.db`` is the store's connection and ``self.store``
+    the store (its transaction, and the document and edges of a history)."""
 
     db: object
+    store: object
 
     # ----- repositories ---------------------------------------------------------------
     def repo_rows(self) -> list[tuple]:
@@ -49,7 +52,7 @@ class CodeTables:
     def ensure_repo(self, root: str, name: str, is_git: bool, head: str | None) -> tuple[int, int]:
         """The repository's id and the id of the document its commits belong to (both made on
         first sight), in one transaction."""
-        with self.atomic():
+        with self.store.atomic():
             row = self.db.execute("SELECT id, history_doc FROM repos WHERE root=?", (root,)).fetchone()
             if row is None:
                 cur = self.db.execute(
@@ -58,7 +61,7 @@ class CodeTables:
                 row = (int(cur.lastrowid), None)
             repo_id, history_doc = row
             if history_doc is None:
-                history_doc = self.insert_document(f"{root}#history", f"{name} history", "history",
+                history_doc = self.store.insert_document(f"{root}#history", f"{name} history", "history",
                                                    {"repo": root}, extractor="none")
                 self.db.execute("UPDATE repos SET history_doc=?, is_git=? WHERE id=?",
                                 (history_doc, int(is_git), repo_id))
@@ -85,7 +88,7 @@ class CodeTables:
         return row[0] if row else None
 
     def cache_parse(self, blob: str, parser: str, data: str) -> None:
-        with self.atomic():
+        with self.store.atomic():
             self.db.execute("INSERT OR REPLACE INTO parse_cache VALUES (?, ?, ?)", (blob, parser, data))
 
     def put_code_file(self, doc_id: int, repo_id: int, path: str, blob: str, kind: str,
@@ -114,7 +117,7 @@ class CodeTables:
     def add_code_links(self, links: Sequence[tuple[tuple[int, int, str], float]]) -> None:
         """Directed code links (callers, callees) and their undirected, weighted graph edges."""
         self.db.executemany("INSERT OR IGNORE INTO code_links VALUES (?, ?, ?)", [k for k, _w in links])
-        self.add_edges((s, d, k, w) for (s, d, k), w in links)
+        self.store.add_edges((s, d, k, w) for (s, d, k), w in links)
 
     def clear_repo_links(self, repo_id: int, kinds: Sequence[str]) -> None:
         """Drop the cross-file links (of ``kinds``) that start in one repository."""
@@ -309,16 +312,6 @@ class CodeTables:
             "SELECT r.node_id, r.kind, min(r.line) FROM symbol_refs r JOIN symbols s ON s.node_id=r.node_id "
             "WHERE r.name=? AND s.repo_id=? GROUP BY r.node_id, r.kind, s.path ORDER BY s.path, min(r.line)",
             (name, repo_id)).fetchall()
-
-    def text_units(self) -> int:
-        """How many rows the full-text index holds (passages, symbols, memories, commits):
-        counted in its size table, one row per document (a count over the index itself reads
-        its external content table: 128 ms against 4 ms at 100k passages)."""
-        return self.db.execute("SELECT count(*) FROM passages_fts_docsize").fetchone()[0]
-
-    def text_matches(self, match: str) -> int:
-        return self.db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
-                               (match,)).fetchone()[0]
 
     def repo_text_units(self, repo_id: int) -> int:
         """How many full-text rows belong to one repository (its files' nodes, its commits)."""

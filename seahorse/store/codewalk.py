@@ -1,6 +1,6 @@
 """Reads for dependency walks, the repository map and index status (issue 24): directed code
-links in bulk, a repository's declarations and links. Mixed
-into :class:`SQLiteStore`; reads only."""
+links in bulk, a repository's declarations and links. Part of the store's code facet,
+``store.code``; reads only."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .inlists import _chunks, _marks
 
 
 class CodeWalks:
-    """Bulk reads over ``code_links`` and ``symbols``; ``self.db`` comes from the store."""
+    """Bulk reads over ``code_links`` and ``symbols``; ``self.db`` is the store's connection."""
 
     db: object
 

@@ -202,6 +202,17 @@ class DocumentRows:
         return (np.array([r[0] for r in rows], dtype=np.int64),
                 _from_blobs([r[1] for r in rows], dim) if values else None)
 
+    # ----- the full-text index -------------------------------------------------------
+    def text_units(self) -> int:
+        """How many rows the full-text index holds (passages, symbols, memories, commits):
+        counted in its size table, one row per document (a count over the index itself reads
+        its external content table: 128 ms against 4 ms at 100k passages)."""
+        return self.db.execute("SELECT count(*) FROM passages_fts_docsize").fetchone()[0]
+
+    def text_matches(self, match: str) -> int:
+        return self.db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
+                               (match,)).fetchone()[0]
+
     # ----- vectors the store scores itself (PostgreSQL's pgvector; not SQLite) -----------
     serves_vectors = False
 

@@ -29,6 +29,7 @@ from ..config import DbUrl
 from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, SeahorseError, StorageError
 from .code import _REPO_DOCS
 from .codec import _from_blobs, _to_blobs, recode
+from .codestore import SQLiteCode
 from .pg_migrations import PG_MIGRATIONS
 from .sqlite import BUSY_TIMEOUT_S, SQLiteStore
 
@@ -44,23 +45,22 @@ _NUMBERED = re.compile(r"\?(\d+)")
 
 
 class _Result:
-    """What a statement returned, read like an sqlite3 cursor."""
+    """What a statement returned, read like an sqlite3 cursor: rows are converted to Python as
+    they are asked for (``fetchone`` converts one), from the result the server sent."""
 
     def __init__(self, cur: psycopg.Cursor | None, lastrowid: int | None = None) -> None:
-        self._rows = cur.fetchall() if cur is not None and cur.description else []
+        self._cur = cur if cur is not None and cur.description else None
         self.rowcount = cur.rowcount if cur is not None else 0
         self.lastrowid = lastrowid
 
     def fetchone(self):
-        return self._rows.pop(0) if self._rows else None
+        return self._cur.fetchone() if self._cur is not None else None
 
     def fetchall(self) -> list:
-        rows, self._rows = self._rows, []
-        return rows
+        return self._cur.fetchall() if self._cur is not None else []
 
     def fetchmany(self, size: int) -> list:
-        rows, self._rows = self._rows[:size], self._rows[size:]
-        return rows
+        return self._cur.fetchmany(size) if self._cur is not None else []
 
     def __iter__(self) -> Iterator:
         return iter(self.fetchall())
@@ -324,9 +324,40 @@ def connect_error(exc: psycopg.Error, url: DbUrl) -> SeahorseError:
                         code="db_unavailable")
 
 
+class PgCode(SQLiteCode):
+    """The code facet on PostgreSQL: the SQLite statements over the server's connection, but
+    the full-text counts and the commit search read ``nodes.tsv`` (no FTS5 table)."""
+
+    def repo_text_units(self, repo_id: int) -> int:
+        return self.db.execute(f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) "
+                               "AND n.tsv IS NOT NULL", (repo_id, repo_id)).fetchone()[0]
+
+    def repo_text_matches(self, repo_id: int, match: str) -> int:
+        q = _tsquery(match)
+        if not q:
+            return 0
+        return self.db.execute(
+            f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) AND "
+            "n.tsv @@ websearch_to_tsquery('english', ?)", (repo_id, repo_id, q)).fetchone()[0]
+
+    def commit_fts(self, repo_id: int | None, match: str, limit: int) -> list[tuple[int, float]]:
+        q = _tsquery(match)
+        if not q:
+            return []
+        scope = "" if repo_id is None else " AND c.repo_id = ?"
+        args = (q,) if repo_id is None else (q, repo_id)
+        rows = self.db.execute(
+            "SELECT n.id, ts_rank(n.tsv, q, 1) AS r FROM nodes n JOIN commits c ON c.node_id = n.id, "
+            "websearch_to_tsquery('english', ?) q WHERE n.tsv @@ q" + scope
+            + " ORDER BY r DESC, n.id LIMIT ?", (*args, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+
 class PostgresStore(SQLiteStore):
     """The store in a PostgreSQL database (``postgresql://`` URL): the same methods, the same
     transactions (``atomic``), the same change log."""
+
+    _code_facet = PgCode
 
     def __init__(self, url: DbUrl, *, read_only: bool | None = None, create: bool = True) -> None:
         self.path = url  # type: ignore[assignment]  (printed without the password)
@@ -496,27 +527,3 @@ class PostgresStore(SQLiteStore):
             return 0
         return self.db.execute("SELECT count(*) FROM nodes WHERE tsv @@ websearch_to_tsquery('english', ?)",
                                (q,)).fetchone()[0]
-
-    def repo_text_units(self, repo_id: int) -> int:
-        return self.db.execute(f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) "
-                               "AND n.tsv IS NOT NULL", (repo_id, repo_id)).fetchone()[0]
-
-    def repo_text_matches(self, repo_id: int, match: str) -> int:
-        q = _tsquery(match)
-        if not q:
-            return 0
-        return self.db.execute(
-            f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) AND "
-            "n.tsv @@ websearch_to_tsquery('english', ?)", (repo_id, repo_id, q)).fetchone()[0]
-
-    def commit_fts(self, repo_id: int | None, match: str, limit: int) -> list[tuple[int, float]]:
-        q = _tsquery(match)
-        if not q:
-            return []
-        scope = "" if repo_id is None else " AND c.repo_id = ?"
-        args = (q,) if repo_id is None else (q, repo_id)
-        rows = self.db.execute(
-            "SELECT n.id, ts_rank(n.tsv, q, 1) AS r FROM nodes n JOIN commits c ON c.node_id = n.id, "
-            "websearch_to_tsquery('english', ?) q WHERE n.tsv @@ q" + scope
-            + " ORDER BY r DESC, n.id LIMIT ?", (*args, limit)).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]

@@ -16,6 +16,7 @@ import sqlite3
 import stat
 import time
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote
@@ -24,14 +25,12 @@ import numpy as np
 
 from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
 from .analysis import AnalysisTables
-from .code import CodeTables
 from .codec import _from_blobs, _to_blob, _to_blobs, recode  # noqa: F401  (_to_blob: imported from here)
-from .codewalk import CodeWalks
+from .codestore import SQLiteCode
 from .docrows import DocumentRows
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
 from .lifecycle import Lifecycle
 from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .versions import VersionTables
 
 BUSY_TIMEOUT_S = 10.0
 WRITE_WAIT_S = 120.0  # the longest a write waits for other writers before it is refused
@@ -159,8 +158,7 @@ def _fs_read_only(path: Path) -> bool:
         return False
 
 
-class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, AnalysisTables,
-                  DocumentRows):
+class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
     """Every read and write of the knowledge graph goes through here.
 
     ``create`` (default True) lets the open make a new store in a missing or empty file;
@@ -185,6 +183,13 @@ class SQLiteStore(CodeTables, GraphReads, Lifecycle, VersionTables, CodeWalks, A
         except BaseException:
             self.db.close()  # the caller never gets the store, so it cannot close it
             raise
+
+    _code_facet = SQLiteCode  # the class of ``store.code`` (PostgreSQL's subclasses it)
+
+    @cached_property
+    def code(self) -> SQLiteCode:
+        """The code facet: repositories, symbols, links, history, versions (store/codestore.py)."""
+        return self._code_facet(self)
 
     # ----- connection -------------------------------------------------------------------
     def _detect_read_only(self) -> bool:

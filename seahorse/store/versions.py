@@ -6,7 +6,7 @@ are indexed as versions), ``version_files`` (path -> blob of each code file in t
 the text full-text search reads and the references edges are resolved from). Blobs are shared by
 every version holding them, so a new version parses only the blobs no version had. None of these
 rows is a node, an edge or a full-text row: the HEAD index, its graph and its search are not
-touched by indexing a version. Mixed into :class:`SQLiteStore`.
+touched by indexing a version. Part of the store's code facet, ``store.code``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .inlists import _chunks, _marks
 
 
 class VersionTables:
-    """Methods over the version tables; ``self.db`` and ``self.atomic`` come from the store."""
+    """Methods over the version tables; ``self.db`` is the store's connection, ``self.store`` the store."""
 
     db: object
 
