@@ -55,7 +55,9 @@ def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
     if size == dim + 4 and dim > 4:
         block = np.frombuffer(raw, dtype=np.uint8).reshape(rows, size)
         scale = block[:, dim:].copy().view("<f4").reshape(rows, 1)
-        return block[:, :dim].view(np.int8).astype(np.float32) * scale
+        out = block[:, :dim].view(np.int8).astype(np.float32)
+        out *= scale  # in place: a query decodes thousands of facts
+        return out
     if size == 2 * dim:
         return np.frombuffer(raw, dtype="<f2").reshape(rows, dim).astype(np.float32)
     return np.frombuffer(raw, dtype=np.float32).reshape(rows, -1).copy()
