@@ -258,6 +258,23 @@ class CSR:
         return out
 
 
+def _summed(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, width: int,
+            also: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Triples with repeated (row, column) pairs added up, sorted by row then column; ``also``
+    (one number per triple) is added up the same way (the last array; zeros without it)."""
+    key = rows * max(width, 1) + cols
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    total = np.add.reduceat(vals[order], starts) if len(starts) else np.zeros(0)
+    extra = (np.add.reduceat(also[order], starts) if also is not None and len(starts)
+             else np.zeros(len(starts)))
+    r, c = np.divmod(key[starts], max(width, 1))
+    return r, c, total, extra
+
+
 def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """``arange(s, s + c)`` for each (start, count), concatenated, without a loop."""
     ends = np.cumsum(counts)
@@ -419,21 +436,25 @@ class Patched:
 
     def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR | Patched":
         """This matrix with these triples added: repeated pairs add up, and an entry this
-        change brings to 0 goes (an explicit 0 already there stays, as in a fresh build)."""
+        change brings to 0 goes (an explicit 0 already there stays, as in a fresh build). The
+        work is the change's and its rows' entries, not the matrix's: no array of one number
+        per row is built."""
         if not len(rows):
             return self
-        ar, ac, av = CSR.from_coo(rows, cols, vals, self.n, drop_zeros=True).entries()
+        ar, ac, av, _ = _summed(np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),
+                                np.asarray(vals, dtype=np.float64), self.n)
+        nonzero = av.astype(np.float32) != 0
+        ar, ac, av = ar[nonzero], ac[nonzero], av[nonzero]
         if not len(ar):
             return self
         touched = np.unique(ar)
         c0, w0, k0 = self.gather(touched)
-        r_all = np.concatenate([np.repeat(touched, k0), ar])
-        c_all = np.concatenate([c0.astype(np.int64), ac])
-        summed = CSR.from_coo(r_all, c_all, np.concatenate([w0, av]), self.n)
-        hit = CSR.from_coo(r_all, c_all, np.r_[np.zeros(len(c0)), np.ones(len(ac))], self.n)
-        keep = (summed.data != 0) | (hit.data == 0)
-        return self._replaced(touched, summed.row_of_entries()[keep], summed.indices[keep],
-                              summed.data[keep])
+        r, c, total, hit = _summed(np.concatenate([np.repeat(touched, k0), ar]),
+                                   np.concatenate([c0.astype(np.int64), ac]),
+                                   np.concatenate([w0, av]), self.n,
+                                   np.r_[np.zeros(len(c0)), np.ones(len(ac))])
+        keep = (total.astype(np.float32) != 0) | (hit == 0)
+        return self._replaced(touched, r[keep], c[keep], total[keep])
 
     def without(self, vertices: np.ndarray) -> "CSR | Patched":
         """The rows and columns of ``vertices`` emptied (the matrix is symmetric: the rows
