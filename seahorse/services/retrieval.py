@@ -205,9 +205,9 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     lex = store.fts_search(fts_match(query_terms(query)), LEXICAL_CANDIDATES)
     if lex:
         lex_scores = scale_lexical(np.array([s for _i, s in lex]), FLAT)
-        for (node_id, raw), norm in zip(lex, lex_scores):
-            v = g.index.get(node_id)
-            if v is not None:
+        at = g.index.lookup([node_id for node_id, _s in lex]).tolist()  # one search, not one each
+        for (_node_id, raw), norm, v in zip(lex, lex_scores, at):
+            if v >= 0:
                 seeds[v] += settings.lexical_prior * float(norm)
                 lexical[v] = raw
     if "commit" in kinds:
