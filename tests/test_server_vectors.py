@@ -201,7 +201,10 @@ def test_vacuum_rewrites_an_older_files_float16_vectors_as_int8(tmp_path, reques
     old = Engine(Settings(db_path=db, embedder="hash"))
     try:
         assert old.search("cooling a Raspberry Pi").hits  # float16 reads
-        old.vacuum()
+        rows = sum(old.store.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("vectors", "facts"))
+        out = old.vacuum()
+        assert out["vectors_rewritten"] == rows > 0
+        assert old.vacuum()["vectors_rewritten"] == 0  # nothing left to rewrite
         got = {len(bytes(r[0])) for t in ("vectors", "facts")
                for r in old.store.db.execute(f"SELECT vec FROM {t}").fetchall()}
         assert got == {dim + 4}

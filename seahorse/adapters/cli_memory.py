@@ -102,7 +102,8 @@ def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentPar
                          "(repeatable; e.g. text=body)")
     im.add_argument("--any-embedder", action="store_true",
                     help="import an export of a store embedded by another model (texts are embedded again)")
-    sub.add_parser("vacuum", parents=[common], help="shrink the file after deletes")
+    sub.add_parser("vacuum", parents=[common],
+                   help="shrink the file: free deleted rows' pages, rewrite older vectors as int8")
 
     se = sub.add_parser("setup", parents=[common],
                         help="write (or print) an MCP client's configuration for this store")
@@ -311,7 +312,9 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
             text += f"; skipped {out['skipped']} already stored unchanged"
         return text
     if command == "vacuum":
-        return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes"
+        recoded = (f"; {out['vectors_rewritten']:,} older vectors rewritten as int8"
+                   if out.get("vectors_rewritten") else "")
+        return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes{recoded}"
     if command == "setup":
         return out["text"] if "text" in out else f"wrote {out['path']}"
     return None

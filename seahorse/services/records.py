@@ -143,8 +143,9 @@ class Records:
     # ----- vacuum -----------------------------------------------------------------------------
     def vacuum(self) -> dict:
         before = self.store.file_size()
-        self.store.vacuum()
-        return {"db": str(self.store.path), "bytes_before": before, "bytes_after": self.store.file_size()}
+        recoded = self.store.vacuum()
+        return {"db": str(self.store.path), "bytes_before": before, "bytes_after": self.store.file_size(),
+                "vectors_rewritten": recoded}
 
 
 # An export's times are ones a date can name: a bad one already stored (services/timeline.py,

@@ -308,7 +308,7 @@ class Store(Protocol):
                        history: Sequence[tuple[float | None, float]]) -> None:
         ...
 
-    def vacuum(self) -> None:
+    def vacuum(self) -> int:
         ...
 
     def integrity(self) -> dict:

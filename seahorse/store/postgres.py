@@ -480,17 +480,21 @@ class PostgresStore(SQLiteStore):
     def optimize(self) -> None:
         self.db.execute("ANALYZE")
 
-    def vacuum(self) -> None:
+    def vacuum(self) -> int:
         """Rewrite older float16 vectors as int8 (and pgvector's copy from them, so both
-        backends score the same rows), then reclaim the space of deleted rows for reuse (the
-        connection is in autocommit, as VACUUM needs); the server owns the files."""
+        backends score the same rows; returns how many), then reclaim the space of deleted
+        rows for reuse (the connection is in autocommit, as VACUUM needs); the server owns
+        the files."""
         dim = self.meta().get("dim")
+        recoded = 0
         if dim:
             with self.atomic():
-                if recode(self.db, int(dim)):
+                recoded = recode(self.db, int(dim))
+                if recoded:
                     self.db.execute("DELETE FROM dense_vectors")
                     _fill_dense_vectors(self.db.conn)
         self.db.execute("VACUUM ANALYZE")
+        return recoded
 
     def integrity(self) -> dict:
         """The server checks its own pages; nothing for `doctor` to run here."""

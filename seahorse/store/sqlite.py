@@ -558,24 +558,27 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
                 "writers; retry when they finish", code="busy")
         return SeahorseError(f"database error on {self.path}: {msg}")
 
-    def vacuum(self) -> None:
+    def vacuum(self) -> int:
         """Give the pages of deleted rows back to the file system (outside any transaction),
-        after rewriting an older file's float16 and float32 vectors as int8 (one transaction).
-        Refused like any write on a read-only or damaged store; a failure is one line."""
+        after rewriting an older file's float16 and float32 vectors as int8 (one transaction;
+        returns how many). Refused like any write on a read-only or damaged store; a failure
+        is one line."""
         if self.read_only:
             raise ReadOnlyDatabase(self._why_read_only())
         if self.db.damaged is not None:
             self.db.damage_said = True
             raise self.db.damaged
         dim = self.meta().get("dim")
+        recoded = 0
         if dim:
             with self.atomic():
-                recode(self.db, int(dim))
+                recoded = recode(self.db, int(dim))
         try:
             for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
                 self.db.execute(sql)
         except sqlite3.OperationalError as exc:
             raise self._translate(exc) from None
+        return recoded
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
