@@ -201,7 +201,8 @@ def test_vacuum_rewrites_an_older_files_float16_vectors_as_int8(tmp_path, reques
     old = Engine(Settings(db_path=db, embedder="hash"))
     try:
         assert old.search("cooling a Raspberry Pi").hits  # float16 reads
-        rows = sum(old.store.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("vectors", "facts"))
+        rows = sum(old.store.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                   for t in ("vectors", "facts"))
         out = old.vacuum()
         assert out["vectors_rewritten"] == rows > 0
         assert old.vacuum()["vectors_rewritten"] == 0  # nothing left to rewrite
