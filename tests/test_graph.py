@@ -640,6 +640,8 @@ def test_a_change_applied_equals_a_fresh_build(change: str) -> None:
     assert np.allclose(got.adj.toarray(), want.adj.toarray())
     assert np.array_equal(got.degree, want.degree) and np.allclose(got.strength, want.strength)
     assert got.kinds.tolist() == want.kinds.tolist()
+    assert got.phrase.tolist() == want.phrase.tolist() == (want.kinds == "phrase").tolist()
+    assert np.array_equal(got.hub_self, want.hub_self)
     moved = {"node alone": [], "edge": [3, 4], "re-weight": [0, 2], "removal": [0, 1],
              "kind": [], "nothing": []}[change]
     assert got.changed.tolist() == moved

@@ -308,14 +308,18 @@ def hub_threshold(degree: np.ndarray) -> float | None:
 
 
 def hub_residual_shares(degree: np.ndarray, eligible: np.ndarray) -> np.ndarray:
-    """Residual share ``s`` per vertex: non-zero only for hubs among the eligible vertices."""
-    threshold = hub_threshold(degree)
-    if threshold is None:
-        return np.zeros(len(degree))
-    avg = float(degree[degree > 0].mean())
-    hubs = eligible & (degree >= threshold)
-    share = np.minimum(0.95, 0.8 * degree / (degree + avg))
-    return np.where(hubs, share, 0.0)
+    """Residual share ``s`` per vertex: non-zero only for hubs among the eligible vertices
+    (computed for those alone: a write at 100k passages pays this over 689k vertices)."""
+    active = degree > 0
+    out = np.zeros(len(degree))
+    if not active.any():
+        return out
+    avg = float(degree[active].mean())
+    threshold = max(HUB_MIN_DEGREE, HUB_FACTOR * avg)  # hub_threshold's, from the same mean
+    hubs = np.flatnonzero(eligible & (degree >= threshold))
+    d = degree[hubs]
+    out[hubs] = np.minimum(0.95, 0.8 * d / (d + avg))
+    return out
 
 
 class VertexIndex:
@@ -446,6 +450,7 @@ class GraphCache:
     _push: PushTerms | None = field(default=None, repr=False)
     _pagerank: dict[float, np.ndarray] = field(default_factory=dict, repr=False)
     _marks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    phrase: np.ndarray | None = None  # kinds == "phrase", kept beside them (an object compare costs)
 
     def __post_init__(self) -> None:
         if self.index is None:
@@ -478,14 +483,17 @@ class GraphCache:
 
     @classmethod
     def assemble(cls, version: int, node_ids: np.ndarray, kinds: np.ndarray, doc_ids: np.ndarray,
-                 adj: Adjacency, index: VertexIndex | None = None) -> "GraphCache":
+                 adj: Adjacency, index: VertexIndex | None = None,
+                 phrase: np.ndarray | None = None) -> "GraphCache":
         """The cache of these vertex arrays and adjacency (degrees, hub shares derived; the
-        adjacency's row sums and counts are its own, carried over a change)."""
+        adjacency's row sums and counts are its own, carried over a change). ``phrase`` is
+        ``kinds == "phrase"`` when the caller has it."""
         degree = adj.row_counts().astype(np.float64)
-        hub_self = hub_residual_shares(degree, kinds == "phrase")
+        phrase = kinds == "phrase" if phrase is None else phrase
+        hub_self = hub_residual_shares(degree, phrase)
         strength = adj.row_sums()
         return cls(version, node_ids, kinds, doc_ids, adj, degree, hub_self,
-                   index or VertexIndex(node_ids), strength)
+                   index or VertexIndex(node_ids), strength, phrase=phrase)
 
     @property
     def n(self) -> int:

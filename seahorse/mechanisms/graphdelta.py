@@ -37,6 +37,8 @@ def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
     node_ids = np.concatenate([g.node_ids, np.array([n[0] for n in delta.nodes], dtype=np.int64)])
     index = VertexIndex(node_ids) if delta.nodes else g.index
     kinds = np.concatenate([g.kinds, np.array([n[1] for n in delta.nodes], dtype=object)])
+    phrase = np.concatenate([g.kinds == "phrase" if g.phrase is None else g.phrase,
+                             np.array([n[1] == "phrase" for n in delta.nodes], dtype=bool)])
     doc_ids = np.concatenate([g.doc_ids, np.array([-1 if n[2] is None else n[2] for n in delta.nodes],
                                                   dtype=np.int64)])
     n = len(node_ids)
@@ -74,11 +76,13 @@ def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
         if adj is not before:
             changed.append(adj.changed)
         kinds[removed] = ""
+        phrase[removed] = False
         doc_ids[removed] = -1
     for node_id, kind in delta.kinds.items():
         v = index.get(node_id)
         if v is not None:
             kinds[v] = kind
-    out = GraphCache.assemble(version, node_ids, kinds, doc_ids, adj, index)
+            phrase[v] = kind == "phrase"
+    out = GraphCache.assemble(version, node_ids, kinds, doc_ids, adj, index, phrase)
     out.changed = np.unique(np.concatenate(changed))
     return out
