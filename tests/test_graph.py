@@ -446,18 +446,56 @@ def test_local_walk_with_room_for_one_node_keeps_the_heaviest_seed(budget: int) 
     assert res.nodes.tolist() == [3] and res.scores.tolist() == [1.0]
 
 
-def test_local_walk_fills_the_budget_from_a_hub_and_no_more() -> None:
-    """A path of 10 from the seed to a phrase hub with 20,000 leaves: a budget of 50 walks the
-    path and 40 leaves (equal inflow: the lowest indices), however many the hub passes to."""
+def test_local_walk_fills_the_budget_from_a_hub_and_no_more(monkeypatch) -> None:
+    """A path of 10 from the seed to a phrase hub with 20,000 leaves: without the entry bound a
+    budget of 50 walks the path and 40 leaves (equal inflow: the lowest indices), however many
+    the hub passes to; with it, the hub's 20,001 entries do not fit 50 x ENTRIES_PER_NODE, so
+    the walk closes at the path and leaves the hub out."""
+    from seahorse.mechanisms import graph
+
     n = 20_010
     pairs = [(i, i + 1) for i in range(9)] + [(9, 10 + j) for j in range(20_000)]
     cache = _cache(n, pairs, np.ones(len(pairs)))
     assert cache.hub_self[9] > 0
     seeds = np.zeros(n)
     seeds[0] = 1.0
+    monkeypatch.setattr(graph, "ENTRIES_PER_NODE", 0)
     res = cache.personalized_pagerank(seeds, 0.5, 50)
     assert res.nodes.tolist() == list(range(50))
     assert res.scores.sum() == pytest.approx(1.0)
+    monkeypatch.undo()
+    assert 20_001 > 50 * graph.ENTRIES_PER_NODE
+    bound = cache.personalized_pagerank(seeds, 0.5, 50)
+    assert bound.nodes.tolist() == list(range(9))
+    assert bound.scores.sum() == pytest.approx(1.0) and (np.diff(bound.scores) < 0).all()
+
+
+@given(seed=st.integers(0, 2**32 - 1), per_node=st.integers(1, 6), budget=st.integers(3, 30))
+def test_local_walk_touches_at_most_its_entry_bound(seed: int, per_node: int, budget: int) -> None:
+    """Beyond its seeds, a walk touches vertices holding at most ENTRIES_PER_NODE x budget
+    adjacency entries, and it stays a distribution."""
+    from seahorse.mechanisms import graph
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(graph, "ENTRIES_PER_NODE", per_node)
+        _entry_bound_holds(seed, per_node, budget)
+
+
+def _entry_bound_holds(seed: int, per_node: int, budget: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 80
+    pairs, w = _connected_graph(n, 2 * n, rng)
+    hubs = rng.choice(n, 3, replace=False)  # a few vertices with many neighbours
+    pairs = pairs + [(int(h), int(j)) for h in hubs for j in rng.choice(n, 25, replace=False) if j != h]
+    w = np.concatenate([w, np.ones(len(pairs) - len(w))])
+    cache = _cache(n, pairs, w)
+    seeds = np.zeros(n)
+    seeds[rng.choice(n, 2, replace=False)] = 1.0
+    res = cache.personalized_pagerank(seeds, 0.5, budget)
+    counts = cache.adj.row_counts()
+    grown = [v for v in res.nodes.tolist() if seeds[v] == 0]
+    assert counts[grown].sum() <= per_node * budget
+    assert (res.scores >= 0).all() and res.scores.sum() == pytest.approx(1.0, abs=1e-9)
 
 
 # ----- global PageRank ----------------------------------------------------------------------

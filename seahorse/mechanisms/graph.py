@@ -37,8 +37,10 @@ once by array operations (no Python loop per vertex or edge):
   ``PUSH_SHARE`` x the largest: ``(1 - d) r`` settles on it and ``d r`` moves on by the rules
   above (``(1 - s)`` of it along the edges in proportion to weight, the hub's ``s`` to ``q``,
   a dangling vertex's all to ``p``). A vertex is touched when mass first reaches it; when a
-  round would touch more vertices than the budget has room for, only those receiving the
-  most mass that round are touched and the touched set is closed.
+  round would touch more vertices than the budget has room for, or vertices holding more
+  adjacency entries than ``ENTRIES_PER_NODE x budget`` less those already touched (the seeds
+  aside), only those receiving the most mass that round are touched, as many as fit, and the
+  touched set is closed.
 * *Settle*: on a closed set the rest of the residual is walked on the touched vertices alone,
   all at once (one sparse product per step, ``x <- d (T_S^T x + ...)``), an edge leaving the set
   carrying its mass nowhere, until under ``SETTLE_TOL`` of residual is left; the scores are
@@ -77,6 +79,13 @@ WALK_TOL = 1e-7
 SETTLE_TOL = 1e-4
 MAX_ROUNDS = 10_000
 MAX_ITER = 200
+# The walk's bound in adjacency entries: a budget of n vertices may touch vertices holding at
+# most ENTRIES_PER_NODE x n entries beyond its seeds (what the push gathers and the settle
+# reads grows with entries, not vertices). At 10k passages a 15,000-vertex walk reads ~18
+# entries a vertex and is never bound by it; at 100k the hubs' rows make it ~115, and the
+# bound holds the walk's cost where the corpus size would have set it (docs/out-of-core.md;
+# scripts/bench_entry_bound.py). 0: no bound.
+ENTRIES_PER_NODE = 32
 
 
 @dataclass
@@ -208,6 +217,7 @@ class LocalWalk:
         self.r[:self.k] = self.p
         self.closed = self.m >= size
         self.rounds = 0
+        self.entry_room = float(size * ENTRIES_PER_NODE) if ENTRIES_PER_NODE else np.inf
 
     def run(self) -> PPRResult:
         while not self.closed and self.r[:self.m].sum() >= WALK_TOL and self.rounds < MAX_ROUNDS:
@@ -244,8 +254,9 @@ class LocalWalk:
         self.r[:self.m] += np.bincount(at[inside], flow[inside], minlength=self.m)
 
     def _admit(self, target: np.ndarray, flow: np.ndarray) -> np.ndarray:
-        """Touch the untouched targets of a round, or, short of room, the ones receiving the
-        most mass (then the set is closed); their positions, -1 for the rest."""
+        """Touch the untouched targets of a round, or, short of room (vertices, or adjacency
+        entries: ``ENTRIES_PER_NODE``), the ones receiving the most mass that fit (then the set
+        is closed); their positions, -1 for the rest."""
         # The distinct targets, sorted, without sorting them all (np.unique did): each
         # target marks its slot (untouched: 0) with its position; the ones whose mark
         # survived are one of each.
@@ -253,16 +264,27 @@ class LocalWalk:
         first = -self.slot[target] - 1 == np.arange(len(target))
         new = np.sort(target[first])
         room = self.budget - self.m
-        if len(new) > room:
+        cost = self.degree[new]
+        full = False  # the entry bound cut this round
+        if len(new) > room or cost.sum() > self.entry_room:
             self.slot[new] = -np.arange(1, len(new) + 1, dtype=np.int32)
             inflow = np.bincount(-self.slot[target] - 1, flow, minlength=len(new))
             self.slot[new] = 0
-            new = new[top_positions(inflow, room)]
+            if len(new) > room:
+                keep = top_positions(inflow, room)
+                new, inflow, cost = new[keep], inflow[keep], cost[keep]
+            if cost.sum() > self.entry_room:  # the most mass first, while their entries fit
+                order = np.argsort(-inflow, kind="stable")  # ties to the lower vertex
+                fit = int(np.searchsorted(np.cumsum(cost[order]), self.entry_room, side="right"))
+                new = np.sort(new[order[:fit]])
+                cost = self.degree[new]
+                full = True
+        self.entry_room -= float(cost.sum())
         self.slot[target] = 0
         self.slot[new] = np.arange(self.m + 1, self.m + len(new) + 1)
         self.nodes[self.m:self.m + len(new)] = new
         self.m += len(new)
-        self.closed = self.m >= self.budget
+        self.closed = self.m >= self.budget or full
         return self.slot[target] - 1
 
     def settle(self, tol: float) -> None:
