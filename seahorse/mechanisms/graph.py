@@ -332,11 +332,11 @@ def hub_threshold(degree: np.ndarray) -> float | None:
 def hub_residual_shares(degree: np.ndarray, eligible: np.ndarray) -> np.ndarray:
     """Residual share ``s`` per vertex: non-zero only for hubs among the eligible vertices
     (computed for those alone: a write at 100k passages pays this over 689k vertices)."""
-    active = degree > 0
     out = np.zeros(len(degree))
-    if not active.any():
+    active = int(np.count_nonzero(degree))
+    if not active:
         return out
-    avg = float(degree[active].mean())
+    avg = float(degree.sum()) / active  # degrees are counts: the sum is exact, so is this mean
     threshold = max(HUB_MIN_DEGREE, HUB_FACTOR * avg)  # hub_threshold's, from the same mean
     hubs = np.flatnonzero(eligible & (degree >= threshold))
     d = degree[hubs]
