@@ -215,8 +215,9 @@ class RetrievalIndex:
         """Vertices of these kinds (cached until the next change)."""
         mask = self._kind_masks.get(kinds)
         if mask is None:
-            wanted = [self._codes[k] for k in kinds if k in self._codes]
-            mask = self._kind_masks[kinds] = np.isin(self.kind_code, wanted)
+            table = np.zeros(256, dtype=bool)  # one gather by code, not a pass per kind
+            table[[self._codes[k] for k in kinds if k in self._codes]] = True
+            mask = self._kind_masks[kinds] = table[self.kind_code]
         return mask
 
     def _code_kinds(self, start: int, also: np.ndarray | None = None) -> None:
