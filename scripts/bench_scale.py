@@ -212,7 +212,7 @@ def db_bytes(db: Path) -> int:
 def db_tables(db: Path, top: int = 8) -> dict[str, int]:
     """Bytes of the largest tables and indexes (SQLite's dbstat; the WAL not yet checkpointed
     is not counted), largest first."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     try:
         rows = con.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name "
                            "ORDER BY 2 DESC LIMIT ?", (top,)).fetchall()

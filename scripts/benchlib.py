@@ -1,8 +1,9 @@
 """Shared helpers for the benchmark scripts: machine facts, fingerprints, metrics, timing.
 
 Importing it puts this checkout's ``seahorse`` ahead of whatever is installed, so a script run
-from a worktree (another commit, side by side) measures that commit's code, not the installed
-one's; ``versions()`` names the folder it came from."""
+from a worktree (another commit, side by side) measures that commit's code in its own process,
+not the installed one's; ``versions()`` names the folder it came from. A child process it
+starts (``python -m seahorse``) needs PYTHONPATH set the same way, as bench_scale.py does."""
 
 from __future__ import annotations
 

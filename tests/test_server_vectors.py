@@ -203,8 +203,10 @@ def test_vacuum_rewrites_an_older_files_float16_vectors_as_int8(tmp_path, reques
         assert old.search("cooling a Raspberry Pi").hits  # float16 reads
         rows = sum(old.store.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                    for t in ("vectors", "facts"))
+        seq = old.store.change_seq()
         out = old.vacuum()
         assert out["vectors_rewritten"] == rows > 0
+        assert old.store.change_seq() == seq  # the same vectors: nothing for others to catch up on
         assert old.vacuum()["vectors_rewritten"] == 0  # nothing left to rewrite
         got = {len(bytes(r[0])) for t in ("vectors", "facts")
                for r in old.store.db.execute(f"SELECT vec FROM {t}").fetchall()}

@@ -315,6 +315,19 @@ def test_float32_and_float16_vectors_of_earlier_versions_stay_readable(store: SQ
     assert len(store.db.execute("SELECT vec FROM vectors WHERE node_id=?", (pids[2],)).fetchone()[0]) == 12
 
 
+def test_vacuum_leaves_vectors_of_four_dimensions_or_fewer_as_float16(store: SQLiteStore) -> None:
+    """At 4 dimensions int8's dim + 4 bytes would equal float16's 2 x dim, so such rows stay
+    float16, and vacuum has nothing to rewrite (it said it rewrote them all, every time)."""
+    _doc, pids = _doc_with_passages(store, "a", ["One.", "Two."])
+    with store.atomic():
+        store.set_meta(dim="4")
+        store.set_vectors("dense", [(pids[0], np.array([0.1, 0.2, 0.3, 0.4])),
+                                    (pids[1], np.array([0.4, 0.3, 0.2, 0.1]))])
+    assert store.vacuum() == 0 and store.vacuum() == 0
+    _ids, mat = store.load_vectors("dense", 4)
+    np.testing.assert_allclose(mat[0], [0.1, 0.2, 0.3, 0.4], rtol=1e-3)
+
+
 def test_stored_int8_rows_quantise_to_themselves() -> None:
     """The resident passage matrix quantises what it reads: a stored row comes back as the
     very int8 values and scale it was written with, so storage adds no second rounding."""

@@ -201,8 +201,9 @@ class CSR:
 
     def within(self, rows: np.ndarray, mask: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The entries of these rows whose column ``mask`` holds: (the row's position in
-        ``rows``, column, weight), each row's entries together and in column order. Only the
+        """The entries of these rows whose column ``mask`` holds (``mask[column] > 0``: a
+        boolean mask, or a slot map whose 0 means out), as (the row's position in ``rows``,
+        column, weight), each row's entries together and in column order. Only the
         columns of the rows are read in full; an entry leaving the mask costs no weight read,
         and a long row is read as a slice instead of entry by entry."""
         rows = np.asarray(rows, dtype=np.int64)
@@ -214,13 +215,13 @@ class CSR:
         ends = np.cumsum(sc)
         pos = ranges(lo[short], sc)
         cols = self.indices[pos]
-        hit = np.flatnonzero(mask[cols])
+        hit = np.flatnonzero(mask[cols] > 0)
         at = [short[np.searchsorted(ends, hit, side="right")]]
         col, weight = [cols[hit]], [self.data[pos[hit]]]
         for i in np.flatnonzero(long).tolist():
             a, b = int(lo[i]), int(lo[i] + counts[i])
             c = self.indices[a:b]
-            k = np.flatnonzero(mask[c])
+            k = np.flatnonzero(mask[c] > 0)
             at.append(np.full(len(k), i, dtype=np.int64))
             col.append(c[k])
             weight.append(self.data[a:b][k])

@@ -296,7 +296,7 @@ class LocalWalk:
         edge leaving the touched set is dropped (``Adjacency.within`` never reads its weight)."""
         m, d = self.m, self.d
         v = self.nodes[:m]
-        row, column, weight = self.adj.within(v, self.slot > 0)
+        row, column, weight = self.adj.within(v, self.slot)  # slot 0: untouched
         at = self.slot[column] - 1
         # float32 in the step (half the bytes to stream; the sums are left with ~1e-7 relative
         # error where the walk stops at SETTLE_TOL of the mass)

@@ -45,10 +45,17 @@ def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
     written before it (``4 * dim``); one file may hold all three."""
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
-    sizes = {len(b) for b in blobs}
-    if len(sizes) == 1:
-        return _decode(b"".join(blobs), len(blobs), sizes.pop(), dim)
-    return np.vstack([_decode(b, 1, len(b), dim) for b in blobs])
+    sizes = [len(b) for b in blobs]
+    if len(set(sizes)) == 1:
+        return _decode(b"".join(blobs), len(blobs), sizes[0], dim)
+    # A file upgraded but not yet vacuumed: one decode per encoding, not one per row.
+    out = np.empty((len(blobs), dim), dtype=np.float32)
+    by_size: dict[int, list[int]] = {}
+    for i, size in enumerate(sizes):
+        by_size.setdefault(size, []).append(i)
+    for size, rows in by_size.items():
+        out[rows] = _decode(b"".join(blobs[i] for i in rows), len(rows), size, dim)
+    return out
 
 
 def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
@@ -66,8 +73,11 @@ def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
 def recode(db, dim: int, block: int = 4096) -> int:
     """Rewrite the float16 and float32 vectors of an older file as int8 (``seahorse vacuum``),
     a block of rows at a time, keyed on the row id so each block starts where the last
-    ended; the caller holds the transaction. Returns the rows rewritten."""
+    ended; the caller holds the transaction. Returns the rows rewritten (none at 4 dimensions
+    or fewer, which stay float16: ``_to_blob``)."""
     done = 0
+    if dim <= 4:
+        return done
     for table, key, where in (("vectors", "node_id", "space = 'dense' AND "), ("facts", "id", "")):
         after = -1
         while True:

@@ -252,7 +252,8 @@ class DocumentRows:
 
 class FactPhrases(Sequence):
     """The phrase id lists of these facts (by id), each read from the store when it is asked
-    for; a fact deleted since has none."""
+    for: read them in the snapshot the facts were read in (a search's), since outside one a
+    fact deleted since has none and a fact id can be reused."""
 
     def __init__(self, db, ids: list[int]) -> None:
         self._db, self._ids = db, ids

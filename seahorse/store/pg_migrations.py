@@ -2,8 +2,8 @@
 it, so a new SQLite migration without its twin fails), each the same change in PostgreSQL's
 words. A shipped one is never edited.
 
-Differences that stay: ids are identity columns; blobs are ``bytea`` (vectors keep the float16
-bytes of ``codec.py``); the text index is a generated ``tsvector`` column of ``nodes`` (every
+Differences that stay: ids are identity columns; blobs are ``bytea`` (vectors keep the bytes of
+``codec.py``: int8 and a scale, float16 in files written before); the text index is a generated ``tsvector`` column of ``nodes`` (every
 node but phrases, like ``fts_texts``) under a GIN index instead of an FTS5 table; the change
 log's triggers are plpgsql and every statement that logs a change also NOTIFYs
 ``seahorse_changes`` (for listeners outside Seahorse; its own processes ask before each search).
@@ -357,9 +357,9 @@ CREATE TABLE phrase_cells(
 );
 """
 
-# pgvector's copy of the passage vectors (float16 values as float32), scored by the server:
+# pgvector's copy of the passage vectors (the stored values as float32), scored by the server:
 # a process keeps no vector of a PostgreSQL store (services/state.py). Filled from ``vectors``
-# by PostgresStore.fill_dense_vectors when this runs (the float16 blobs are decoded in Python)
+# by PostgresStore.fill_dense_vectors when this runs (the blobs are decoded in Python)
 # and written beside ``vectors`` by set_vectors from then on.
 _M0013 = """
 CREATE TABLE dense_vectors(

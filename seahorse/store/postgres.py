@@ -488,9 +488,13 @@ class PostgresStore(SQLiteStore):
         dim = self.meta().get("dim")
         recoded = 0
         if dim:
-            with self.atomic():
+            with self.atomic():  # the writer lock: no other writer's change lands in between
+                seq = self.change_seq()
                 recoded = recode(self.db, int(dim))
                 if recoded:
+                    # The same vectors in a narrower encoding: no change for other processes to
+                    # catch up on (the trigger logs updates here; SQLite's only inserts).
+                    self.db.execute("DELETE FROM changes WHERE seq > ? AND op = 'vec'", (seq,))
                     self.db.execute("DELETE FROM dense_vectors")
                     _fill_dense_vectors(self.db.conn)
         self.db.execute("VACUUM ANALYZE")
