@@ -3,10 +3,11 @@ it, so a new SQLite migration without its twin fails), each the same change in P
 words. A shipped one is never edited.
 
 Differences that stay: ids are identity columns; blobs are ``bytea`` (vectors keep the bytes of
-``codec.py``: int8 and a scale, float16 in files written before); the text index is a generated ``tsvector`` column of ``nodes`` (every
-node but phrases, like ``fts_texts``) under a GIN index instead of an FTS5 table; the change
-log's triggers are plpgsql and every statement that logs a change also NOTIFYs
-``seahorse_changes`` (for listeners outside Seahorse; its own processes ask before each search).
+``codec.py``: int8 and a scale, float16 in files written before); the text index is a
+generated ``tsvector`` column of ``nodes`` (every node but phrases, like ``fts_texts``) under a
+GIN index instead of an FTS5 table; the change log's triggers are plpgsql and every statement
+that logs a change also NOTIFYs ``seahorse_changes`` (for listeners outside Seahorse; its own
+processes ask before each search).
 """
 
 from __future__ import annotations
