@@ -30,6 +30,7 @@ from pathlib import Path  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import benchlib  # noqa: E402
+from bench_scale import DEFAULT_DATA  # noqa: E402  (where build_scale_corpus.py writes)
 
 from seahorse import Engine, load_settings  # noqa: E402
 from seahorse.mechanisms import graph  # noqa: E402
@@ -41,7 +42,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True, type=Path)
     ap.add_argument("--corpus", default="scale-100k")
-    ap.add_argument("--corpora", type=Path, default=Path("/work/benchdata/scale/corpora"))
+    ap.add_argument("--corpora", type=Path, default=DEFAULT_DATA / "corpora")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--embedder", default="wordllama")
     args = ap.parse_args()

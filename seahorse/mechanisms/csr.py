@@ -438,8 +438,8 @@ class Patched:
     def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR | Patched":
         """This matrix with these triples added: repeated pairs add up, and an entry this
         change brings to 0 goes (an explicit 0 already there stays, as in a fresh build). The
-        work is the change's and its rows' entries, not the matrix's: no array of one number
-        per row is built."""
+        sums are over the change and its rows' entries only, not a build of the whole width
+        (the per-row arrays carried over are ``_replaced``'s)."""
         if not len(rows):
             return self
         ar, ac, av, _ = _summed(np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),

@@ -322,24 +322,27 @@ class LocalWalk:
             self._teleport(dangling_mass, hub_mass)
 
 
-def hub_threshold(degree: np.ndarray) -> float | None:
+def _mean_degree(degree: np.ndarray) -> float | None:
+    """The mean degree over vertices with an edge (None: no edge), without a copy of them:
+    degrees are counts, so their sum is exact and so is this mean."""
+    active = int(np.count_nonzero(degree))
+    return float(degree.sum()) / active if active else None
+
+
+def hub_threshold(degree: np.ndarray, avg: float | None = None) -> float | None:
     """The hub degree threshold ``max(8, 4 x mean degree over vertices with an edge)``."""
-    active = degree > 0
-    if not active.any():
-        return None
-    return max(HUB_MIN_DEGREE, HUB_FACTOR * float(degree[active].mean()))
+    avg = _mean_degree(degree) if avg is None else avg
+    return None if avg is None else max(HUB_MIN_DEGREE, HUB_FACTOR * avg)
 
 
 def hub_residual_shares(degree: np.ndarray, eligible: np.ndarray) -> np.ndarray:
     """Residual share ``s`` per vertex: non-zero only for hubs among the eligible vertices
     (computed for those alone: a write at 100k passages pays this over 689k vertices)."""
     out = np.zeros(len(degree))
-    active = int(np.count_nonzero(degree))
-    if not active:
+    avg = _mean_degree(degree)
+    if avg is None:
         return out
-    avg = float(degree.sum()) / active  # degrees are counts: the sum is exact, so is this mean
-    threshold = max(HUB_MIN_DEGREE, HUB_FACTOR * avg)  # hub_threshold's, from the same mean
-    hubs = np.flatnonzero(eligible & (degree >= threshold))
+    hubs = np.flatnonzero(eligible & (degree >= hub_threshold(degree, avg)))
     d = degree[hubs]
     out[hubs] = np.minimum(0.95, 0.8 * d / (d + avg))
     return out
