@@ -8,11 +8,12 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 from conftest import _clean_env, new_pg_database
 
-from seahorse import Engine, Settings
+from seahorse import Engine, Settings, text
 from seahorse.errors import InvalidInput, MissingExtra, SchemaMismatch, StorageError
 from seahorse.store import MIGRATIONS, open_store
 from seahorse.store.pg_migrations import PG_MIGRATIONS
@@ -49,6 +50,40 @@ def test_migrate_copies_every_table_a_store_has(backend: str) -> None:
     finally:
         store.close()
     assert tables - {"migrations", "changes", "meta"} == set(COPY_TABLES)
+
+
+def test_each_backend_speaks_its_own_sql_and_keeps_one_row_per_key(backend: str) -> None:
+    """The statements whose words differ (store/dialect.py) do the same on both servers: a
+    second write of a key replaces (upsert) or keeps (insert_new) the first row; an insert
+    returns its new id; a passage is found by the text index. Nothing is rewritten on the
+    way: PostgreSQL receives the SQL it is given, placeholders numbered."""
+    store = open_store(backend)
+    try:
+        with store.atomic():
+            doc = store.insert_document("a.md", "A", "h1", None)
+            p1 = store.add_passage(doc, 0, "the quorvath lighthouse keeper")
+            p2 = store.add_passage(doc, 1, "a second passage")
+            assert p2 == p1 + 1
+            store.put_edges("synonym", [(p1, p2, 0.5)])
+            store.put_edges("synonym", [(p2, p1, 0.75)])
+            store.set_vectors("dense", [(p1, np.ones(8, np.float32))])
+            store.set_vectors("dense", [(p1, -np.ones(8, np.float32))])
+            store.set_phrase_features([(p1, [1, 2])])
+            store.set_phrase_features([(p1, [3])], cells=[7])
+            store.code.add_code_links([((p1, p2, "calls"), 1.0), ((p1, p2, "calls"), 1.0)])
+        store.save_session("s", {p1: 1.0}, 1, 60.0)
+        store.save_session("s", {p2: 2.0}, 2, 60.0)
+        assert store.db.execute("SELECT weight FROM edges WHERE kind = 'synonym'").fetchall() == [(0.75,)]
+        ids, vecs = store.load_vectors("dense", 8, ids=[p1])
+        assert list(ids) == [p1] and (vecs < 0).all()
+        assert store.db.execute("SELECT cell FROM phrase_features").fetchall() == [(7,)]
+        assert store.db.execute("SELECT count(*) FROM code_links").fetchone()[0] == 1
+        assert store.session("s", 0.0) == ({p2: 2.0}, 2)
+        assert [i for i, _ in store.fts_search(text.fts_match(["quorvath"]), 5)] == [p1]
+        assert store.db.execute("SELECT ? || '?' || ?", ("a", "b")).fetchone()[0] == "a?b"
+        assert store.db.execute("SELECT 'memory:%' LIKE ?", ("memory:%",)).fetchone()[0] in (1, True)
+    finally:
+        store.close()
 
 
 def _cli(cwd: Path, db: str, *args: str, block_psycopg: bool = False) -> subprocess.CompletedProcess:
@@ -256,7 +291,7 @@ def test_migrate_refuses_a_target_that_holds_a_store(tmp_path: Path, pg_url: str
 # ----- many processes on one store ---------------------------------------------------------
 WRITER = """
 import json, sys
-from seahorse import Engine, Settings
+from seahorse import Engine, Settings, text
 k, n = int(sys.argv[1]), int(sys.argv[2])
 alive, memories = [], {}
 with Engine(Settings(db_path=sys.argv[3], embedder="hash")) as eng:

@@ -10,10 +10,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from seahorse.errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
+from seahorse.errors import InvalidInput, MissingExtra, ReadOnlyDatabase, SchemaMismatch
 from seahorse.mechanisms.numeric import quantise
 from seahorse.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore, open_store
 from seahorse.store.codec import _from_blobs, _to_blobs
+from seahorse.store.dialect import numbered
 from seahorse.store.postgres import PostgresStore
 from seahorse.text import fts_match, query_terms
 
@@ -460,3 +461,24 @@ def test_the_store_protocol_lists_exactly_what_sqlite_store_implements() -> None
     assert methods(SQLiteCode, False) == methods(CodeStore, True)
     # the code facet is apart: no service but the code ones sees its members
     assert not methods(Store, True) & methods(CodeStore, True)
+
+
+def test_placeholders_are_numbered_outside_literals_names_and_comments() -> None:
+    """PostgreSQL's connection numbers ``?`` as ``$n`` and touches nothing else: not a ``?``
+    inside a string, a quoted name or a comment, not a ``%``."""
+    assert numbered("SELECT ?, '?', \"a?\" -- ?\n, ?") == "SELECT $1, '?', \"a?\" -- ?\n, $2"
+    assert numbered("x = ?1 AND y = ?2 AND z = ?1") == "x = $1 AND y = $2 AND z = $1"
+    assert numbered("'it''s ?' LIKE 'memory:%' /* ? */ AND a = ?") == \
+        "'it''s ?' LIKE 'memory:%' /* ? */ AND a = $1"
+    assert numbered("a - b / c") == "a - b / c"
+    with pytest.raises(ValueError):
+        numbered("? AND ?1")
+
+
+def test_a_python_linking_an_sqlite_older_than_3_35_is_told_so(tmp_path: Path, monkeypatch) -> None:
+    """The statements use INSERT ... RETURNING (SQLite 3.35): an older library is one clear
+    error at open, before anything is written."""
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
+    with pytest.raises(MissingExtra, match="SQLite 3.35.0 or newer"):
+        SQLiteStore(tmp_path / "kg.db")
+    assert not (tmp_path / "kg.db").exists()

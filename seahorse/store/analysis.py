@@ -60,7 +60,7 @@ class AnalysisTables:
             self.db.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
         try:
             try:
-                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute(self._sql.begin_write)
             except Exception:  # busy (SQLite), or PostgreSQL's writer lock timed out
                 if self.db.in_transaction:  # an aborted PostgreSQL transaction must not linger
                     self.db.execute("ROLLBACK")

@@ -10,6 +10,7 @@ import sqlite3
 import time
 from typing import Iterable, Sequence
 
+from .dialect import inserted_id
 from .inlists import CHUNK, _chunks, _marks
 
 DECL_EXCLUDED = "('doc','window','file')"
@@ -55,10 +56,9 @@ class CodeTables:
         with self.store.atomic():
             row = self.db.execute("SELECT id, history_doc FROM repos WHERE root=?", (root,)).fetchone()
             if row is None:
-                cur = self.db.execute(
-                    "INSERT INTO repos(root, name, is_git, head, indexed_at) VALUES (?, ?, ?, ?, ?)",
-                    (root, name, int(is_git), head, time.time()))
-                row = (int(cur.lastrowid), None)
+                row = (inserted_id(self.db.execute(
+                    "INSERT INTO repos(root, name, is_git, head, indexed_at) VALUES (?, ?, ?, ?, ?) "
+                    "RETURNING id", (root, name, int(is_git), head, time.time()))), None)
             repo_id, history_doc = row
             if history_doc is None:
                 history_doc = self.store.insert_document(f"{root}#history", f"{name} history", "history",
@@ -89,7 +89,8 @@ class CodeTables:
 
     def cache_parse(self, blob: str, parser: str, data: str) -> None:
         with self.store.atomic():
-            self.db.execute("INSERT OR REPLACE INTO parse_cache VALUES (?, ?, ?)", (blob, parser, data))
+            self.db.execute(self._sql.upsert("parse_cache", ("blob", "parser", "data"), ("blob", "parser")),
+                            (blob, parser, data))
 
     def put_code_file(self, doc_id: int, repo_id: int, path: str, blob: str, kind: str,
                       language: str | None, dirty: bool, content: str) -> None:
@@ -97,8 +98,8 @@ class CodeTables:
         self.db.execute("DELETE FROM code_files WHERE repo_id=? AND path=? AND doc_id<>?",
                         (repo_id, path, doc_id))
         self.db.execute(
-            "INSERT OR REPLACE INTO code_files(doc_id, repo_id, path, blob, kind, language, dirty, content)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            self._sql.upsert("code_files", ("doc_id", "repo_id", "path", "blob", "kind", "language",
+                                            "dirty", "content"), ("doc_id",)),
             (doc_id, repo_id, path, blob, kind, language, int(dirty), content))
 
     def set_node_kind(self, node_id: int, kind: str) -> None:
@@ -116,7 +117,8 @@ class CodeTables:
 
     def add_code_links(self, links: Sequence[tuple[tuple[int, int, str], float]]) -> None:
         """Directed code links (callers, callees) and their undirected, weighted graph edges."""
-        self.db.executemany("INSERT OR IGNORE INTO code_links VALUES (?, ?, ?)", [k for k, _w in links])
+        self.db.executemany(self._sql.insert_new("code_links", ("src", "dst", "kind")),
+                            [k for k, _w in links])
         self.store.add_edges((s, d, k, w) for (s, d, k), w in links)
 
     def clear_repo_links(self, repo_id: int, kinds: Sequence[str]) -> None:
@@ -173,16 +175,15 @@ class CodeTables:
 
     def delete_nodes(self, node_ids: Sequence[int]) -> None:
         """Nodes with no document of their own (commits): rows, text index, cascades."""
-        self.db.executemany("DELETE FROM passages_fts WHERE rowid=?", [(n,) for n in node_ids])
+        self._sql.unindex_texts(self.db, node_ids)
         self.db.executemany("DELETE FROM nodes WHERE id=?", [(n,) for n in node_ids])
 
     def add_commit(self, repo_id: int, history_doc: int, sha: str, parents: str, author: str,
                    email: str, date: str, message: str, text: str) -> int:
-        cur = self.db.execute(
-            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES ('commit', ?, ?, ?, NULL)",
-            (f"{repo_id}:{sha}", text, history_doc))
-        node = int(cur.lastrowid)
-        self.db.execute("INSERT INTO passages_fts(rowid, text) VALUES (?, ?)", (node, text))
+        node = inserted_id(self.db.execute(
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES ('commit', ?, ?, ?, NULL) "
+            "RETURNING id", (f"{repo_id}:{sha}", text, history_doc)))
+        self._sql.index_texts(self.db, [(node, text)])
         self.db.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         (node, repo_id, sha, parents, author, email, date, message))
         return node
@@ -191,9 +192,11 @@ class CodeTables:
                            renames: Sequence[tuple[str, str]]) -> None:
         self.db.execute("DELETE FROM commit_touches WHERE commit_node=?", (node,))
         self.db.execute("DELETE FROM commit_renames WHERE commit_node=?", (node,))
-        self.db.executemany("INSERT OR IGNORE INTO commit_touches VALUES (?, ?, ?, ?)",
+        self.db.executemany(self._sql.insert_new("commit_touches", ("commit_node", "path", "qualname",
+                                                                     "change")),
                             [(node, p, q, ch) for p, q, ch in touches])
-        self.db.executemany("INSERT OR IGNORE INTO commit_renames VALUES (?, ?, ?)",
+        self.db.executemany(self._sql.insert_new("commit_renames", ("commit_node", "old_path",
+                                                                     "new_path")),
                             [(node, a, b) for a, b in renames])
 
     def repo_touches(self, repo_id: int) -> list[tuple[int, str, str]]:
@@ -260,9 +263,10 @@ class CodeTables:
                 f"SELECT s.node_id, s.path, s.qualname, s.kind, s.start_line, s.end_line, s.signature, "
                 f"s.doc, f.dirty, f.language, r.name FROM symbols s JOIN code_files f ON f.doc_id=s.doc_id "
                 f"JOIN repos r ON r.id=s.repo_id WHERE s.node_id IN ({m})", part).fetchall()
-            commits += self.db.execute(
-                f"SELECT node_id, sha, substr(message, 1, instr(message || char(10), char(10)) - 1), date, "
-                f"author FROM commits WHERE node_id IN ({m})", part).fetchall()
+            commits += [(node, sha, (message or "").split("\n", 1)[0], date, author)  # the subject
+                        for node, sha, message, date, author in self.db.execute(
+                            f"SELECT node_id, sha, message, date, author FROM commits "
+                            f"WHERE node_id IN ({m})", part)]
         return syms, commits
 
     def symbol_paths(self, since: int = 0) -> list[tuple[int, str]]:

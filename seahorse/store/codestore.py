@@ -23,3 +23,7 @@ class SQLiteCode(CodeTables, CodeWalks, VersionTables):
     @property
     def db(self):
         return self.store.db
+
+    @property
+    def _sql(self):
+        return self.store._sql

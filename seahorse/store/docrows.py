@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .codec import _from_blobs, _to_blobs
+from .dialect import SQLiteSQL, inserted_id
 from .inlists import select_in
 
 
@@ -18,6 +19,7 @@ class DocumentRows:
     """Mixed into :class:`~seahorse.store.sqlite.SQLiteStore`: ``self.db`` is its connection."""
 
     db: object
+    _sql = SQLiteSQL
 
     # ----- documents --------------------------------------------------------------------
     def document_by_source(self, source: str) -> sqlite3.Row | None:
@@ -44,13 +46,11 @@ class DocumentRows:
     def insert_document(self, source: str, title: str | None, content_hash: str,
                         metadata: dict | None, extractor: str | None = None) -> int:
         now = time.time()
-        cur = self.db.execute(
+        return inserted_id(self.db.execute(
             "INSERT INTO documents(source, title, content_hash, metadata, created_at, updated_at,"
-            " extractor) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " extractor) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (source, title, content_hash, json.dumps(metadata) if metadata else None, now, now,
-             extractor),
-        )
-        return int(cur.lastrowid)
+             extractor)))
 
     def delete_document(self, doc_id: int, *, keep_row: bool = False) -> dict[str, int]:
         """Remove a document and everything only it contributed. Call inside atomic(); the
@@ -59,7 +59,7 @@ class DocumentRows:
         With ``keep_row`` the documents row (and so its id) stays, for an update in place."""
         passage_ids = [r[0] for r in self.db.execute(
             "SELECT id FROM nodes WHERE doc_id=?", (doc_id,))]
-        self.db.executemany("DELETE FROM passages_fts WHERE rowid=?", [(i,) for i in passage_ids])
+        self._sql.unindex_texts(self.db, passage_ids)
         if keep_row:
             self.db.execute("DELETE FROM nodes WHERE doc_id=?", (doc_id,))
         else:
@@ -86,7 +86,7 @@ class DocumentRows:
     def extractor_counts(self) -> dict[str, int]:
         """How many documents each extractor produced the phrases of (empty for a read-only
         file of an older schema, which has no such column)."""
-        if "extractor" not in {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}:
+        if "extractor" not in self._sql.columns(self.db, "documents"):
             return {}
         return dict(self.db.execute("SELECT coalesce(extractor, 'unknown'), count(*) FROM documents"
                                     " GROUP BY 1 ORDER BY 1"))
@@ -163,7 +163,8 @@ class DocumentRows:
         with self.atomic():
             self.db.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
             self.db.execute(
-                "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
+                self._sql.upsert("sessions", ("id", "context", "turns", "updated_at", "expires_at"),
+                                 ("id",)),
                 (session_id, json.dumps({str(k): v for k, v in context.items()}), turns, now,
                  now + ttl))
 

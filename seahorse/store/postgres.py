@@ -1,13 +1,14 @@
-"""PostgreSQL storage: the SQLite store's own method bodies over a psycopg connection.
+"""PostgreSQL storage: the SQLite store's method bodies, in the SQL both servers speak, over a
+psycopg connection.
 
-:class:`PostgresStore` inherits every method of :class:`SQLiteStore`; only what a connection
-is differs (opening, migrations, the text index, sizes). Statements reach the server through
-:class:`_PgConnection`, which rewrites SQLite's dialect once per statement text (cached):
-``?``/``?N`` placeholders, ``INSERT OR IGNORE``/``OR REPLACE`` as ``ON CONFLICT`` (keys read
-from the server's catalogue, so a new table needs nothing here), ``lastrowid`` through
-``RETURNING id``, the writes of FTS5's table dropped (the text index is a generated column),
-and ``BEGIN IMMEDIATE`` as a transaction holding an advisory lock: writers queue as they do on
-SQLite's writer lock, so each logical change is one transaction and no two interleave.
+:class:`PostgresStore` inherits every method of :class:`SQLiteStore`. Where the two servers'
+SQL differs, a statement takes its words from the backend's dialect (``store/dialect.py``:
+``ON CONFLICT`` with the key named, the writer lock as an advisory lock, a snapshot as a
+repeatable-read transaction, the text index a generated column with nothing to maintain);
+what a connection is differs here (opening, migrations, the text search, sizes). No statement
+is rewritten: :class:`_PgConnection` only numbers the ``?`` placeholders as ``$1``, ``$2``…
+(a scanner that skips literals, quoted names and comments) and sends them to the server as
+they are, ``%`` included (psycopg's raw cursor: no client-side formatting).
 
 The only module that imports psycopg, and only imported when a ``postgresql://`` URL is given.
 """
@@ -30,28 +31,25 @@ from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, Seaho
 from .code import _REPO_DOCS
 from .codec import _from_blobs, _to_blobs, recode
 from .codestore import SQLiteCode
+from .dialect import PostgresSQL, numbered
 from .pg_migrations import PG_MIGRATIONS
 from .sqlite import BUSY_TIMEOUT_S, SQLiteStore
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 10  # unless the URL sets connect_timeout
-WRITER_LOCK = 0x5EA4_0001  # advisory lock key: one writer at a time, like SQLite's
 MIGRATION_LOCK = 0x5EA4_0002  # advisory lock key: one process migrates, the others wait
 PGVECTOR_INSTALL = ("install pgvector on the server (e.g. `apt install postgresql-16-pgvector`, or "
                     "`make install` from its source) and run `CREATE EXTENSION vector;` as a superuser")
-_LITERAL = re.compile(r"('(?:[^']|'')*')")
-_NUMBERED = re.compile(r"\?(\d+)")
 
 
 class _Result:
     """What a statement returned, read like an sqlite3 cursor: rows are converted to Python as
     they are asked for (``fetchone`` converts one), from the result the server sent."""
 
-    def __init__(self, cur: psycopg.Cursor | None, lastrowid: int | None = None) -> None:
+    def __init__(self, cur: psycopg.Cursor | None) -> None:
         self._cur = cur if cur is not None and cur.description else None
         self.rowcount = cur.rowcount if cur is not None else 0
-        self.lastrowid = lastrowid
 
     def fetchone(self):
         return self._cur.fetchone() if self._cur is not None else None
@@ -85,20 +83,20 @@ def _value_error(exc: psycopg.DataError) -> InvalidInput:
 
 
 class _PgConnection:
-    """An sqlite3-like connection over psycopg: ``execute``/``executemany`` in SQLite's
-    dialect, ``in_transaction``, ``close``."""
+    """An sqlite3-like connection over psycopg: ``execute``/``executemany`` with ``?``
+    placeholders, ``in_transaction``, ``close``."""
 
     damaged = None  # the SQLite store's "file is damaged" latch; a server has none
 
     def __init__(self, connect: Callable[[], psycopg.Connection], url: DbUrl) -> None:
         self._connect = connect
         self.url = url
-        self._sql: dict[str, tuple[str | None, list[int] | None, bool]] = {}
-        self._tables: dict[str, tuple[list[str], list[str], bool]] | None = None
+        self._sql: dict[str, str] = {}
         self.conn = self._open()
 
     def _open(self) -> psycopg.Connection:
         conn = self._connect()
+        conn.cursor_factory = psycopg.RawCursor  # $n placeholders, % sent as it is
         for np_type in (np.int64, np.int32):
             conn.adapters.register_dumper(np_type, IntDumper)
         for np_type in (np.float32, np.float64):
@@ -124,115 +122,27 @@ class _PgConnection:
     def close(self) -> None:
         self.conn.close()
 
-    def forget_tables(self) -> None:
-        """After a migration: conflict keys are read again."""
-        self._tables = None
-        self._sql.clear()
+    def tables(self) -> dict[str, bool]:
+        """Every table of the schema, and whether its ``id`` is an identity column."""
+        rows = self.conn.execute(
+            "SELECT table_name, bool_or(column_name = 'id' AND is_identity = 'YES') FROM "
+            "information_schema.columns WHERE table_schema = current_schema() GROUP BY 1").fetchall()
+        return {table: bool(identity) for table, identity in rows}
 
-    def tables(self) -> dict[str, tuple[list[str], list[str], bool]]:
-        """Per table: (columns in order, primary-key columns, has an identity ``id``)."""
-        if self._tables is None:
-            rows = self.conn.execute(
-                "SELECT c.table_name, c.column_name, c.is_identity, c.is_generated, "
-                "EXISTS (SELECT 1 FROM information_schema.key_column_usage k JOIN "
-                "information_schema.table_constraints t ON t.constraint_name = k.constraint_name "
-                "AND t.table_schema = k.table_schema AND t.table_name = k.table_name "
-                "WHERE t.constraint_type = 'PRIMARY KEY' AND k.table_schema = c.table_schema "
-                "AND k.table_name = c.table_name AND k.column_name = c.column_name) "
-                "FROM information_schema.columns c WHERE c.table_schema = current_schema() "
-                "ORDER BY c.table_name, c.ordinal_position").fetchall()
-            out: dict[str, tuple[list[str], list[str], bool]] = {}
-            for table, col, identity, generated, pk in rows:
-                cols, keys, _ = out.setdefault(table, ([], [], False))
-                if generated == "ALWAYS":
-                    continue
-                cols.append(col)
-                if pk:
-                    keys.append(col)
-                if col == "id" and identity == "YES":
-                    out[table] = (cols, keys, True)
-            self._tables = out
-        return self._tables
-
-    # ----- the dialect ------------------------------------------------------------------
-    def translate(self, sql: str) -> tuple[str | None, list[int] | None, bool]:
-        """(PostgreSQL text or None to skip, order of numbered parameters, returns an id)."""
-        hit = self._sql.get(sql)
-        if hit is None:
-            hit = self._sql[sql] = self._translate(sql)
-        return hit
-
-    def _translate(self, sql: str) -> tuple[str | None, list[int] | None, bool]:
-        text = " ".join(sql.split())
-        if re.match(r"(INSERT INTO|DELETE FROM) passages_fts\b", text):
-            return None, None, False  # nodes.tsv is the text index (pg_migrations 0008)
-        if text == "BEGIN IMMEDIATE":
-            return f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})", None, False
-        if text == "BEGIN":  # a snapshot: one view for every read in it
-            return "BEGIN ISOLATION LEVEL REPEATABLE READ", None, False
-        if text.startswith("PRAGMA table_info("):
-            table = text[len("PRAGMA table_info("):-1]
-            return ("SELECT ordinal_position, column_name FROM information_schema.columns WHERE "
-                    f"table_schema = current_schema() AND table_name = '{table}' "
-                    "AND is_generated = 'NEVER' ORDER BY ordinal_position"), None, False
-        for old, new in _REWRITES:
-            text = text.replace(old, new)
-        returning = False
-        m = re.match(r"INSERT OR (IGNORE|REPLACE) INTO (\w+)\s*(\(([^)]*)\))?", text)
-        if m:
-            table = m.group(2)
-            cols, keys, _ = self.tables()[table]
-            given = [c.strip() for c in m.group(4).split(",")] if m.group(4) else cols
-            head = f"INSERT INTO {table}({', '.join(given)})"
-            text = head + text[m.end():]
-            if m.group(1) == "IGNORE":
-                text += " ON CONFLICT DO NOTHING"
-            else:
-                rest = [c for c in given if c not in keys]
-                sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)
-                text += (f" ON CONFLICT ({', '.join(keys)}) "
-                         + (f"DO UPDATE SET {sets}" if sets else "DO NOTHING"))
-        m = re.match(r"INSERT INTO (\w+)", text)
-        if m and "RETURNING" not in text and self.tables().get(m.group(1), ([], [], False))[2]:
-            text += " RETURNING id"
-            returning = True
-        # psycopg formats every statement (params are always passed), so a % anywhere, string
-        # literals included ('memory:%'), is escaped; placeholders only outside literals.
-        parts = [p.replace("%", "%%") for p in _LITERAL.split(text)]
-        order: list[int] | None = None
-        for i in range(0, len(parts), 2):  # outside string literals
-            part = parts[i]
-            if _NUMBERED.search(part):
-                order = order or []
-                order += [int(n) - 1 for n in _NUMBERED.findall(part)]
-                part = _NUMBERED.sub("%s", part)
-            parts[i] = part.replace("?", "%s")
-        return "".join(parts), order, returning
-
-    def _params(self, params: Sequence, order: list[int] | None) -> Sequence:
-        return [params[i] for i in order] if order is not None else params
+    def _numbered(self, sql: str) -> str:
+        text = self._sql.get(sql)
+        if text is None:
+            text = self._sql[sql] = numbered(sql)
+        return text
 
     def execute(self, sql: str, params: Sequence = ()) -> _Result:
-        text, order, returning = self.translate(sql)
-        if text is None:
-            return _Result(None)
-        args = list(self._params(params, order))
-
-        def run() -> _Result:
-            cur = self.conn.execute(text, args)
-            if returning:
-                row = cur.fetchone()
-                return _Result(None, int(row[0]) if row else None)
-            return _Result(cur)
-        return self._guarded(run)
+        text = self._numbered(sql)
+        args = list(params)
+        return self._guarded(lambda: _Result(self.conn.execute(text, args)))
 
     def executemany(self, sql: str, seq: Sequence[Sequence]) -> _Result:
-        text, order, returning = self.translate(sql)
-        if text is None:
-            return _Result(None)
-        if returning:
-            text = text[:-len(" RETURNING id")]
-        rows = [self._params(p, order) for p in seq]
+        text = self._numbered(sql)
+        rows = list(seq)
         if not rows:
             return _Result(None)
 
@@ -257,16 +167,6 @@ class _PgConnection:
         raise AssertionError("unreachable")
 
 
-# SQLite spellings with no PostgreSQL equivalent of the same words (the SQL of the store's
-# methods stays SQLite's; portable SQL needs no entry here).
-_REWRITES = (
-    ("SET value=CAST(value AS INTEGER) + 1", "SET value=(CAST(meta.value AS INTEGER) + 1)::text"),
-    ("SET weight = weight + excluded.weight", "SET weight = edges.weight + excluded.weight"),
-    ("instr(message || char(10), char(10))", "strpos(message || chr(10), chr(10))"),
-    ("WHERE +kind=", "WHERE kind="),  # SQLite's unary + keeps its planner off an index
-)
-
-
 def _vector_text(row: np.ndarray) -> str:
     """A vector in pgvector's text form, ``[x,y,...]``."""
     return "[" + ",".join(map(repr, row.tolist())) + "]"
@@ -282,15 +182,15 @@ def _fill_dense_vectors(conn: psycopg.Connection, block: int = 4096) -> int:
     filled, after = 0, -1
     while True:  # keyed on node id: each block starts where the last ended (linear, not n^2)
         rows = conn.execute(
-            "SELECT v.node_id, v.vec FROM vectors v WHERE v.space = 'dense' AND v.node_id > %s "
+            "SELECT v.node_id, v.vec FROM vectors v WHERE v.space = 'dense' AND v.node_id > $1 "
             "AND NOT EXISTS (SELECT 1 FROM dense_vectors d WHERE d.node_id = v.node_id) "
-            "ORDER BY v.node_id LIMIT %s", (after, block)).fetchall()
+            "ORDER BY v.node_id LIMIT $2", (after, block)).fetchall()
         if not rows:
             return filled
         after = rows[-1][0]
         with conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO dense_vectors(node_id, emb) VALUES (%s, %s::vector)",
+                "INSERT INTO dense_vectors(node_id, emb) VALUES ($1, $2::vector)",
                 [(node_id, _vector_text(_from_blobs([bytes(blob)], dim)[0]))
                  for node_id, blob in rows])
         filled += len(rows)
@@ -358,6 +258,7 @@ class PostgresStore(SQLiteStore):
     transactions (``atomic``), the same change log."""
 
     _code_facet = PgCode
+    _sql = PostgresSQL
 
     def __init__(self, url: DbUrl, *, read_only: bool | None = None, create: bool = True) -> None:
         self.path = url  # type: ignore[assignment]  (printed without the password)
@@ -430,8 +331,8 @@ class PostgresStore(SQLiteStore):
                     conn.execute(script)
                     if name == "0013_server_vectors":
                         _fill_dense_vectors(conn)
-                    conn.execute("INSERT INTO migrations VALUES (%s, %s)", (name, time.time()))
-                conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT(key) "
+                    conn.execute("INSERT INTO migrations VALUES ($1, $2)", (name, time.time()))
+                conn.execute("INSERT INTO meta VALUES ('schema_version', $1) ON CONFLICT(key) "
                              "DO UPDATE SET value = EXCLUDED.value", (str(len(PG_MIGRATIONS)),))
         except pgerr.FeatureNotSupported as exc:
             raise MissingExtra(f"PostgreSQL {self.url}: {str(exc).splitlines()[0]}") from None
@@ -441,12 +342,11 @@ class PostgresStore(SQLiteStore):
                                    f"(or the right to create it): {PGVECTOR_INSTALL}",
                                    code="missing_pgvector") from None
             raise StorageError(f"cannot set up {self.url}: {str(exc).splitlines()[0]}") from None
-        self.db.forget_tables()
 
     def finish_load(self) -> None:
         """After :meth:`load_rows`: identity counters moved past the ids copied (the text
         index is a generated column, already filled), the change log restarted."""
-        for table, (_cols, _keys, identity) in self.db.tables().items():
+        for table, identity in self.db.tables().items():
             if identity:
                 self.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                                 f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)")

@@ -23,10 +23,19 @@ from urllib.parse import quote
 
 import numpy as np
 
-from ..errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaMismatch, SeahorseError, StorageError
+from ..errors import (
+    InvalidInput,
+    MissingExtra,
+    NotFound,
+    ReadOnlyDatabase,
+    SchemaMismatch,
+    SeahorseError,
+    StorageError,
+)
 from .analysis import AnalysisTables
 from .codec import _from_blobs, _to_blob, _to_blobs, recode  # noqa: F401  (_to_blob: imported from here)
 from .codestore import SQLiteCode
+from .dialect import SQLiteSQL, inserted_id
 from .docrows import DocumentRows
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
 from .lifecycle import Lifecycle
@@ -47,6 +56,7 @@ INTEGRITY_CHECK_MAX_BYTES = 512 * 1024 * 1024  # `doctor`: the full check up to 
 # The SQLite header's application_id of a Seahorse store ("SeaH"): a file marked by another
 # program is never taken for ours. Stores made before it carry 0 and are recognised by shape.
 APPLICATION_ID = 0x53656148
+MIN_SQLITE = (3, 35, 0)  # INSERT ... RETURNING, which the store's statements use (store/dialect.py)
 # Every table of an up-to-date store: one missing means a damaged store (writes refused).
 REQUIRED_TABLES = frozenset(COPY_TABLES) | {"meta", "migrations", "passages_fts", "passages_fts_data",
                                             "changes"}
@@ -185,6 +195,7 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
             raise
 
     _code_facet = SQLiteCode  # the class of ``store.code`` (PostgreSQL's subclasses it)
+    _sql = SQLiteSQL  # the words this backend's SQL differs in (store/dialect.py)
 
     @cached_property
     def code(self) -> SQLiteCode:
@@ -235,6 +246,10 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
                                  "point --db/SEAHORSE_DB elsewhere")
 
     def _connect(self) -> sqlite3.Connection:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise MissingExtra(f"Seahorse needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer "
+                               f"(INSERT ... RETURNING); this Python links {sqlite3.sqlite_version}. "
+                               "Use a Python built against a newer libsqlite3", code="old_sqlite")
         exists = self.path.exists()
         if not exists and (self.read_only or not self.create):
             if self.fs_read_only and self.create:
@@ -516,7 +531,7 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         pause = 0.02
         while True:
             try:
-                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute(self._sql.begin_write)
                 return
             except sqlite3.OperationalError as exc:
                 busy = "locked" in str(exc) or "busy" in str(exc)
@@ -587,7 +602,7 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         if self.db.in_transaction:
             yield
             return
-        self.db.execute("BEGIN")
+        self.db.execute(self._sql.begin_read)
         try:
             yield
         finally:
@@ -616,19 +631,17 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         to its last ``CHANGE_LOG_KEEP`` entries (a reader further behind reloads)."""
         self.db.execute(
             "INSERT INTO meta VALUES ('graph_version', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER) + 1"
+            "ON CONFLICT(key) DO UPDATE SET value=CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
         )
         self.db.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
                         (CHANGE_LOG_KEEP,))
 
     def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
         """A retrievable text node (``passage`` of a document, or a ``memory``)."""
-        cur = self.db.execute(
-            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES (?, ?, ?, ?, ?)",
-            (kind, f"{doc_id}:{ordinal}", text, doc_id, ordinal),
-        )
-        node_id = int(cur.lastrowid)
-        self.db.execute("INSERT INTO passages_fts(rowid, text) VALUES (?, ?)", (node_id, text))
+        node_id = inserted_id(self.db.execute(
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES (?, ?, ?, ?, ?) RETURNING id",
+            (kind, f"{doc_id}:{ordinal}", text, doc_id, ordinal)))
+        self._sql.index_texts(self.db, [(node_id, text)])
         return node_id
 
     def upsert_phrases(self, phrases: dict[str, str]) -> tuple[dict[str, int], list[int]]:
@@ -639,9 +652,9 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
             row = self.db.execute(
                 "SELECT id FROM nodes WHERE kind='phrase' AND key=?", (key,)).fetchone()
             if row is None:
-                cur = self.db.execute(
-                    "INSERT INTO nodes(kind, key, text) VALUES ('phrase', ?, ?)", (key, text))
-                ids[key] = int(cur.lastrowid)
+                ids[key] = inserted_id(self.db.execute(
+                    "INSERT INTO nodes(kind, key, text) VALUES ('phrase', ?, ?) RETURNING id",
+                    (key, text)))
                 created.append(ids[key])
             else:
                 ids[key] = int(row[0])
@@ -652,7 +665,7 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         rows = [(min(a, b), max(a, b), kind, w) for a, b, kind, w in edges if a != b]
         self.db.executemany(
             "INSERT INTO edges VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = weight + excluded.weight",
+            "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = edges.weight + excluded.weight",
             rows,
         )
 
@@ -660,7 +673,8 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         """Undirected edges of one kind whose weight is set, not accumulated (synonyms: the
         weight is the cosine)."""
         rows = {(min(a, b), max(a, b)): w for a, b, w in edges if a != b}
-        self.db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
+        self.db.executemany(self._sql.upsert("edges", ("src", "dst", "kind", "weight"),
+                                             ("src", "dst", "kind")),
                             [(a, b, kind, w) for (a, b), w in rows.items()])
 
     def delete_edges(self, kind: str) -> int:
@@ -677,7 +691,7 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
         items = list(items)
         blobs = _to_blobs([v for _n, v in items]) if items else []
-        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+        self.db.executemany(self._sql.upsert("vectors", ("node_id", "space", "vec"), ("node_id",)),
                             [(node_id, space, b) for (node_id, _v), b in zip(items, blobs)])
 
     def add_facts(self, rows: Iterable[tuple[int, int, str, list[int], np.ndarray]]) -> None:
@@ -717,7 +731,7 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         """(columns, every row) of one of :data:`COPY_TABLES`, as stored (ids kept)."""
         if table not in COPY_TABLES:
             raise InvalidInput(f"{table!r} is not a table of the store", field="table")
-        cols = [r[1] for r in self.db.execute(f"PRAGMA table_info({table})")]
+        cols = self._sql.columns(self.db, table)
         return cols, self.db.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
 
     def load_rows(self, table: str, cols: Sequence[str], rows: Iterable[tuple]) -> int:

@@ -46,7 +46,7 @@ class VersionTables:
         """The declarations of one (blob, path): rows of (ordinal, qualname, name, kind, start,
         end, signature, doc, parent, body_hash, text, refs_json)."""
         self.db.execute("DELETE FROM version_symbols WHERE blob=? AND path=?", (blob, path))
-        self.db.execute("INSERT OR REPLACE INTO version_parses(blob, path, parser) VALUES (?, ?, ?)",
+        self.db.execute(self._sql.upsert("version_parses", ("blob", "path", "parser"), ("blob", "path")),
                         (blob, path, parser))
         self.db.executemany(
             "INSERT INTO version_symbols(blob, path, ordinal, qualname, name, kind, start_line, end_line, "
@@ -59,8 +59,8 @@ class VersionTables:
         self.db.execute("DELETE FROM version_files WHERE repo_id=? AND sha=?", (repo_id, sha))
         self.db.executemany("INSERT INTO version_files(repo_id, sha, path, blob) VALUES (?, ?, ?, ?)",
                             [(repo_id, sha, p, b) for p, b in files])
-        self.db.execute("INSERT OR REPLACE INTO code_versions(repo_id, sha, indexed_at, files) "
-                        "VALUES (?, ?, ?, ?)", (repo_id, sha, time.time(), len(files)))
+        self.db.execute(self._sql.upsert("code_versions", ("repo_id", "sha", "indexed_at", "files"),
+                                         ("repo_id", "sha")), (repo_id, sha, time.time(), len(files)))
 
     def version_files(self, repo_id: int, sha: str) -> dict[str, str]:
         """path -> blob of a version's code files."""
