@@ -57,7 +57,8 @@ def rows(db: Path) -> dict[str, list]:
             "phrases": con.execute("SELECT key, text FROM nodes WHERE kind='phrase' ORDER BY key").fetchall(),
             "edges": con.execute("SELECT a.key, b.key, e.kind, e.weight FROM edges e JOIN nodes a ON "
                                  "a.id=e.src JOIN nodes b ON b.id=e.dst ORDER BY 1, 2, 3").fetchall(),
-            "facts": con.execute("SELECT n.ordinal, f.ordinal, f.text, f.vec FROM facts f JOIN nodes n "
+            "facts": con.execute("SELECT n.ordinal, f.ordinal, substr(n.text, f.text_start + 1, f.text_len), "
+                                 "f.vec FROM facts f JOIN nodes n "
                                  "ON n.id=f.passage_id ORDER BY 1, 2").fetchall(),
             "vectors": con.execute("SELECT n.kind, n.key, v.vec FROM vectors v JOIN nodes n ON "
                                    "n.id=v.node_id WHERE n.kind='phrase' OR v.space='dense' "

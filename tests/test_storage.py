@@ -251,8 +251,8 @@ def test_vectors_and_facts_round_trip(store: SQLiteStore) -> None:
         store.set_vectors("dense", [(pids[2], vecs[2]), (pids[0], vecs[0]), (pids[1], vecs[1])])
         store.set_vectors("phrase", [(ids["alpha"], np.ones(4))])
         store.set_vectors("dense", [(pids[1], vecs[1] * 2)])  # replaces
-        store.add_facts([(pids[0], 0, "One.", [ids["alpha"]], fact_vecs[0]),
-                         (pids[2], 0, "Three.", [ids["alpha"], ids["beta"]], fact_vecs[1])])
+        store.add_facts([(pids[0], 0, (0, 4), [ids["alpha"]], fact_vecs[0]),
+                         (pids[2], 0, (0, 6), [ids["alpha"], ids["beta"]], fact_vecs[1])])
     got_ids, mat = store.load_vectors("dense", 8)
     assert got_ids.tolist() == sorted(pids)
     assert mat.dtype == np.float32
@@ -387,7 +387,7 @@ def test_delete_document_removes_everything_it_contributed(store: SQLiteStore) -
                          (ids["zram"], ids["overheats"], "synonym", 0.9)])
         store.set_vectors("dense", [(pa, np.ones(4)), (pb, np.ones(4))])
         store.set_vectors("phrase", [(ids["zram"], np.ones(4))])
-        store.add_facts([(pa, 0, "zram on the Raspberry Pi 5.", [ids["zram"]], np.ones(4))])
+        store.add_facts([(pa, 0, (0, 27), [ids["zram"]], np.ones(4))])
     version = store.graph_version()
     with store.atomic():
         removed = store.delete_document(doc_a)

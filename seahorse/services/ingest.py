@@ -431,7 +431,7 @@ class Ingest:
                 store.add_edges((pid, ids[key], "context", 1.0) for key in surfaces)
                 store.set_vectors("dense", [(pid, part.vector)])
                 store.add_facts(
-                    (pid, n, text, [ids[key] for key in keys], part.fact_vectors[n])
+                    (pid, n, _span(part.text, text), [ids[key] for key in keys], part.fact_vectors[n])
                     for n, (_i, text, keys) in enumerate(part.facts))
             self.synonyms.link(new_phrases)
             if after is not None:
@@ -586,6 +586,14 @@ def _reuse(known: tuple[np.ndarray, list[tuple[str, np.ndarray]]] | None, facts:
         out.append(left.pop(at)[1])
     dim = vector.shape[-1]
     return vector, (np.stack(out) if out else np.zeros((0, dim), np.float32))
+
+
+def _span(passage: str, sentence: str) -> tuple[int, int]:
+    """Where a fact's sentence (a slice of its passage: ``split_sentences``) sits in the passage."""
+    at = passage.find(sentence)
+    if at < 0:
+        raise ValueError("a fact's sentence is not a slice of its passage")
+    return at, at + len(sentence)
 
 
 def _wants_vector(p: Phrase) -> bool:

@@ -108,7 +108,7 @@ class Store(Protocol):
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
         ...
 
-    def add_facts(self, rows: Iterable[tuple[int, int, str, list[int], np.ndarray]]) -> None:
+    def add_facts(self, rows: Iterable[tuple[int, int, tuple[int, int], list[int], np.ndarray]]) -> None:
         ...
 
     def memory(self, scope: str, key: str) -> tuple | None:

@@ -10,9 +10,13 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .codec import _from_blobs, _to_blobs
+from .codec import _from_blobs, _to_blobs, unpack_ids
 from .dialect import SQLiteSQL, inserted_id
 from .inlists import select_in
+
+# A fact's sentence: its span of its passage's text (``facts f JOIN nodes n``; empty when the
+# span was not found in the passage by the migration that introduced spans).
+FACT_TEXT = "coalesce(substr(n.text, f.text_start + 1, f.text_len), '')"
 
 
 class DocumentRows:
@@ -176,8 +180,9 @@ class DocumentRows:
         ids, vecs = self.load_vectors("dense", dim, ids=list(node_ids))
         facts: dict[int, list[tuple[str, bytes]]] = {}
         for pid, text, blob in select_in(
-                self.db, "SELECT passage_id, text, vec FROM facts WHERE passage_id IN ({in})"
-                " ORDER BY passage_id, ordinal", list(ids.tolist())):
+                self.db, f"SELECT f.passage_id, {FACT_TEXT}, f.vec FROM facts f JOIN nodes n ON "
+                "n.id = f.passage_id WHERE f.passage_id IN ({in}) ORDER BY f.passage_id, f.ordinal",
+                list(ids.tolist())):
             facts.setdefault(pid, []).append((text, blob))
         out: dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]] = {}
         for node_id, vec in zip(ids.tolist(), vecs):
@@ -242,7 +247,8 @@ class DocumentRows:
     def fact_texts(self) -> list[tuple[int, int, str]]:
         """(fact id, passage id, sentence) of every fact, in passage order."""
         return self.db.execute(
-            "SELECT id, passage_id, text FROM facts ORDER BY passage_id, ordinal").fetchall()
+            f"SELECT f.id, f.passage_id, {FACT_TEXT} FROM facts f JOIN nodes n ON n.id = f.passage_id "
+            "ORDER BY f.passage_id, f.ordinal").fetchall()
 
     def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
         items = list(items)
@@ -266,7 +272,7 @@ class FactPhrases(Sequence):
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self._ids)))]
         got = self._db.execute("SELECT phrase_ids FROM facts WHERE id = ?", (self._ids[k],)).fetchone()
-        return json.loads(got[0]) if got else []
+        return unpack_ids(got[0]) if got else []
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str):

@@ -369,6 +369,22 @@ CREATE TABLE dense_vectors(
 );
 """
 
+# A fact's sentence as its span of the passage's text, its phrase ids packed (big-endian
+# uint32, int4send's bytes), a document's norm_hash 64 bits: the SQLite twin's docstring says why.
+_M0014 = """
+ALTER TABLE facts ADD COLUMN text_start INTEGER, ADD COLUMN text_len INTEGER,
+    ADD COLUMN phrases BYTEA;
+UPDATE facts f SET text_start = nullif(strpos(n.text, f.text), 0) - 1,
+    text_len = char_length(f.text),
+    phrases = (SELECT coalesce(string_agg(int4send(x::int), ''::bytea ORDER BY o), ''::bytea)
+               FROM jsonb_array_elements_text(f.phrase_ids::jsonb) WITH ORDINALITY AS t(x, o))
+FROM nodes n WHERE n.id = f.passage_id;
+ALTER TABLE facts DROP COLUMN text, DROP COLUMN phrase_ids;
+ALTER TABLE facts RENAME COLUMN phrases TO phrase_ids;
+ALTER TABLE facts ALTER COLUMN phrase_ids SET NOT NULL;
+UPDATE documents SET norm_hash = substr(norm_hash, 1, 16) WHERE length(norm_hash) > 16;
+"""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -383,4 +399,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0011_usage", _M0011),
     ("0012_phrase_cells", _M0012),
     ("0013_server_vectors", _M0013),
+    ("0014_compact_rows", _M0014),
 ]

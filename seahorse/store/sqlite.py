@@ -8,7 +8,6 @@ methods are the :class:`~seahorse.store.base.Store` interface a second backend i
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -33,7 +32,7 @@ from ..errors import (
     StorageError,
 )
 from .analysis import AnalysisTables
-from .codec import _from_blobs, _to_blob, _to_blobs, recode  # noqa: F401  (_to_blob: imported from here)
+from .codec import _from_blobs, _to_blob, _to_blobs, pack_ids, recode  # noqa: F401  (_to_blob: imported from here)
 from .codestore import SQLiteCode
 from .dialect import SQLiteSQL, inserted_id
 from .docrows import DocumentRows
@@ -694,12 +693,15 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         self.db.executemany(self._sql.upsert("vectors", ("node_id", "space", "vec"), ("node_id",)),
                             [(node_id, space, b) for (node_id, _v), b in zip(items, blobs)])
 
-    def add_facts(self, rows: Iterable[tuple[int, int, str, list[int], np.ndarray]]) -> None:
+    def add_facts(self, rows: Iterable[tuple[int, int, tuple[int, int], list[int], np.ndarray]]) -> None:
+        """Facts: (passage id, ordinal, the sentence's (start, end) in the passage's text,
+        phrase ids, vector). The sentence is kept as its span: its text is the passage's."""
         rows = list(rows)
         blobs = _to_blobs([r[4] for r in rows]) if rows else []
         self.db.executemany(
-            "INSERT INTO facts(passage_id, ordinal, text, phrase_ids, vec) VALUES (?,?,?,?,?)",
-            [(p, o, t, json.dumps(ph), b) for (p, o, t, ph, _v), b in zip(rows, blobs)],
+            "INSERT INTO facts(passage_id, ordinal, text_start, text_len, phrase_ids, vec) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(p, o, a, z - a, pack_ids(ph), b) for (p, o, (a, z), ph, _v), b in zip(rows, blobs)],
         )
 
     def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
