@@ -60,7 +60,7 @@ def main() -> None:
     settle = graph.LocalWalk.settle
 
     def counted(walk, tol):
-        entries[graph.ENTRIES_PER_NODE].append(int(walk.degree[walk.nodes[:walk.m]].sum()))
+        entries[graph.ENTRIES_PER_NODE].append(int(walk.terms.degree(walk.nodes[:walk.m]).sum()))
         settle(walk, tol)
 
     graph.LocalWalk.settle = counted

@@ -233,3 +233,24 @@ def test_the_walk_target_is_a_setting_and_the_engine_walks_by_it(tmp_path: Path)
         res = eng.search("Topic3 Alpha10", top_k=3)
         assert res.info["node_budget"] == b.node_budget
         assert 0 < res.info["walked_nodes"] <= b.node_budget
+
+
+def test_the_idle_trim_runs_once_after_the_last_call(monkeypatch) -> None:
+    """release_free_memory_soon: each call restarts the wait; one trim once calls stop, on a
+    daemon thread (a process never waits for it to exit)."""
+    import threading
+    import time
+
+    from seahorse.mechanisms import budget as b
+    calls: list[float] = []
+    done = threading.Event()
+    monkeypatch.setattr(b, "release_free_memory", lambda: (calls.append(time.monotonic()), done.set()))
+    start = time.monotonic()
+    for _ in range(5):
+        b.release_free_memory_soon(0.2)
+        time.sleep(0.05)
+    assert not calls  # still being called: not yet
+    assert done.wait(5)
+    time.sleep(0.3)
+    assert len(calls) == 1 and calls[0] - start >= 0.2 + 4 * 0.05
+    assert b._idle_timer.daemon

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from seahorse.mechanisms.csr import CSR
+from seahorse.mechanisms.grow import extended, owned
 
 
 def close(a, b) -> bool:
@@ -199,3 +200,25 @@ def test_many_lookups_in_patched_rows_read_their_own_row() -> None:
     g = p.grown(n + 3)
     rows, cols = np.tile(np.array([0, 12, 9]), 2000), np.tile(np.array([9, 0, 0]), 2000)
     assert g.get(rows, cols).tolist() == [5.0, 0.0, 5.0] * 2000
+
+
+def test_an_extended_array_shares_its_buffer_and_never_changes_an_older_view() -> None:
+    """grow.extended: the longest view grows in place (no copy of what it holds); an older,
+    shorter view still reads what it read, and extending it copies instead of writing over
+    the newer view's tail; an owned copy grows in place again."""
+    a = extended(np.arange(3, dtype=np.int64), [3])
+    b = extended(a, [4, 5])
+    assert b.base is a.base  # in place
+    assert a.tolist() == [0, 1, 2, 3] and b.tolist() == [0, 1, 2, 3, 4, 5]
+    c = extended(a, [9])  # a is no longer the longest: a new buffer
+    assert c.base is not b.base
+    assert c.tolist() == [0, 1, 2, 3, 9] and b.tolist() == [0, 1, 2, 3, 4, 5]
+    d = owned(b)
+    d[0] = 7
+    assert b[0] == 0
+    e = extended(d, [6])
+    assert e.base is d.base and e.tolist() == [7, 1, 2, 3, 4, 5, 6]
+    big = extended(e, np.arange(10_000))  # past the spare room: a new, larger buffer
+    assert big.base is not e.base and big[:7].tolist() == e.tolist() and big[-1] == 9_999
+    kinds = extended(np.array(["a"], dtype=object), np.array(["b"], dtype=object))
+    assert kinds.tolist() == ["a", "b"] and extended(kinds, []) is kinds

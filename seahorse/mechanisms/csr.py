@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grow import extended, owned
+
 COO_BLOCK = 1 << 20  # entries sorted at a time when a matrix is built from triples
 # ``within`` reads a row longer than this as one slice (memory speed) and the shorter ones by
 # one gather of their positions (a hub's row of a 100k-passage graph holds up to ~50k entries,
@@ -177,10 +179,10 @@ class CSR:
         """The same entries in a larger matrix (empty rows and columns appended)."""
         if n == self.n:
             return self
-        indptr = np.concatenate([self.indptr, np.full(n - self.n, self.indptr[-1], dtype=np.int64)])
+        indptr = extended(self.indptr, np.full(n - self.n, self.indptr[-1], dtype=np.int64))
         out = CSR(indptr, self.indices, self.data, n)
         if self._sums is not None:
-            out._sums = np.concatenate([self._sums, np.zeros(n - self.n)])
+            out._sums = extended(self._sums, np.zeros(n - self.n))
         return out
 
     def row_counts(self) -> np.ndarray:
@@ -429,11 +431,11 @@ class Patched:
         p = self.patch
         patch = CSR(p.indptr, p.indices, p.data, p.n, width=n)  # the same rows, wider
         patch._sums = p._sums
-        grow = n - self.n  # rows added empty: none of them moved
+        grow = n - self.n  # rows added empty: none of them moved (grow.extended: no copy)
         return Patched.__new__(Patched)._set(
-            self.base, self.rows, patch, np.concatenate([self.slot, np.zeros(grow, dtype=np.int32)]),
-            None if self._sums is None else np.concatenate([self._sums, np.zeros(grow)]),
-            None if self._counts is None else np.concatenate([self._counts, np.zeros(grow, dtype=np.int64)]))
+            self.base, self.rows, patch, extended(self.slot, np.zeros(grow, dtype=np.int32)),
+            None if self._sums is None else extended(self._sums, np.zeros(grow)),
+            None if self._counts is None else extended(self._counts, np.zeros(grow, dtype=np.int64)))
 
     def plus(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> "CSR | Patched":
         """This matrix with these triples added: repeated pairs add up, and an entry this
@@ -485,12 +487,12 @@ class Patched:
         np.cumsum(counts, out=indptr[1:])
         patch = CSR(indptr, np.concatenate([kc, c.astype(np.int32)])[order],
                     np.concatenate([kw, w.astype(np.float32)])[order], len(rows), width=self.n)
-        slot = self.slot.copy()
+        slot = owned(self.slot)  # this matrix's own (grow.owned: the next rows append in place)
         slot[rows] = np.arange(1, len(rows) + 1, dtype=np.int32)
         at = slot[touched] - 1
-        sums = self.row_sums().copy()
+        sums = owned(self.row_sums())
         sums[touched] = patch.row_sums()[at]
-        counts_all = self.row_counts().copy()
+        counts_all = owned(self.row_counts())
         counts_all[touched] = patch.row_counts()[at]
         sums.setflags(write=False), counts_all.setflags(write=False)
         out = Patched.__new__(Patched)._set(self.base, rows, patch, slot, sums, counts_all, touched)

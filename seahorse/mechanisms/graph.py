@@ -163,18 +163,33 @@ def power_iteration(t_transposed: Transitions, dangling: np.ndarray, seeds: np.n
     return x, max_iter
 
 
-PushTerms = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+class PushTerms:
+    """What :class:`LocalWalk` reads of the vertices it touches, computed for those alone from
+    the graph's own per-vertex arrays (out-strength, hub share, entry count): ``keep`` is
+    ``(1 - s) / out`` (the factor on an edge's weight; 0 when dangling), ``degree`` the entry
+    count (at least 1), ``share`` the hub share ``s`` teleported to ``q`` (0 when dangling: a
+    dangling vertex sends all to p). Nothing here is sized by the graph: a walk's cost stays
+    its budget's, and a write leaves nothing to rebuild before the next walk."""
 
+    def __init__(self, adj: Adjacency, hub_self: np.ndarray, strength: np.ndarray | None = None,
+                 counts: np.ndarray | None = None) -> None:
+        self.out = adj.row_sums() if strength is None else strength
+        self.hub_self = hub_self
+        self.counts = adj.row_counts() if counts is None else counts
 
-def push_terms(adj: Adjacency, hub_self: np.ndarray, strength: np.ndarray | None = None) -> PushTerms:
-    """Per vertex, what :class:`LocalWalk` reads: ``(1 - s) / out`` (the factor on an edge's
-    weight; 0 when dangling), the dangling mask, the neighbour count (at least 1) and the
-    hub share ``s`` teleported to ``q`` (0 when dangling: a dangling vertex sends all to p)."""
-    out = adj.row_sums() if strength is None else strength
-    dangling = out <= 0
-    keep = np.where(dangling, 0.0, (1.0 - hub_self) / np.where(dangling, 1.0, out))
-    degree = np.maximum(adj.row_counts(), 1).astype(np.float64)
-    return keep, dangling, degree, np.where(dangling, 0.0, hub_self)
+    def dangling(self, v: np.ndarray) -> np.ndarray:
+        return self.out[v] <= 0
+
+    def keep(self, v: np.ndarray) -> np.ndarray:
+        out = self.out[v]
+        live = out > 0
+        return np.where(live, (1.0 - self.hub_self[v]) / np.where(live, out, 1.0), 0.0)
+
+    def degree(self, v: np.ndarray) -> np.ndarray:
+        return np.maximum(self.counts[v], 1)
+
+    def share(self, v: np.ndarray) -> np.ndarray:
+        return np.where(self.out[v] > 0, self.hub_self[v], 0.0)
 
 
 def top_positions(values: np.ndarray, k: int) -> np.ndarray:
@@ -201,7 +216,7 @@ class LocalWalk:
     def __init__(self, adj: Adjacency, terms: PushTerms, hub_self: np.ndarray,
                  seeds: np.ndarray, damping: float, budget: int) -> None:
         self.adj, self.d = adj, damping
-        self.keep, self.dangling, self.degree, self.share = terms
+        self.terms = terms
         seed_idx = np.flatnonzero(seeds)
         cap = max(1, int(budget * SEED_SHARE))
         if len(seed_idx) > cap:  # the heaviest, ties to the lower index
@@ -239,14 +254,15 @@ class LocalWalk:
         """One round of *Grow*: push every touched vertex holding at least ``PUSH_SHARE`` of the
         largest residual per neighbour, all at once."""
         self.rounds += 1
-        ratio = self.r[:self.m] / self.degree[self.nodes[:self.m]]
+        ratio = self.r[:self.m] / self.terms.degree(self.nodes[:self.m])
         local = np.flatnonzero(ratio >= PUSH_SHARE * ratio.max())
         v = self.nodes[local]
         mass = self.r[local]
         self.r[local] = 0.0
         self.e[local] += (1.0 - self.d) * mass
-        self._teleport(float(mass[self.dangling[v]].sum()), float(self.share[v] @ mass))
-        target, flow, _count = self.adj.gather(v, self.d * mass * self.keep[v])
+        terms = self.terms
+        self._teleport(float(mass[terms.dangling(v)].sum()), float(terms.share(v) @ mass))
+        target, flow, _count = self.adj.gather(v, self.d * mass * terms.keep(v))
         at = self.slot[target] - 1
         fresh = at < 0
         if fresh.any():
@@ -265,7 +281,7 @@ class LocalWalk:
         first = -self.slot[target] - 1 == np.arange(len(target))
         new = np.sort(target[first])
         room = self.budget - self.m
-        cost = self.degree[new]
+        cost = self.terms.degree(new)
         full = False  # the entry bound cut this round
         if len(new) > room or cost.sum() > self.entry_room:
             self.slot[new] = -np.arange(1, len(new) + 1, dtype=np.int32)
@@ -278,7 +294,7 @@ class LocalWalk:
                 order = np.argsort(-inflow, kind="stable")  # ties to the lower vertex
                 fit = int(np.searchsorted(np.cumsum(cost[order]), self.entry_room, side="right"))
                 new = np.sort(new[order[:fit]])
-                cost = self.degree[new]
+                cost = self.terms.degree(new)
                 full = True
         self.entry_room -= float(cost.sum())
         self.slot[target] = 0
@@ -304,10 +320,11 @@ class LocalWalk:
         weight = weight.astype(np.float32)
         starts = np.flatnonzero(np.diff(row, prepend=-1)) if len(row) else np.zeros(0, dtype=np.int64)
         filled = row[starts]
-        keep = self.keep[v].astype(np.float32)
-        dangling = np.flatnonzero(self.dangling[v])
-        hubs = np.flatnonzero(self.share[v] > 0)
-        share = self.share[v][hubs]
+        keep = self.terms.keep(v).astype(np.float32)
+        dangling = np.flatnonzero(self.terms.dangling(v))
+        share = self.terms.share(v)
+        hubs = np.flatnonzero(share > 0)
+        share = share[hubs]
         e, r = self.e[:m], self.r[:m]
         step = np.zeros(m)
         for _ in range(MAX_ITER):
@@ -342,8 +359,9 @@ def hub_residual_shares(degree: np.ndarray, eligible: np.ndarray) -> np.ndarray:
     avg = _mean_degree(degree)
     if avg is None:
         return out
-    hubs = np.flatnonzero(eligible & (degree >= hub_threshold(degree, avg)))
-    d = degree[hubs]
+    hubs = np.flatnonzero(degree >= hub_threshold(degree, avg))
+    hubs = hubs[eligible[hubs]]
+    d = degree[hubs].astype(np.float64)
     out[hubs] = np.minimum(0.95, 0.8 * d / (d + avg))
     return out
 
@@ -359,6 +377,19 @@ class VertexIndex:
         ordered = len(node_ids) < 2 or bool(np.all(node_ids[1:] > node_ids[:-1]))
         self._order = None if ordered else np.argsort(node_ids, kind="stable")
         self._sorted = node_ids if ordered else node_ids[self._order]
+
+    def grown(self, node_ids: np.ndarray) -> "VertexIndex":
+        """The index of ``node_ids``, this index's ids followed by new ones: when this one is
+        in order and so are the new ids, above its last, no pass over the old ids."""
+        n = len(self.ids)
+        new = node_ids[n:]
+        if self._order is not None or not len(new) or (n and new[0] <= self.ids[-1]) \
+                or (len(new) > 1 and not bool(np.all(new[1:] > new[:-1]))):
+            return VertexIndex(node_ids)
+        out = VertexIndex.__new__(VertexIndex)
+        out.ids = out._sorted = node_ids
+        out._order = None
+        return out
 
     def lookup(self, node_ids) -> np.ndarray:
         """The vertex of each node id (-1 for one not in the graph)."""
@@ -408,8 +439,7 @@ def _arrays(nodes: list[tuple[int, str, int | None]], edges: list[tuple[int, int
     if (src < 0).any() or (dst < 0).any():
         raise KeyError("an edge names a node that is not in the graph")
     adj = adjacency(len(nodes), src, dst, w)
-    degree = adj.row_counts().astype(np.float64)
-    return node_ids, kinds, doc_ids, index, adj, degree
+    return node_ids, kinds, doc_ids, index, adj, adj.row_counts()
 
 
 class Teleport:
@@ -467,7 +497,7 @@ class GraphCache:
     kinds: np.ndarray  # kind per vertex ("passage" / "phrase" / ...)
     doc_ids: np.ndarray  # document id per vertex (-1 for phrases)
     adj: Adjacency
-    degree: np.ndarray
+    degree: np.ndarray  # distinct neighbours per vertex (the adjacency's entry counts, int64)
     hub_self: np.ndarray  # residual share s per vertex (> 0 only for hubs); teleported, not a loop
     index: VertexIndex | None = None  # store node id -> vertex
     strength: np.ndarray | None = None  # weighted degree per vertex
@@ -514,7 +544,7 @@ class GraphCache:
         """The cache of these vertex arrays and adjacency (degrees, hub shares derived; the
         adjacency's row sums and counts are its own, carried over a change). ``phrase`` is
         ``kinds == "phrase"`` when the caller has it."""
-        degree = adj.row_counts().astype(np.float64)
+        degree = adj.row_counts()  # the adjacency's own (a patched one carries it over a write)
         phrase = kinds == "phrase" if phrase is None else phrase
         hub_self = hub_residual_shares(degree, phrase)
         strength = adj.row_sums()
@@ -532,7 +562,7 @@ class GraphCache:
 
     def push_terms(self) -> PushTerms:
         if self._push is None:
-            self._push = push_terms(self.adj, self.hub_self, self.strength)
+            self._push = PushTerms(self.adj, self.hub_self, self.strength, self.degree)
         return self._push
 
     def personalized_pagerank(self, seeds: np.ndarray, damping: float, budget: int) -> PPRResult:

@@ -5,8 +5,10 @@ removed (their rows and columns zeroed, their kind blanked, until the next full 
 The result equals a fresh :meth:`GraphCache.build` on the same store, up to the vertex order
 of nothing (appends keep id order) and the removed vertices, which keep an index, carry no
 edge, no kind and no teleport mass. Every step is a whole-array numpy operation; the adjacency
-is patched, not copied (``csr.Patched``), so a change costs what it touches plus a few arrays
-of one number per vertex, and the result's ``changed`` names the rows whose entries moved."""
+is patched, not copied (``csr.Patched``), and the per-vertex arrays grow in place
+(``grow.extended``) unless a vertex is removed or re-kinded, so a change costs what it touches
+plus a few arrays of one number per vertex, and the result's ``changed`` names the rows whose
+entries moved."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .graph import GraphCache, VertexIndex
+from .graph import GraphCache
+from .grow import extended, owned
 
 
 @dataclass
@@ -34,13 +37,15 @@ class Delta:
 def apply(g: GraphCache, delta: Delta, version: int) -> GraphCache:
     """A new GraphCache: ``g`` changed by ``delta`` (``g`` itself is left as it was)."""
     old_n = g.n
-    node_ids = np.concatenate([g.node_ids, np.array([n[0] for n in delta.nodes], dtype=np.int64)])
-    index = VertexIndex(node_ids) if delta.nodes else g.index
-    kinds = np.concatenate([g.kinds, np.array([n[1] for n in delta.nodes], dtype=object)])
-    phrase = np.concatenate([g.kinds == "phrase" if g.phrase is None else g.phrase,
-                             np.array([n[1] == "phrase" for n in delta.nodes], dtype=bool)])
-    doc_ids = np.concatenate([g.doc_ids, np.array([-1 if n[2] is None else n[2] for n in delta.nodes],
-                                                  dtype=np.int64)])
+    node_ids = extended(g.node_ids, np.array([n[0] for n in delta.nodes], dtype=np.int64))
+    index = g.index.grown(node_ids) if delta.nodes else g.index
+    kinds = extended(g.kinds, np.array([n[1] for n in delta.nodes], dtype=object))
+    phrase = extended(g.kinds == "phrase" if g.phrase is None else g.phrase,
+                      np.array([n[1] == "phrase" for n in delta.nodes], dtype=bool))
+    doc_ids = extended(g.doc_ids, np.array([-1 if n[2] is None else n[2] for n in delta.nodes],
+                                           dtype=np.int64))
+    if delta.removed or delta.kinds:  # values before the old length change: this state's own
+        kinds, phrase, doc_ids = owned(kinds), owned(phrase), owned(doc_ids)
     n = len(node_ids)
     adj = g.adj
     if n != old_n:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import InvalidInput, SchemaMismatch
-from ..mechanisms.budget import release_free_memory
+from ..mechanisms.budget import release_free_memory_soon
 from ..mechanisms.embed import Embedder
 from ..mechanisms.extract import Extractor
 from ..store import Store
@@ -36,8 +36,9 @@ class Runtime:
 
     def after_write(self) -> None:
         """A write landed: the search state catches up from the change log on the next
-        search. The embedder's scratch for long texts goes back to the OS."""
-        release_free_memory()
+        search. The embedder's scratch for long texts goes back to the OS (once the process is
+        idle: the catch-up reuses the heap meanwhile)."""
+        release_free_memory_soon()
 
     def check_meta(self, reembedding: bool = False) -> None:
         """Fail fast when the file was embedded by another model (vector spaces never mix)."""

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InvalidInput, SeahorseError
-from ..mechanisms.budget import Budget, compute_budget, release_free_memory
+from ..mechanisms.budget import Budget, compute_budget, release_free_memory_soon
 from ..mechanisms.rerank import CrossEncoder, rerank
 from . import confidence
 from .codequery import CodeQueries, fts_term, refusal_terms
@@ -85,8 +85,9 @@ class Search:
                               repo=repo, kinds=kinds, refuse=refuse, window=window)
         if self._changed:
             # The first search on a changed state built its caches beside the old state's
-            # arrays; glibc keeps the freed heap (~100 MB at 100k passages) until asked.
-            release_free_memory()
+            # arrays; glibc keeps the freed heap (~100 MB at 100k passages) until asked: it is
+            # asked once the process has been idle a moment, not before the next search.
+            release_free_memory_soon()
         more = len(result.hits) > offset + top_k
         result.hits = result.hits[offset:offset + top_k]
         result.info["next_cursor"] = page_cursor(query, offset + top_k) if more else None

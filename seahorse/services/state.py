@@ -23,11 +23,12 @@ import copy
 import numpy as np
 
 from ..mechanisms import int8dot
-from ..mechanisms.budget import release_free_memory
+from ..mechanisms.budget import release_free_memory, release_free_memory_soon
 from ..mechanisms.code import SECONDARY_PATH
 from ..mechanisms.csr import CSR
 from ..mechanisms.graph import GraphCache
 from ..mechanisms.graphdelta import Delta, apply
+from ..mechanisms.grow import extended, owned
 from ..mechanisms.numeric import quantise
 from ..store import Store
 from . import snapshot
@@ -225,8 +226,10 @@ class RetrievalIndex:
         call) for the vertices from ``start`` on and those in ``also``; 0 = removed."""
         kinds = self.graph.kinds
         n = self.graph.n
-        code = np.zeros(n, dtype=np.uint8)
-        code[:len(self.kind_code)] = self.kind_code[:n]
+        old = self.kind_code[:n]
+        code = extended(old, np.zeros(n - len(old), dtype=np.uint8))
+        if also is not None and len(also):
+            code = owned(code)  # known vertices change code: this state's own copy
         todo = np.arange(start, n) if also is None else np.union1d(np.arange(start, n), also)
         names, inverse = np.unique(kinds[todo].astype(str), return_inverse=True)
         codes = np.array([self._codes.setdefault(k, len(self._codes)) if k else 0 for k in names],
@@ -302,7 +305,7 @@ class RetrievalIndex:
         nxt._codes = dict(self._codes)
         nxt._advance(seq, delta, version, vec_ids, symbols, memory_priors, vectors)
         self.__dict__.update(nxt.__dict__)  # the swap: every attribute at once, nothing can fail
-        release_free_memory()  # the arrays the change replaced
+        release_free_memory_soon()  # the arrays the change replaced, once idle
         return self.keep_snapshot(store)  # a write that compacted the adjacency: map it again
 
     def _advance(self, seq: int, delta: Delta, version: int, vec_ids: set[int], symbols: list,
@@ -314,12 +317,15 @@ class RetrievalIndex:
         if delta.nodes:
             self.max_node = int(delta.nodes[-1][0])
         grow = self.graph.n - old_n
-        self.secondary = np.concatenate([self.secondary, np.zeros(grow, dtype=bool)])
+        # Grown in place (grow.extended): the old state reads its own shorter prefix. Only new
+        # vertices are marked secondary; priors changed anywhere get a new array.
+        self.secondary = extended(self.secondary, np.zeros(grow, dtype=bool))
         self._mark_secondary(symbols)
-        self.prior = np.concatenate([self.prior, np.ones(grow)])
         if memory_priors is not None:
-            self.prior[:] = 1.0
+            self.prior = np.ones(self.graph.n)
             self._apply_priors(memory_priors)
+        else:
+            self.prior = extended(self.prior, np.ones(grow))
         self._drop_passages(self.vertices(delta.removed | vec_ids))
         for ids, mat in vectors:
             self._append_passages(ids, mat)
@@ -373,8 +379,7 @@ class RetrievalIndex:
         rows = g.changed
         if rekinded is not None and len(rekinded):
             rows = np.union1d(rows, g.adj.gather(rekinded)[0].astype(np.int64))
-        count = np.zeros(g.n)
-        count[:len(self.passage_count)] = self.passage_count[:g.n]
+        count = extended(owned(self.passage_count[:g.n]), np.zeros(g.n - len(self.passage_count)))
         if len(rows):
             cols, weight, per_row = g.adj.gather(rows)
             ok = (linked[cols] & (weight > 0)).astype(np.float64)
