@@ -3,6 +3,7 @@ local ONNX sentence embedder (a tiny model built here with the onnx helper API).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,45 @@ def test_a_malformed_safetensors_file_is_one_clear_error(tmp_path, damage: bytes
     bad.write_bytes(damage)
     with pytest.raises(InvalidInput, match="not a safetensors file"):
         safetensors_array(bad, "embedding.weight")
+
+
+def test_a_safetensors_file_cut_short_is_one_clear_error(tmp_path) -> None:
+    from seahorse.errors import InvalidInput
+    from seahorse.mechanisms.embed import safetensors_array
+
+    header = json.dumps({"embedding.weight": {"dtype": "F16", "shape": [4, 2],
+                                              "data_offsets": [0, 16]}}).encode()
+    short = tmp_path / "w.safetensors"
+    short.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
+    with pytest.raises(InvalidInput, match="past the end"):
+        safetensors_array(short, "embedding.weight")
+
+
+def _resident_kb(array: np.ndarray) -> int:
+    """Resident KB of the mapping that holds ``array``'s first byte (this process's)."""
+    addr, rss, inside = array.__array_interface__["data"][0], 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and "-" in parts[0] and ":" not in parts[0]:
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            inside = lo <= addr < hi
+        elif inside and line.startswith("Rss:"):
+            rss = int(parts[1])
+    return rss
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux /proc")
+def test_a_table_gather_leaves_no_page_of_the_table_mapped(tmp_path) -> None:
+    """WordLlama's table is read in place from its file; after a call the process holds
+    none of its pages (the page cache does), and the next call reads the same values."""
+    from seahorse.mechanisms.embed import WordLlamaPhrases, drop_pages
+
+    phrases = WordLlamaPhrases()
+    first = phrases.embed(["the lighthouse keeper", "zram on a Raspberry Pi"])
+    table = phrases._table
+    assert float(np.asarray(table[:8000], dtype=np.float32).sum()) != 0.0  # touch ~4 MB
+    assert _resident_kb(table) > 1000
+    drop_pages(table)
+    assert _resident_kb(table) < 64
+    np.testing.assert_array_equal(phrases.embed(["the lighthouse keeper", "zram on a Raspberry Pi"]), first)
+    assert _resident_kb(table) < 64
