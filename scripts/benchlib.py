@@ -13,6 +13,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +32,19 @@ def machine() -> dict:
         "cores": os.cpu_count(),
         "ram_gib": round(psutil.virtual_memory().total / 1024**3, 1),
     }
+
+
+def commit() -> str:
+    """This checkout's commit (12 hex digits), ``+dirty`` when tracked files changed."""
+    try:
+        git = ["git", "-C", str(ROOT)]
+        sha = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def versions(*dists: str) -> dict:
