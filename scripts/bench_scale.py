@@ -12,7 +12,9 @@ For each corpus of scripts/build_scale_corpus.py (real prose; see its docstring)
 * over the MCP stdio transport, client side: the first search (cold: engine, models, graph
   cache), warm ``search`` p50/p95 (a new session_id per question and run, top_k 5), and the first
   search after an ``add_document`` in the same session (median of ``--writes`` rounds; the
-  documents are real passages held out of every corpus, deleted again at the end);
+  documents are real passages held out of every corpus, deleted again at the end); the warm
+  p50 split in five from the engine's own ``timings_ms`` (query embedding, seeding, the walk,
+  the rest of its ranking, and what lies outside it: refusal, JSON, the MCP round trip);
 * recall@2/@5 and all-gold-in-top-5 per data set and split, on every question whose gold is
   in the corpus (MuSiQue; HotpotQA from 10k on), graded as bench_multihop.py grades them;
 * with ``--mem-cap MB``: the indexer and the server each in a cgroup v1 memory group with that
@@ -360,6 +362,9 @@ class Serving:
     after_write_ms: list[float] = field(default_factory=list)
     add_ms: list[float] = field(default_factory=list)
     rankings: dict[int, list[str]] = field(default_factory=dict)  # question number -> sources
+    # Per warm search, where its time went: the engine's own timings (query embedding, seeds
+    # and walk, the total of its ranking) and the call as the client saw it.
+    splits: list[dict[str, float]] = field(default_factory=list)
 
 
 async def _call(session, tool: str, args: dict) -> tuple[float, dict]:
@@ -380,6 +385,9 @@ async def _search(session, out: Serving, qi: int, question: str) -> float:
     args = {"query": question, "session_id": f"scale-{RUN}-{qi}", "top_k": 5}
     ms, body = await _call(session, "search", args)
     out.rankings[qi] = doc_ranking([h["source"] for h in body.get("hits", [])])
+    timings = body.get("timings_ms") or {}
+    if "total" in timings:
+        out.splits.append({**timings, "call": ms})
     return ms
 
 
@@ -390,6 +398,7 @@ async def _session_work(session, corpus: Corpus, out: Serving, n_questions: int,
     out.cold_ms = await _search(session, out, 0, qs[0])
     for qi in warm:
         out.warm_ms.append(await _search(session, out, qi, qs[qi]))
+    warm_splits, out.splits = out.splits, []  # the warm searches' alone
     for k, qi in enumerate(after):  # a write, then the next search pays for whatever it invalidated
         w = corpus.writes[k]
         ms, _ = await _call(session, "add_document", {"text": w["text"], "source": f"{WRITE_SOURCE}{k}"})
@@ -397,6 +406,7 @@ async def _session_work(session, corpus: Corpus, out: Serving, n_questions: int,
         out.after_write_ms.append(await _search(session, out, qi, qs[qi]))
     for k in range(n_writes):
         await _call(session, "delete_document", {"id": f"{WRITE_SOURCE}{k}"})
+    out.splits = warm_splits
 
 
 async def _serve(db: Path, corpus: Corpus, cap: MemoryCap | None, log: Path, n_questions: int,
@@ -518,11 +528,25 @@ def measure(size: str, args) -> dict:
                      "p95_ms": benchlib.percentile(out.warm_ms, 95),
                      "after_write_ms": out.after_write_ms, "add_document_ms": out.add_ms,
                      "after_write_median_ms": statistics.median(out.after_write_ms) if out.after_write_ms
-                     else float("nan")}
+                     else float("nan"), "p50_split_ms": p50_split(out.splits)}
     res["recall"] = recall(corpus, out.rankings)
     res["load_average"] = os.getloadavg()[0]
     print(f"  done; load average {res['load_average']:.2f}", flush=True)
     return res
+
+
+def p50_split(splits: list[dict[str, float]]) -> dict[str, float] | None:
+    """The median warm search split in five (each part's median): embedding the query, seeding
+    (dense scores, full text, facts, phrases), the walk, the rest of the engine's ranking
+    (scores, explanations, hit rows), and what lies outside it (the refusal check, the
+    result's JSON, the MCP round trip)."""
+    if not splits:
+        return None
+    parts = {"embed": [s["embed"] for s in splits], "seed": [s.get("seed", 0.0) for s in splits],
+             "walk": [s["walk"] - s.get("seed", 0.0) for s in splits],
+             "rank_and_explain": [s["total"] - s["embed"] - s["walk"] for s in splits],
+             "outside_the_engine": [s["call"] - s["total"] for s in splits]}
+    return {k: round(statistics.median(v), 1) for k, v in parts.items()}
 
 
 # ----- report ------------------------------------------------------------------------------
@@ -562,6 +586,8 @@ def figures(r: dict) -> dict:
     f["after_write_over_p50"] = ratio(f["after_write_ms"], f["p50_ms"])
     if s.get("add_document_ms"):
         f["add_ms"] = statistics.median(s["add_document_ms"])
+    for part, ms in (s.get("p50_split_ms") or {}).items():
+        f[f"split_{part}"] = ms
     for key, m in r.get("recall", {}).items():
         f[f"R@5 {key}"] = m["R@5"]
     return f
@@ -614,6 +640,10 @@ ROWS = (("status", "status", 0), ("records", "records in the corpus", 0),
         ("text_mb", "text MB", 1), ("db_mb", "database MB", 1), ("db_over_text", "database / text", 1),
         ("snapshot_mb", "graph snapshot MB (a cache)", 1),
         ("cold_ms", "first search (cold) ms", 0), ("p50_ms", "warm search p50 ms", 1),
+        ("split_embed", "  of a warm search: query embedding", 1),
+        ("split_seed", "  seeds (dense, text, facts, phrases)", 1), ("split_walk", "  walk", 1),
+        ("split_rank_and_explain", "  ranking, explanations, hit rows", 1),
+        ("split_outside_the_engine", "  refusal, JSON, MCP round trip", 1),
         ("p95_ms", "warm search p95 ms", 1), ("after_write_ms", "search after a write ms (median)", 0),
         ("after_write_over_p50", "after a write / warm p50", 1), ("add_ms", "add_document ms (median)", 0))
 

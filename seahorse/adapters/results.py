@@ -85,7 +85,8 @@ class SearchResult(Page):
                                                   "other speakers' turns ranked behind")]]
     dates: NotRequired[Annotated[list[dict[str, str]], D("the time windows the query names (from, to): "
                                                           "documents dated outside ranked behind")]]
-    timings_ms: NotRequired[dict[str, float]]
+    timings_ms: NotRequired[Annotated[dict[str, float], D("embed (the query), walk (seeding and the "
+                                                           "walk), seed (of which seeding), total")]]
     rerank: NotRequired[dict[str, Any]]
 
 
