@@ -34,6 +34,7 @@ import benchlib  # noqa: E402
 from seahorse.mechanisms import int8dot  # noqa: E402
 from seahorse.mechanisms.numeric import quantise  # noqa: E402
 from seahorse.services.state import DENSE_SHORTLIST  # noqa: E402
+from seahorse.store.dialect import inserted_id  # noqa: E402
 
 BLOCK = 2000
 
@@ -55,9 +56,9 @@ def fill(url: str, rows: np.ndarray) -> tuple[object, np.ndarray, float]:
         with store.atomic():
             block = []
             for k in range(lo, min(lo + BLOCK, len(rows))):
-                cur = store.db.execute("INSERT INTO nodes(kind, key, text) VALUES ('passage', ?, ?)",
-                                       (f"p{k}", f"passage {k}"))
-                block.append(cur.lastrowid)
+                block.append(inserted_id(store.db.execute(
+                    "INSERT INTO nodes(kind, key, text) VALUES ('passage', ?, ?) RETURNING id",
+                    (f"p{k}", f"passage {k}"))))
             store.set_vectors("dense", zip(block, rows[lo:lo + len(block)]))
             ids += block
     return store, np.array(ids, dtype=np.int64), time.perf_counter() - t

@@ -128,8 +128,8 @@ def stage(argv: list[str], env: dict[str, str], work) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--db", required=True, help="the store the last stage serves (not changed: "
-                    "its writes are deleted again)")
+    ap.add_argument("--db", required=True, help="the store the last stage serves (its writes are "
+                    "deleted again, but its change log and graph version move: use a copy)")
     ap.add_argument("--questions", type=Path, help="JSONL with a 'question' field (default: a "
                     "generic question repeated)")
     ap.add_argument("--searches", type=int, default=200)

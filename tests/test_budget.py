@@ -235,9 +235,10 @@ def test_the_walk_target_is_a_setting_and_the_engine_walks_by_it(tmp_path: Path)
         assert 0 < res.info["walked_nodes"] <= b.node_budget
 
 
-def test_the_idle_trim_runs_once_after_the_last_call(monkeypatch) -> None:
-    """release_free_memory_soon: each call restarts the wait; one trim once calls stop, on a
-    daemon thread (a process never waits for it to exit)."""
+def test_the_idle_trim_runs_once_after_the_last_call_or_search(monkeypatch) -> None:
+    """release_free_memory_soon: one trim once the process has been idle for the delay, the
+    wait restarted by each call and by each search's note_activity (searches right after a
+    write must not be followed by a trim while they go on), on one daemon thread."""
     import threading
     import time
 
@@ -246,11 +247,16 @@ def test_the_idle_trim_runs_once_after_the_last_call(monkeypatch) -> None:
     done = threading.Event()
     monkeypatch.setattr(b, "release_free_memory", lambda: (calls.append(time.monotonic()), done.set()))
     start = time.monotonic()
-    for _ in range(5):
+    for _ in range(3):
         b.release_free_memory_soon(0.2)
         time.sleep(0.05)
-    assert not calls  # still being called: not yet
+    thread = b._idle_thread
+    assert thread is not None and thread.daemon
+    for _ in range(6):  # searches keep coming: no trim yet
+        b.note_activity()
+        time.sleep(0.05)
+    assert not calls and b._idle_thread is thread  # one thread for every call
+    last = time.monotonic()
     assert done.wait(5)
     time.sleep(0.3)
-    assert len(calls) == 1 and calls[0] - start >= 0.2 + 4 * 0.05
-    assert b._idle_timer.daemon
+    assert len(calls) == 1 and calls[0] - last >= 0.15 and calls[0] - start >= 0.2 + 8 * 0.05

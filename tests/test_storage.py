@@ -471,6 +471,10 @@ def test_placeholders_are_numbered_outside_literals_names_and_comments() -> None
     assert numbered("'it''s ?' LIKE 'memory:%' /* ? */ AND a = ?") == \
         "'it''s ?' LIKE 'memory:%' /* ? */ AND a = $1"
     assert numbered("a - b / c") == "a - b / c"
+    assert numbered("SELECT $$?$$, $t$ ? $t$, ?") == "SELECT $$?$$, $t$ ? $t$, $1"  # dollar quotes
+    assert numbered("SELECT E'\\'?', ?") == "SELECT E'\\'?', $1"  # an escaped quote inside
+    assert numbered("SELECT /* a /* b */ ? */ 1, ?") == "SELECT /* a /* b */ ? */ 1, $1"  # nested
+    assert numbered("emb <#> ?1::vector LIMIT ?2") == "emb <#> $1::vector LIMIT $2"
     with pytest.raises(ValueError):
         numbered("? AND ?1")
 
@@ -479,6 +483,6 @@ def test_a_python_linking_an_sqlite_older_than_3_35_is_told_so(tmp_path: Path, m
     """The statements use INSERT ... RETURNING (SQLite 3.35): an older library is one clear
     error at open, before anything is written."""
     monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
-    with pytest.raises(MissingExtra, match="SQLite 3.35.0 or newer"):
+    with pytest.raises(MissingExtra, match="SQLite 3.35.5 or newer"):
         SQLiteStore(tmp_path / "kg.db")
     assert not (tmp_path / "kg.db").exists()

@@ -20,6 +20,7 @@ up to 1M nodes).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -169,20 +170,41 @@ def release_free_memory() -> None:
 
 
 IDLE_TRIM_S = 2.0  # release_free_memory_soon: how long the process must stay idle first
-_idle_timer: threading.Timer | None = None
 _idle_lock = threading.Lock()
+_idle_thread: threading.Thread | None = None
+_last_activity = 0.0
+_idle_delay = IDLE_TRIM_S
+
+
+def note_activity() -> None:
+    """A request ran: a pending idle trim waits until the process has been idle again."""
+    global _last_activity
+    _last_activity = time.monotonic()
+
+
+def _trim_when_idle() -> None:
+    global _idle_thread
+    while True:
+        with _idle_lock:
+            wait = _last_activity + _idle_delay - time.monotonic()
+            if wait <= 0:
+                _idle_thread = None
+                break
+        time.sleep(wait)
+    release_free_memory()
 
 
 def release_free_memory_soon(delay: float = IDLE_TRIM_S) -> None:
-    """:func:`release_free_memory` once ``delay`` seconds pass without another call (a daemon
-    timer, restarted by each call). A write's catch-up and the first search after it replace
-    per-vertex arrays; trimming at once handed their pages back just before the next search
-    faulted new ones in (at 100k passages ~30 ms of a search after a write). Deferred, the
-    heap is reused while requests come and given back when they stop."""
-    global _idle_timer
+    """:func:`release_free_memory` once the process has been idle for ``delay`` seconds: no
+    call here and no :func:`note_activity` (every search notes one) in that time; one daemon
+    thread waits for it, whatever the number of calls. A write's catch-up and the first search
+    after it replace per-vertex arrays; trimming at once handed their pages back just before
+    the next search faulted new ones in (at 100k passages ~30 ms of a search after a write).
+    Deferred, the heap is reused while requests come and given back when they stop."""
+    global _idle_thread, _idle_delay
     with _idle_lock:
-        if _idle_timer is not None:
-            _idle_timer.cancel()
-        _idle_timer = threading.Timer(delay, release_free_memory)
-        _idle_timer.daemon = True
-        _idle_timer.start()
+        _idle_delay = delay
+        note_activity()
+        if _idle_thread is None:
+            _idle_thread = threading.Thread(target=_trim_when_idle, name="seahorse-idle-trim", daemon=True)
+            _idle_thread.start()

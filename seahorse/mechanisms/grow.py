@@ -17,6 +17,7 @@ room, so that the next extension is in place again), and never writes into the v
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -25,6 +26,7 @@ SPARE_SHARE = 8  # a new buffer's spare room: an eighth of its length (at least 
 SPARE_MIN = 4096
 
 _claimed: dict[int, int] = {}  # id(buffer) -> the length handed out
+_claim = threading.Lock()  # two threads catching up one state: one claims the room, one copies
 
 
 def _forget(key: int) -> None:
@@ -37,7 +39,8 @@ def _new(view: np.ndarray, size: int) -> np.ndarray:
     buf = np.empty(size + max(SPARE_MIN, size // SPARE_SHARE), dtype=view.dtype)
     buf[:len(view)] = view
     key = id(buf)
-    _claimed[key] = size
+    with _claim:
+        _claimed[key] = size
     weakref.finalize(buf, _forget, key)
     return buf
 
@@ -56,12 +59,17 @@ def extended(view: np.ndarray, tail) -> np.ndarray:
     if not k:
         return view
     buf = view.base
+    mine = False
     if (isinstance(buf, np.ndarray) and buf.ndim == 1 and view.ndim == 1 and buf.dtype == view.dtype
-            and _claimed.get(id(buf)) == n and n + k <= len(buf)
+            and n + k <= len(buf)
             and view.__array_interface__["data"][0] == buf.__array_interface__["data"][0]
             and view.strides == buf.strides):
+        with _claim:
+            mine = _claimed.get(id(buf)) == n
+            if mine:
+                _claimed[id(buf)] = n + k
+    if mine:
         buf[n:n + k] = tail
-        _claimed[id(buf)] = n + k
         return buf[:n + k]
     buf = _new(view, n + k)
     buf[n:n + k] = tail

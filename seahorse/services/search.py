@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InvalidInput, SeahorseError
-from ..mechanisms.budget import Budget, compute_budget, release_free_memory_soon
+from ..mechanisms.budget import Budget, compute_budget, note_activity, release_free_memory_soon
 from ..mechanisms.rerank import CrossEncoder, rerank
 from . import confidence
 from .codequery import CodeQueries, fts_term, refusal_terms
@@ -88,6 +88,8 @@ class Search:
             # arrays; glibc keeps the freed heap (~100 MB at 100k passages) until asked: it is
             # asked once the process has been idle a moment, not before the next search.
             release_free_memory_soon()
+        else:
+            note_activity()  # a pending trim waits for the searches to stop
         more = len(result.hits) > offset + top_k
         result.hits = result.hits[offset:offset + top_k]
         result.info["next_cursor"] = page_cursor(query, offset + top_k) if more else None

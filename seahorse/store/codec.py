@@ -74,7 +74,7 @@ def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
 
 def pack_ids(ids) -> bytes:
     """Node ids as big-endian uint32 (a fact's phrases: 4 bytes an id where JSON took ~8;
-    big-endian as PostgreSQL's ``int4send``, which its migration packs them with)."""
+    big-endian as PostgreSQL's ``int8send``, whose low four bytes its migration packs)."""
     return np.asarray(ids, dtype=">u4").tobytes()
 
 

@@ -9,6 +9,7 @@ rewritten on the way to the server. PostgreSQL's connection only numbers the pla
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Sequence
 
@@ -108,36 +109,66 @@ def inserted_id(cur) -> int:
     return int(cur.fetchall()[0][0])
 
 
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
+def _literal_end(sql: str, i: int) -> int:
+    """The position after the quoted literal or name starting at ``i`` ('…' with '' inside,
+    "…" with "" inside, E'…' with backslash escapes too)."""
+    quote, n = sql[i], len(sql)
+    escapes = quote == "'" and i > 0 and sql[i - 1] in "eE" and (i < 2 or not (sql[i - 2].isalnum()
+                                                                             or sql[i - 2] == "_"))
+    j = i + 1
+    while j < n:
+        if escapes and sql[j] == "\\":
+            j += 2
+            continue
+        if sql[j] == quote:
+            if j + 1 < n and sql[j + 1] == quote:
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    return n
+
+
+def _comment_end(sql: str, i: int) -> int:
+    """The position after the block comment starting at ``i`` (PostgreSQL nests them)."""
+    depth, j, n = 0, i, len(sql)
+    while j < n:
+        if sql.startswith("/*", j):
+            depth += 1
+            j += 2
+        elif sql.startswith("*/", j):
+            depth -= 1
+            j += 2
+            if depth == 0:
+                return j
+        else:
+            j += 1
+    return n
+
+
 def numbered(sql: str) -> str:
     """``sql`` with its ``?`` placeholders as PostgreSQL's ``$1``, ``$2``… (``?N`` as ``$N``),
-    none touched inside a string literal, a quoted name or a comment. Raises ValueError on a
-    statement that mixes ``?`` and ``?N`` (SQLite would number them in a way easy to misread)."""
+    none touched inside a string literal (``'…'``, ``E'…'``, ``$tag$…$tag$``), a quoted name
+    or a comment (``--``, nested ``/* */``). Raises ValueError on a statement that mixes ``?``
+    and ``?N`` (SQLite would number them in a way easy to misread)."""
     out: list[str] = []
     i, n, count = 0, len(sql), 0
     plain = explicit = False
     while i < n:
         c = sql[i]
-        if c in "'\"":  # a literal or a quoted name: to its closing quote ('' and "" stay inside)
-            j = i + 1
-            while j < n:
-                if sql[j] == c:
-                    if j + 1 < n and sql[j + 1] == c:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            out.append(sql[i:j + 1])
-            i = j + 1
+        if c in "'\"":
+            j = _literal_end(sql, i)
+        elif c == "$" and (m := _DOLLAR_TAG.match(sql, i)):
+            close = sql.find(m.group(0), m.end())
+            j = n if close < 0 else close + len(m.group(0))
         elif sql.startswith("--", i):
             j = sql.find("\n", i)
             j = n if j < 0 else j
-            out.append(sql[i:j])
-            i = j
         elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(sql[i:j])
-            i = j
+            j = _comment_end(sql, i)
         elif c == "?":
             j = i + 1
             while j < n and sql[j].isdigit():
@@ -150,12 +181,13 @@ def numbered(sql: str) -> str:
                 count += 1
                 out.append(f"${count}")
             i = j
+            continue
         else:
             j = i + 1
-            while j < n and sql[j] not in "'\"-/?":
+            while j < n and sql[j] not in "'\"-/?$":
                 j += 1
-            out.append(sql[i:j])
-            i = j
+        out.append(sql[i:j])
+        i = j
     if plain and explicit:
         raise ValueError(f"a statement mixes ? and ?N placeholders: {sql[:120]!r}")
     return "".join(out)

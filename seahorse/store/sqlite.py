@@ -55,7 +55,9 @@ INTEGRITY_CHECK_MAX_BYTES = 512 * 1024 * 1024  # `doctor`: the full check up to 
 # The SQLite header's application_id of a Seahorse store ("SeaH"): a file marked by another
 # program is never taken for ours. Stores made before it carry 0 and are recognised by shape.
 APPLICATION_ID = 0x53656148
-MIN_SQLITE = (3, 35, 0)  # INSERT ... RETURNING, which the store's statements use (store/dialect.py)
+# INSERT ... RETURNING (store/dialect.py) and a sound ALTER TABLE DROP COLUMN (migration 0014:
+# 3.35.0-3.35.4 could shift the remaining columns' values)
+MIN_SQLITE = (3, 35, 5)
 # Every table of an up-to-date store: one missing means a damaged store (writes refused).
 REQUIRED_TABLES = frozenset(COPY_TABLES) | {"meta", "migrations", "passages_fts", "passages_fts_data",
                                             "changes"}
