@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .codec import _from_blobs, _to_blobs, unpack_ids
-from .dialect import SQLiteSQL, inserted_id
+from .dialect import inserted_id
 from .inlists import select_in
 
 # A fact's sentence: its span of its passage's text (``facts f JOIN nodes n``; empty when the
@@ -23,7 +23,7 @@ class DocumentRows:
     """Mixed into :class:`~seahorse.store.sqlite.SQLiteStore`: ``self.db`` is its connection."""
 
     db: object
-    _sql = SQLiteSQL
+    _sql: type  # the backend's dialect (store/dialect.py), set by the store class
 
     # ----- documents --------------------------------------------------------------------
     def document_by_source(self, source: str) -> sqlite3.Row | None:
