@@ -9,7 +9,16 @@ from typing import Sequence
 
 import numpy as np
 
-from ..mechanisms.numeric import quantise
+
+def quantise(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows as int8 and a float32 scale each (largest magnitude / 127): ``row ~= q * scale``,
+    a quarter of float32: how vectors are stored, and held in memory (the phrase matrix and
+    the resident passage vectors, through ``mechanisms.numeric``, which re-exports it)."""
+    mat = np.asarray(mat, dtype=np.float32)
+    peak = np.abs(mat).max(axis=1) if mat.size else np.zeros(len(mat), np.float32)
+    scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    q = np.clip(np.rint(mat / scale[:, None]), -127, 127).astype(np.int8)
+    return q, scale
 
 
 def _to_blob(vec: np.ndarray) -> bytes:
