@@ -9,6 +9,13 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
 * ``musique``, ``hotpotqa``: ../shared/bench/memory, R@2, R@5, all@5 (HippoRAG's recall@k);
   indexed through ``Engine.index_many`` (``--via api``) or one Markdown file per passage through
   the real CLI's ``seahorse index --dir`` (``--via files``, run in this process);
+* ``tiny``: each question alone in a store of its own given paragraphs (MuSiQue's 20,
+  HotpotQA's 10), as most agent memories are tens of items: R@2, R@5, all@5 per set, and how
+  many answerable questions the default search refuses;
+* ``scale10k``, ``scale100k``: the corpora of scripts/build_scale_corpus.py (MuSiQue and
+  HotpotQA with documentation prose up to 10,000 / 100,000 passages, ``--scale-dir``), where
+  the dense shortlist, the node budget and the entry bound bind: R@2, R@5, all@5 per question
+  set, all methods in one store;
 * ``locomo``: the five dev conversations, every turn its own document (``add_conversation``,
   speaker and session date kept), evidence R@5 / R@10 per category (1-4);
 * ``absent``: refusal on scripts/data/absent_prose.json (share of absent questions refused)
@@ -334,6 +341,109 @@ def run_multihop(name: str, loader, args, folder: Path, report: dict) -> None:
 METHODS = ("bm25", "dense", "hybrid", "seahorse")
 
 
+# ----- the scale corpora -------------------------------------------------------------------
+def run_scale(size: str, args, folder: Path, report: dict) -> None:
+    corpus = args.scale_dir / f"scale-{size}"
+    if not (corpus / "passages.jsonl").is_file():
+        print(f"\n## scale-{size}: skipped (no corpus at {corpus}: scripts/build_scale_corpus.py)")
+        report["rulers"][f"scale{size}"] = {"skipped": f"no corpus at {corpus}"}
+        return
+    fp = json.loads((corpus / "manifest.json").read_text())["fingerprint"]
+    docs = [(r["source"], r["title"], r["text"]) for r in map(json.loads, open(corpus / "passages.jsonl"))]
+    questions = [json.loads(line) for line in open(corpus / "questions.jsonl")]
+    db = (args.db_dir or folder) / f"scale-{size}-{fp}.db"
+    t0 = time.perf_counter()
+    eng = Engine(load_settings(db_path=db, **KW))
+    if not (args.db_dir is not None and db.exists() and eng.store.text_units()):
+        eng.index_many([(text, src, title, None) for src, title, text in docs])
+    eng.retrieval_index()
+    index_s = time.perf_counter() - t0
+    base = Baselines(eng, lambda src: src, {src: f"{title}\n{text}" for src, title, text in docs})
+    out = report["rulers"][f"scale{size}"] = {"fingerprint": fp, "passages": len(docs),
+                                              "index_s": round(index_s, 1), "sets": {}}
+    print(f"\n## scale-{size} ({len(docs)} passages, fingerprint {fp}, ready in {index_s:.1f} s)")
+    print(f"{'set':<9} {'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'p50 ms':>7}")
+    for dataset in sorted({q["dataset"] for q in questions}):
+        for split in args.splits:
+            qs = [q for q in questions if q["dataset"] == dataset and q["split"] == split]
+            for method in args.methods:
+                rows, times = [], []
+                for q in qs:
+                    t = time.perf_counter()
+                    if method == "seahorse":
+                        ranked = doc_ranking([h.source for h in eng.search(q["question"], top_k=10,
+                                                                            refuse=False).hits])
+                    else:
+                        ranked = getattr(base, method)(q["question"], 10)
+                    times.append((time.perf_counter() - t) * 1e3)
+                    rows.append((ranked, set(q["gold"])))
+                m = benchlib.summarise(rows)
+                m["p50_ms"] = round(benchlib.percentile(times[3:], 50), 2)
+                out["sets"].setdefault(dataset, {}).setdefault(split, {})[method] = m
+                print(f"{dataset:<9} {method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} "
+                      f"{m['all@5']:6.2f} {m['p50_ms']:7.1f}")
+    eng.close()
+
+
+# ----- tiny stores ---------------------------------------------------------------------------
+def tiny_sets(d: Path):
+    """Per question: its own given paragraphs as (source, title, text) and its gold sources."""
+    musique = []
+    for q in json.loads((d / "musique_train.json").read_text()):
+        docs = [(f"p{i}", p["title"], p["paragraph_text"]) for i, p in enumerate(q["paragraphs"])]
+        gold = {f"p{i}" for i, p in enumerate(q["paragraphs"]) if p["is_supporting"]}
+        musique.append((q["question"], docs, gold))
+    hotpot = []
+    for q in json.loads((d / "hotpotqa_train.json").read_text()):
+        docs = [(f"p{i}", t, "".join(sents)) for i, (t, sents) in enumerate(q["context"])]
+        titles = {t for t, _ in q["supporting_facts"]}
+        gold = {f"p{i}" for i, (t, _s) in enumerate(q["context"]) if t in titles}
+        hotpot.append((q["question"], docs, gold))
+    return {"musique": (musique, [d / "musique_train.json"]),
+            "hotpotqa": (hotpot, [d / "hotpotqa_train.json"])}
+
+
+def run_tiny(args, folder: Path, report: dict) -> None:
+    out = report["rulers"]["tiny"] = {}
+    from seahorse.mechanisms.gliner import make_extractor
+
+    # One model for the hundred stores (an Engine would load its own each time).
+    models = embed_mod.make_embedders(KW.get("embedder", "minilm"))
+    shared = dict(zip(("embedder", "phrase_embedder"), models))
+    shared["extractor"] = make_extractor(load_settings(**KW))
+    for name, (items, files) in tiny_sets(args.bench_dir).items():
+        fp = benchlib.fingerprint(files)
+        print(f"\n## tiny stores: {name}, each question alone with its {len(items[0][1])} given "
+              f"paragraphs (fingerprint {fp})")
+        print(f"{'method':<10} {'split':<5} {'R@2':>6} {'R@5':>6} {'all@5':>6} {'refused':>8}")
+        res_out = out[name] = {"fingerprint": fp, "splits": {}}
+        for split in args.splits:
+            rows: dict[str, list] = defaultdict(list)
+            refused = 0
+            for qi in SPLITS[split]:
+                question, docs, gold = items[qi]
+                db = (args.db_dir or folder) / f"tiny-{name}-{fp}-{qi}.db"
+                kept = args.db_dir is not None and db.exists()
+                with Engine(load_settings(db_path=db, **KW), **shared) as eng:
+                    if not kept:
+                        eng.index_many([(text, src, title, None) for src, title, text in docs])
+                    base = Baselines(eng, lambda s: s, {src: f"{title}\n{text}" for src, title, text in docs})
+                    for method in args.methods:
+                        if method == "seahorse":
+                            ranked = doc_ranking([h.source for h in eng.search(question, top_k=10,
+                                                                               refuse=False).hits])
+                        else:
+                            ranked = getattr(base, method)(question, 10)
+                        rows[method].append((ranked, gold))
+                    refused += not eng.search(question, top_k=5).hits
+            for method in args.methods:
+                m = benchlib.summarise(rows[method])
+                res_out["splits"].setdefault(split, {})[method] = m
+                print(f"{method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f}"
+                      + (f" {refused:>8}" if method == "seahorse" else ""))
+            res_out["splits"][split]["answerable_refused"] = refused
+
+
 def refusal_check(eng: Engine, questions, split: str) -> dict:
     absent = [q for q in json.loads(ABSENT.read_text())["queries"] if q["split"] == split]
     answered_absent = sum(bool(eng.search(q["query"], top_k=5).hits) for q in absent)
@@ -446,9 +556,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench-dir", type=Path, default=BENCH)
     ap.add_argument("--code-data", type=Path, default=HERE.parent.parent / "benchdata")
+    ap.add_argument("--scale-dir", type=Path, default=HERE.parent.parent / "benchdata" / "scale" / "corpora",
+                    help="scripts/build_scale_corpus.py's corpora (rulers scale10k, scale100k)")
     ap.add_argument("--code-db-dir", type=Path, help="keep code stores here (re-runs are incremental)")
     ap.add_argument("--splits", default="dev", help="dev, test or dev,test (test: report only)")
-    ap.add_argument("--rulers", default="musique,hotpotqa,locomo,absent,exact,code")
+    ap.add_argument("--rulers", default="tiny,musique,hotpotqa,locomo,absent,exact,code")
     ap.add_argument("--via", choices=("api", "files"), default="api")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "seahorse-bench",
                     help="embedding cache folder ('' = no cache)")
@@ -487,10 +599,15 @@ def main() -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        if "tiny" in args.rulers:
+            run_tiny(args, folder, report)
         if "musique" in args.rulers:
             run_multihop("musique", load_musique, args, folder, report)
         if "hotpotqa" in args.rulers:
             run_multihop("hotpotqa", load_hotpot, args, folder, report)
+        for size in ("10k", "100k"):
+            if f"scale{size}" in args.rulers:
+                run_scale(size, args, folder, report)
         if "locomo" in args.rulers:
             run_locomo(args, folder, report)
         if "exact" in args.rulers:
