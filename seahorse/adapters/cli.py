@@ -417,8 +417,21 @@ def _why(ev: dict) -> str:
     for i, hop in enumerate(best["hops"]):
         node = hop["from"]
         name = repr(node["label"]) if node["kind"] == "phrase" else f"{node['kind']} {node['label']!r}"
-        words.append(name + (" (seed)" if i == 0 and best["from_seed"] else "") + f" -{hop['edge']}->")
+        seeded = _origin(best, node) if i == 0 and best["from_seed"] else ""
+        words.append(name + seeded + f" -{hop['edge']}->")
     return " ".join(words) + f" this hit ({best['share']:.0%} of its walk mass)"
+
+
+# evidence.paths[].origin (services/explain.py) in words: the question's own or reached through it
+ORIGIN_WORDS = {"fact": "reached through a matching sentence", "context": "from the session's earlier turns",
+                "match": "close to the question"}
+
+
+def _origin(path: dict, node: dict) -> str:
+    origin = path.get("origin")
+    if origin == "question":
+        return " (a word of the question)" if len(node["label"].split()) == 1 else " (words of the question)"
+    return f" ({ORIGIN_WORDS.get(origin, 'seed')})"
 
 
 def _human(command: str, out: Any) -> str:
@@ -454,7 +467,7 @@ def _human(command: str, out: Any) -> str:
                 lines.append("   " + h.get("snippet", "").replace("\n", " ")[:300])
                 continue
             lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  "
-                         f"(document {h['doc_id']}, {h['kind']} {h['id']})")
+                         f"({h['kind']} id {h['id']}, document id {h['doc_id']})")
             lines.append("   " + h["text"].replace("\n", " ")[:300])
             lines.append("   why: " + _why(h["evidence"]) + f"; dense {h['evidence']['dense']}"
                          + (f"; confidence {h['confidence']}" if h.get("confidence") is not None else ""))
