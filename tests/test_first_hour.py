@@ -88,3 +88,22 @@ def test_a_seed_from_an_earlier_turn_says_so(tmp_path: Path) -> None:
     assert all(p["hops"][0]["from"]["kind"] == "phrase" and "pressure" in p["hops"][0]["from"]["label"]
                for p in ctx), ctx
     assert "(from the session's earlier turns)" in cli._why({"inflow": {"seed": 0.0}, "paths": ctx})
+
+
+# ----- 13: small ones, tried as a new user would --------------------------------------------
+def test_memory_history_shows_the_current_value_first(run) -> None:
+    run("memory", "add", "editor", "The user prefers Helix.", "--kind", "preference")
+    run("memory", "add", "editor", "The user switched to Emacs.")
+    code, out, _ = run("memory", "history", "editor", "--json")
+    res = json.loads(out)
+    assert code == 0 and res["current"]["value"] == "The user switched to Emacs."
+    assert res["current"]["kind"] == "preference" and res["current"]["time"]
+    assert [h["value"] for h in res["history"]] == ["The user prefers Helix."]  # kept as it was
+    code, text, _ = run("memory", "history", "editor")
+    lines = text.splitlines()
+    assert lines[0].startswith("now: The user switched to Emacs.") and "since" in lines[0], text
+    assert lines[1].startswith("earlier: The user prefers Helix.  (until "), text
+    run("memory", "add", "fresh", "Only one value.")
+    code, text, _ = run("memory", "history", "fresh")
+    lines = text.splitlines()
+    assert lines[0].startswith("now: Only one value.  (since ") and lines[1:] == ["no earlier values"], text

@@ -48,7 +48,7 @@ def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentPar
     ml.add_argument("--kind", help="only this kind")
     ml.add_argument("--all", action="store_true", help="also memories another key superseded")
     for name, text in (("show", "a memory's value, fields, tags, time and history"),
-                       ("history", "a memory's earlier values, newest first"),
+                       ("history", "a memory's current value, then its earlier values, newest first"),
                        ("delete", "forget the memory under KEY")):
         p = mesub.add_parser(name, parents=[leaf], help=text)
         p.add_argument("key")
@@ -277,8 +277,11 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
         lines += [f"earlier: {h['value']}" for h in out["history"]]
         return "\n".join(lines)
     if command == "memory" and sub == "history":
-        lines = [f"{h['value']}  (until {_when(h['replaced_at'])})" for h in out["history"]]
-        return "\n".join(lines) or "no earlier values"
+        current = out.get("current")
+        lines = [f"now: {current['value']}" + (f"  (since {current['time']})" if current["time"] else "")
+                 if current else f"now: no value (memory {out['scope']}/{out['key']} was deleted)"]
+        lines += [f"earlier: {h['value']}  (until {_when(h['replaced_at'])})" for h in out["history"]]
+        return "\n".join(lines + ([] if out["history"] else ["no earlier values"]))
     if (command == "memory" and sub == "list") or command == "list-memories":
         lines = [f"{m['scope']}/{m['key']}: {m['value']}" for m in out["items"]]
         return _page(lines, out)
