@@ -107,3 +107,18 @@ def test_memory_history_shows_the_current_value_first(run) -> None:
     code, text, _ = run("memory", "history", "fresh")
     lines = text.splitlines()
     assert lines[0].startswith("now: Only one value.  (since ") and lines[1:] == ["no earlier values"], text
+
+
+def test_a_failed_first_index_leaves_no_empty_database(run, tmp_path: Path, db_fingerprint) -> None:
+    code, _, err = run("index", "--file", "missing.md")
+    assert code != 0 and "missing.md does not exist" in err
+    assert not (tmp_path / "kg.db").exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+    code, _, _ = run("index", "--dir", "nowhere", "--db", str(tmp_path / "a" / "b" / "kg.db"))
+    assert code != 0 and not (tmp_path / "a").exists()  # nor the folders made for it
+    code, _, _ = run("search", "anything")  # and the next command says there is no database
+    assert code != 0
+    # A database that existed before is kept as it was, even an empty one.
+    assert run("index", "--text", "Raspberry Pi 5 users enable zram.")[0] == 0
+    before = db_fingerprint(tmp_path / "kg.db")
+    assert run("index", "--file", "missing.md")[0] != 0
+    assert db_fingerprint(tmp_path / "kg.db") == before

@@ -7,11 +7,13 @@ output on stdout for scripts and agents.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Iterator, Sequence
 
 from ..config import pin_blas_threads
 
@@ -242,9 +244,48 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
         # A typo in --db must not silently answer from a new, empty database.
         raise NotFound(f"database {settings.db_path} does not exist; index something first "
                        "(`seahorse index ...`) or check --db / SEAHORSE_DB")
-    eng = Engine(settings, reembedding=reembedding, create=create)
+    new_dir = None  # the first folder this call makes for a new file store, if any
+    fresh = create and not exists and isinstance(settings.db_path, Path)
+    if fresh:
+        new_dir = next((d for d in reversed(settings.db_path.absolute().parents) if not d.exists()), None)
+    try:
+        eng = Engine(settings, reembedding=reembedding, create=create)
+    except BaseException:
+        if fresh:
+            _remove_store(settings.db_path, new_dir)
+        raise
     eng.surface = "cli"  # usage analytics (`gain`) say which face called
-    return eng
+    return _undone_if_empty(eng, settings.db_path, new_dir) if fresh else eng
+
+
+@contextlib.contextmanager
+def _undone_if_empty(eng: Any, path: Path, new_dir: Path | None) -> Iterator[Any]:
+    """A store this command started, removed again (with the folders it made) when the command
+    fails having stored nothing: `index --file missing.md` leaves no empty database behind."""
+    try:
+        yield eng
+    except BaseException:
+        try:
+            empty = not eng.store.counts()["documents"]
+        except Exception:  # a store that cannot say is kept
+            empty = False
+        eng.close()
+        if empty:
+            _remove_store(path, new_dir)
+        raise
+    eng.close()
+
+
+def _remove_store(path: Path, new_dir: Path | None) -> None:
+    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        with contextlib.suppress(OSError):
+            p.unlink(missing_ok=True)
+    if new_dir is not None:
+        for d in path.absolute().parents:
+            with contextlib.suppress(OSError):
+                d.rmdir()  # only if empty
+            if d == new_dir:
+                break
 
 
 def _progress(n: int, total: int, path: str) -> None:
