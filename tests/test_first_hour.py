@@ -122,3 +122,23 @@ def test_a_failed_first_index_leaves_no_empty_database(run, tmp_path: Path, db_f
     before = db_fingerprint(tmp_path / "kg.db")
     assert run("index", "--file", "missing.md")[0] != 0
     assert db_fingerprint(tmp_path / "kg.db") == before
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["serch", "zram"], "did you mean `seahorse search`"),
+    (["memory", "ad", "k", "v"], "did you mean `seahorse memory add`?"),
+    (["search", "zram", "--kind", "pasage"], "did you mean `--kind passage`?"),
+])
+def test_a_mistyped_command_gets_a_suggestion(run, capsys, argv, suggestion) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        run(*argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and suggestion in err, err
+    assert len(err.strip().splitlines()) == 1 and "choose from" not in err  # the closest, not all 50
+
+
+def test_an_unknown_word_still_lists_the_choices(run, capsys) -> None:
+    with pytest.raises(SystemExit):
+        run("xyzzy")
+    err = capsys.readouterr().err
+    assert "invalid choice: 'xyzzy'" in err and "did you mean" not in err and "'search'" in err

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -38,7 +40,22 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         where = self.prog.removeprefix("seahorse").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(2, f"seahorse: error: {prefix}{message}; see `{self.prog} --help`\n")
+        self.exit(2, f"seahorse: error: {prefix}{self._did_you_mean(message)}; see `{self.prog} --help`\n")
+
+    def _did_you_mean(self, message: str) -> str:
+        """A mistyped command or choice (``seahorse serch``): the closest ones, not the whole list."""
+        m = re.match(r"argument (.+?): invalid choice: (.+?) \(choose from ", message)
+        if not m:
+            return message
+        name, given = m.group(1), m.group(2).strip("'\"")
+        for action in self._actions:
+            if action.choices and name == ("/".join(action.option_strings) or action.metavar or action.dest):
+                close = difflib.get_close_matches(given, [str(c) for c in action.choices], n=3, cutoff=0.6)
+                if close:
+                    shown = " or ".join(f"`{self.prog} {c}`" if not action.option_strings
+                                        else f"`{action.option_strings[-1]} {c}`" for c in close)
+                    return f"argument {name}: invalid choice: {given!r}; did you mean {shown}?"
+        return message
 
 
 SYMBOL_NAME = "qualified or bare name (PATH:NAME picks one file's, e.g. src/app.py:run)"
