@@ -142,3 +142,31 @@ def test_an_unknown_word_still_lists_the_choices(run, capsys) -> None:
         run("xyzzy")
     err = capsys.readouterr().err
     assert "invalid choice: 'xyzzy'" in err and "did you mean" not in err and "'search'" in err
+
+
+def test_setup_says_when_its_store_does_not_exist(run, tmp_path: Path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    code, out, _ = run("setup", "cursor", "--db", "typo.db")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"wrote {home / '.cursor' / 'mcp.json'} (store {tmp_path / 'typo.db'})"
+    assert lines[1].startswith(f"note: the store {tmp_path / 'typo.db'} does not exist yet"), out
+    code, out, err = run("setup", "cursor", "--db", "typo.db", "--print")
+    # stdout stays the JSON configuration
+    assert json.loads(out)["mcpServers"]["seahorse"]["args"][-1] == str(tmp_path / "typo.db")
+    assert "does not exist yet" in err
+    res = json.loads(run("setup", "cursor", "--db", "typo.db", "--json")[1])
+    assert res["db_exists"] is False and res["notices"]
+    assert run("index", "--text", "Raspberry Pi 5 users enable zram.")[0] == 0  # tmp_path/kg.db
+    res = json.loads(run("setup", "cursor", "--json")[1])
+    assert res["db_exists"] is True and res["notices"] == [] and res["db"] == str(tmp_path / "kg.db")
+    code, out, _ = run("setup", "cursor")
+    assert code == 0 and "note:" not in out
+
+
+def test_setup_passes_a_postgresql_url_as_given(run) -> None:
+    res = json.loads(run("setup", "cursor", "--print", "--json", "--db", "postgresql://me@db.example/kg")[1])
+    assert res["config"]["mcpServers"]["seahorse"]["args"][-2:] == ["--db", "postgresql://me@db.example/kg"]
+    assert res["notices"] == []

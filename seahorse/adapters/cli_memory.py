@@ -200,7 +200,11 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
     def setup(args):
         from .setup import setup_client
 
-        return setup_client(args.client, args.db, args.print_only, args.allow)
+        out = setup_client(args.client, args.db, args.print_only, args.allow)
+        if args.print_only and not args.json:  # stdout is the configuration: the note goes aside
+            for notice in out["notices"]:
+                print(f"seahorse: note: {notice}", file=sys.stderr)
+        return out
 
     return {"memory": memory, "list-memories": list_memories, "forget": forget,
             "documents": documents, "list-documents": list_documents, "add-conversation": add_conv,
@@ -319,7 +323,10 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
                    if out.get("vectors_rewritten") else "")
         return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes{recoded}"
     if command == "setup":
-        return out["text"] if "text" in out else f"wrote {out['path']}"
+        if "text" in out:
+            return out["text"]
+        return "\n".join([f"wrote {out['path']} (store {out['db']})",
+                          *(f"note: {n}" for n in out.get("notices", []))])
     return None
 
 
