@@ -3,14 +3,17 @@ test drives the real CLI in-process (``seahorse.adapters.cli.main``) on a real S
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 from conftest import PI_SENTENCES
+from test_server import serve
 
 from seahorse import Engine, Settings
 from seahorse.adapters import cli
+from seahorse.config import TOP_K_MAX
 from seahorse.services.explain import ORIGINS
 
 
@@ -170,3 +173,24 @@ def test_setup_passes_a_postgresql_url_as_given(run) -> None:
     res = json.loads(run("setup", "cursor", "--print", "--json", "--db", "postgresql://me@db.example/kg")[1])
     assert res["config"]["mcpServers"]["seahorse"]["args"][-2:] == ["--db", "postgresql://me@db.example/kg"]
     assert res["notices"] == []
+
+
+def test_search_takes_one_top_k_limit_on_the_cli_and_over_mcp(run, tmp_path: Path) -> None:
+    for i in range(60):
+        assert run("index", "--text", f"Field note {i}: the kettle number {i} boils water for tea.")[0] == 0
+    code, out, _ = run("search", "kettle boils water", "--top-k", "60", "--no-refuse", "--json")
+    assert code == 0 and len(json.loads(out)["hits"]) == 60
+    code, _, err = run("search", "kettle boils water", "--top-k", str(TOP_K_MAX + 1))
+    assert code != 0 and str(TOP_K_MAX) in err
+
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            tools = {t.name: t for t in (await srv.session.list_tools()).tools}
+            described = tools["search"].input_schema["properties"]["top_k"]["description"]
+            assert f"at most {TOP_K_MAX}" in described, described  # the limit, stated
+            res = await srv.ok("search", {"query": "kettle boils water", "top_k": 60, "refuse": False})
+            assert len(res["hits"]) == 60  # was refused above 50
+            err = await srv.error("search", {"query": "kettle boils water", "top_k": TOP_K_MAX + 1})
+            assert str(TOP_K_MAX) in err
+
+    asyncio.run(main())

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..config import pin_blas_threads
+from ..config import TOP_K_MAX, pin_blas_threads
 
 pin_blas_threads()  # before anything imports numpy
 
@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
 
     se = sub.add_parser("search", parents=[common], help="ask a question")
     se.add_argument("query", help="the question")
-    se.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    se.add_argument("--top-k", type=int, default=5, help=f"number of hits (default 5, at most {TOP_K_MAX})")
     se.add_argument("--cursor", help="the next page: the next_cursor of the same question's last page")
     se.add_argument("--repo", help="search one indexed repository (path or name); refusal on")
     se.add_argument("--kind", action="append", choices=["passage", "memory", "symbol", "commit"],
@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="search one indexed repository in plain words (= search --repo); refusal on")
     sc.add_argument("query", help="the question")
     sc.add_argument("--repo", help="indexed repository (path or name; default the only one)")
-    sc.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    sc.add_argument("--top-k", type=int, default=5, help=f"number of hits (default 5, at most {TOP_K_MAX})")
     sc.add_argument("--cursor", help="the next page: the next_cursor of the same question's last page")
     sc.add_argument("--kind", action="append", choices=["symbol", "commit"],
                     help="node kinds that may be hits (repeatable; commit for history)")
