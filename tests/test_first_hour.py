@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,6 +73,8 @@ def test_why_says_which_seeds_are_the_questions_own_words(run) -> None:
     assert "'zram' (a word of the question) -context-> this hit" in lines[zram + 1], text
     assert "(reached through a matching sentence) -context-> this hit" in text, text
     assert "(seed)" not in text
+    # ids read as ids, not as the hit's place in its document
+    assert re.search(r"^1\. \[[0-9.]+\] text:\w+  \(passage id \d+, document id \d+\)$", text, re.M), text
 
 
 OTHER_NOTES = ("The kettle in the office kitchen boils water in two minutes.",
@@ -194,3 +199,33 @@ def test_search_takes_one_top_k_limit_on_the_cli_and_over_mcp(run, tmp_path: Pat
             assert str(TOP_K_MAX) in err
 
     asyncio.run(main())
+
+
+# ----- 13: README, as a new user reads it ---------------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_install_has_no_placeholder_and_explains_its_sizes() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    install = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    for text in (readme, install):
+        assert not re.search(r"git\+URL\b", text)  # a literal placeholder a reader pastes
+    runtime = re.search(r"\| without scipy \(this change\) \| \*\*(\d+) MB\*\*", install).group(1)
+    said = re.search(r"A runtime install \(`pip install \.`\) is (\d+) MB", readme)
+    assert said and said.group(1) == runtime, "README's runtime size is docs/install.md's"
+    # and why the venv `make demo` builds is bigger
+    why = r"`make demo`[^.]*is \d+ MB \(`du -sm \.venv`\)\s+because it also installs the `test` extras"
+    assert re.search(why, readme), readme
+
+
+def test_the_python_guide_warns_that_a_script_beside_the_checkout_imports_it(tmp_path: Path) -> None:
+    guide = (ROOT / "docs" / "guide-agent-memory.md").read_text(encoding="utf-8")
+    python = guide[guide.index("## From Python"):]
+    assert "imports the clone's `seahorse/` folder" in python and "sys.path" in python
+    # What it warns of, for real: a script in a folder holding a seahorse/ package gets that one.
+    (tmp_path / "seahorse").mkdir()
+    (tmp_path / "seahorse" / "__init__.py").write_text("__version__ = 'the checkout'\n")
+    (tmp_path / "script.py").write_text("import seahorse\nprint(seahorse.__version__)\n")
+    out = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True, text=True,
+                         cwd=tmp_path.parent, timeout=60)
+    assert out.stdout.strip() == "the checkout", out
