@@ -16,6 +16,7 @@ from test_server import serve
 
 from seahorse import Engine, Settings
 from seahorse.adapters import cli
+from seahorse.adapters.cli_help import why
 from seahorse.config import TOP_K_MAX
 from seahorse.services.explain import ORIGINS
 
@@ -95,7 +96,7 @@ def test_a_seed_from_an_earlier_turn_says_so(tmp_path: Path) -> None:
     assert ctx, paths  # the earlier turn's phrases, neither the question's words nor its facts'
     assert all(p["hops"][0]["from"]["kind"] == "phrase" and "pressure" in p["hops"][0]["from"]["label"]
                for p in ctx), ctx
-    assert "(from the session's earlier turns)" in cli._why({"inflow": {"seed": 0.0}, "paths": ctx})
+    assert "(from the session's earlier turns)" in why({"inflow": {"seed": 0.0}, "paths": ctx})
 
 
 # ----- 13: small ones, tried as a new user would --------------------------------------------
@@ -214,8 +215,8 @@ def test_readme_install_has_no_placeholder_and_explains_its_sizes() -> None:
     said = re.search(r"A runtime install \(`pip install \.`\) is (\d+) MB", readme)
     assert said and said.group(1) == runtime, "README's runtime size is docs/install.md's"
     # and why the venv `make demo` builds is bigger
-    why = r"`make demo`[^.]*is \d+ MB \(`du -sm \.venv`\)\s+because it also installs the `test` extras"
-    assert re.search(why, readme), readme
+    reason = r"`make demo`[^.]*is \d+ MB \(`du -sm \.venv`\)\s+because it also installs the `test` extras"
+    assert re.search(reason, readme), readme
 
 
 def test_the_python_guide_warns_that_a_script_beside_the_checkout_imports_it(tmp_path: Path) -> None:

@@ -7,15 +7,12 @@ output on stdout for scripts and agents.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import difflib
 import json
 import logging
 import os
-import re
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from ..config import TOP_K_MAX, pin_blas_threads
 
@@ -24,6 +21,7 @@ pin_blas_threads()  # before anything imports numpy
 from ..errors import InvalidInput, SeahorseError  # noqa: E402
 from ..version import __version__  # noqa: E402
 from . import cli_code  # noqa: E402  (issue 24: versions, impact, deps, repo map, status)
+from .cli_help import did_you_mean, first_new_dir, remove_store, undone_if_empty, why  # noqa: E402
 from .cli_memory import add_parsers as add_memory_parsers  # noqa: E402
 from .cli_memory import commands as memory_commands  # noqa: E402
 from .cli_memory import human as memory_human  # noqa: E402
@@ -40,22 +38,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         where = self.prog.removeprefix("seahorse").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(2, f"seahorse: error: {prefix}{self._did_you_mean(message)}; see `{self.prog} --help`\n")
+        self.exit(2, f"seahorse: error: {prefix}{did_you_mean(self, message)}; see `{self.prog} --help`\n")
 
-    def _did_you_mean(self, message: str) -> str:
-        """A mistyped command or choice (``seahorse serch``): the closest ones, not the whole list."""
-        m = re.match(r"argument (.+?): invalid choice: (.+?) \(choose from ", message)
-        if not m:
-            return message
-        name, given = m.group(1), m.group(2).strip("'\"")
-        for action in self._actions:
-            if action.choices and name == ("/".join(action.option_strings) or action.metavar or action.dest):
-                close = difflib.get_close_matches(given, [str(c) for c in action.choices], n=3, cutoff=0.6)
-                if close:
-                    shown = " or ".join(f"`{self.prog} {c}`" if not action.option_strings
-                                        else f"`{action.option_strings[-1]} {c}`" for c in close)
-                    return f"argument {name}: invalid choice: {given!r}; did you mean {shown}?"
-        return message
 
 
 SYMBOL_NAME = "qualified or bare name (PATH:NAME picks one file's, e.g. src/app.py:run)"
@@ -264,45 +248,15 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
     new_dir = None  # the first folder this call makes for a new file store, if any
     fresh = create and not exists and isinstance(settings.db_path, Path)
     if fresh:
-        new_dir = next((d for d in reversed(settings.db_path.absolute().parents) if not d.exists()), None)
+        new_dir = first_new_dir(settings.db_path)
     try:
         eng = Engine(settings, reembedding=reembedding, create=create)
     except BaseException:
         if fresh:
-            _remove_store(settings.db_path, new_dir)
+            remove_store(settings.db_path, new_dir)
         raise
     eng.surface = "cli"  # usage analytics (`gain`) say which face called
-    return _undone_if_empty(eng, settings.db_path, new_dir) if fresh else eng
-
-
-@contextlib.contextmanager
-def _undone_if_empty(eng: Any, path: Path, new_dir: Path | None) -> Iterator[Any]:
-    """A store this command started, removed again (with the folders it made) when the command
-    fails having stored nothing: `index --file missing.md` leaves no empty database behind."""
-    try:
-        yield eng
-    except BaseException:
-        try:
-            empty = not eng.store.counts()["documents"]
-        except Exception:  # a store that cannot say is kept
-            empty = False
-        eng.close()
-        if empty:
-            _remove_store(path, new_dir)
-        raise
-    eng.close()
-
-
-def _remove_store(path: Path, new_dir: Path | None) -> None:
-    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
-        with contextlib.suppress(OSError):
-            p.unlink(missing_ok=True)
-    if new_dir is not None:
-        for d in path.absolute().parents:
-            with contextlib.suppress(OSError):
-                d.rmdir()  # only if empty
-            if d == new_dir:
-                break
+    return undone_if_empty(eng, settings.db_path, new_dir) if fresh else eng
 
 
 def _progress(n: int, total: int, path: str) -> None:
@@ -462,36 +416,6 @@ def _commit_line(c: dict) -> str:
     return f"{c['commit'][:10]}  {c['date'][:10]}  {c['author']}: {c['subject']}"
 
 
-def _why(ev: dict) -> str:
-    """The best path of the walk into a hit, in words: where its mass came from."""
-    if ev.get("exact"):
-        return "holds " + ", ".join(repr(t) for t in ev["exact"])
-    seed = ev.get("inflow", {}).get("seed", 0.0)
-    paths = ev.get("paths") or []
-    if not paths or seed >= paths[0]["share"]:
-        return f"a seed itself (close to the question: {seed:.0%} of its walk mass)"
-    best = paths[0]
-    words = []
-    for i, hop in enumerate(best["hops"]):
-        node = hop["from"]
-        name = repr(node["label"]) if node["kind"] == "phrase" else f"{node['kind']} {node['label']!r}"
-        seeded = _origin(best, node) if i == 0 and best["from_seed"] else ""
-        words.append(name + seeded + f" -{hop['edge']}->")
-    return " ".join(words) + f" this hit ({best['share']:.0%} of its walk mass)"
-
-
-# evidence.paths[].origin (services/explain.py) in words: the question's own or reached through it
-ORIGIN_WORDS = {"fact": "reached through a matching sentence", "context": "from the session's earlier turns",
-                "match": "close to the question"}
-
-
-def _origin(path: dict, node: dict) -> str:
-    origin = path.get("origin")
-    if origin == "question":
-        return " (a word of the question)" if len(node["label"].split()) == 1 else " (words of the question)"
-    return f" ({ORIGIN_WORDS.get(origin, 'seed')})"
-
-
 def _human(command: str, out: Any) -> str:
     command = {"add-document": "index", "index-repo": "index", "search-code": "search"}.get(command, command)
     if command == "search":
@@ -527,7 +451,7 @@ def _human(command: str, out: Any) -> str:
             lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  "
                          f"({h['kind']} id {h['id']}, document id {h['doc_id']})")
             lines.append("   " + h["text"].replace("\n", " ")[:300])
-            lines.append("   why: " + _why(h["evidence"]) + f"; dense {h['evidence']['dense']}"
+            lines.append("   why: " + why(h["evidence"]) + f"; dense {h['evidence']['dense']}"
                          + (f"; confidence {h['confidence']}" if h.get("confidence") is not None else ""))
         return "\n".join(lines)
     if command == "index" and "repo" in out:
