@@ -60,6 +60,12 @@ def test_minilm_ranks_the_zram_passage_first(cli, pi_sentences, pi_query) -> Non
     assert hits[0]["source"].startswith("text:")
     phrases = hits[0]["evidence"]["phrases"]
     assert phrases and all(p["phrase"] and 0 < p["share"] <= 1 for p in phrases)
+    # README's demo shows this hit's `why` as the command prints it (up to the figures)
+    from seahorse.adapters.cli_help import why
+
+    said = why(hits[0]["evidence"]).split(" this hit")[0]
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert f"   why: {said} this hit (" in readme, said
 
 
 # ----- index / search ---------------------------------------------------------------------

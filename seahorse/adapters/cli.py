@@ -11,15 +11,17 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
-from ..config import pin_blas_threads
+from ..config import TOP_K_MAX, pin_blas_threads
 
 pin_blas_threads()  # before anything imports numpy
 
 from ..errors import InvalidInput, SeahorseError  # noqa: E402
 from ..version import __version__  # noqa: E402
 from . import cli_code  # noqa: E402  (issue 24: versions, impact, deps, repo map, status)
+from .cli_help import did_you_mean, first_new_dir, remove_store, undone_if_empty, why  # noqa: E402
 from .cli_memory import add_parsers as add_memory_parsers  # noqa: E402
 from .cli_memory import commands as memory_commands  # noqa: E402
 from .cli_memory import human as memory_human  # noqa: E402
@@ -36,7 +38,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         where = self.prog.removeprefix("seahorse").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(2, f"seahorse: error: {prefix}{message}; see `{self.prog} --help`\n")
+        self.exit(2, f"seahorse: error: {prefix}{did_you_mean(self, message)}; see `{self.prog} --help`\n")
+
 
 
 SYMBOL_NAME = "qualified or bare name (PATH:NAME picks one file's, e.g. src/app.py:run)"
@@ -88,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
 
     se = sub.add_parser("search", parents=[common], help="ask a question")
     se.add_argument("query", help="the question")
-    se.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    se.add_argument("--top-k", type=int, default=5, help=f"number of hits (default 5, at most {TOP_K_MAX})")
     se.add_argument("--cursor", help="the next page: the next_cursor of the same question's last page")
     se.add_argument("--repo", help="search one indexed repository (path or name); refusal on")
     se.add_argument("--kind", action="append", choices=["passage", "memory", "symbol", "commit"],
@@ -109,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="search one indexed repository in plain words (= search --repo); refusal on")
     sc.add_argument("query", help="the question")
     sc.add_argument("--repo", help="indexed repository (path or name; default the only one)")
-    sc.add_argument("--top-k", type=int, default=5, help="number of hits (default 5)")
+    sc.add_argument("--top-k", type=int, default=5, help=f"number of hits (default 5, at most {TOP_K_MAX})")
     sc.add_argument("--cursor", help="the next page: the next_cursor of the same question's last page")
     sc.add_argument("--kind", action="append", choices=["symbol", "commit"],
                     help="node kinds that may be hits (repeatable; commit for history)")
@@ -242,9 +245,18 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
         # A typo in --db must not silently answer from a new, empty database.
         raise NotFound(f"database {settings.db_path} does not exist; index something first "
                        "(`seahorse index ...`) or check --db / SEAHORSE_DB")
-    eng = Engine(settings, reembedding=reembedding, create=create)
+    new_dir = None  # the first folder this call makes for a new file store, if any
+    fresh = create and not exists and isinstance(settings.db_path, Path)
+    if fresh:
+        new_dir = first_new_dir(settings.db_path)
+    try:
+        eng = Engine(settings, reembedding=reembedding, create=create)
+    except BaseException:
+        if fresh:
+            remove_store(settings.db_path, new_dir)
+        raise
     eng.surface = "cli"  # usage analytics (`gain`) say which face called
-    return eng
+    return undone_if_empty(eng, settings.db_path, new_dir) if fresh else eng
 
 
 def _progress(n: int, total: int, path: str) -> None:
@@ -404,23 +416,6 @@ def _commit_line(c: dict) -> str:
     return f"{c['commit'][:10]}  {c['date'][:10]}  {c['author']}: {c['subject']}"
 
 
-def _why(ev: dict) -> str:
-    """The best path of the walk into a hit, in words: where its mass came from."""
-    if ev.get("exact"):
-        return "holds " + ", ".join(repr(t) for t in ev["exact"])
-    seed = ev.get("inflow", {}).get("seed", 0.0)
-    paths = ev.get("paths") or []
-    if not paths or seed >= paths[0]["share"]:
-        return f"a seed itself (close to the question: {seed:.0%} of its walk mass)"
-    best = paths[0]
-    words = []
-    for i, hop in enumerate(best["hops"]):
-        node = hop["from"]
-        name = repr(node["label"]) if node["kind"] == "phrase" else f"{node['kind']} {node['label']!r}"
-        words.append(name + (" (seed)" if i == 0 and best["from_seed"] else "") + f" -{hop['edge']}->")
-    return " ".join(words) + f" this hit ({best['share']:.0%} of its walk mass)"
-
-
 def _human(command: str, out: Any) -> str:
     command = {"add-document": "index", "index-repo": "index", "search-code": "search"}.get(command, command)
     if command == "search":
@@ -454,9 +449,9 @@ def _human(command: str, out: Any) -> str:
                 lines.append("   " + h.get("snippet", "").replace("\n", " ")[:300])
                 continue
             lines.append(f"{rank}. [{h['score']:.4f}] {h['source']}  "
-                         f"(document {h['doc_id']}, {h['kind']} {h['id']})")
+                         f"({h['kind']} id {h['id']}, document id {h['doc_id']})")
             lines.append("   " + h["text"].replace("\n", " ")[:300])
-            lines.append("   why: " + _why(h["evidence"]) + f"; dense {h['evidence']['dense']}"
+            lines.append("   why: " + why(h["evidence"]) + f"; dense {h['evidence']['dense']}"
                          + (f"; confidence {h['confidence']}" if h.get("confidence") is not None else ""))
         return "\n".join(lines)
     if command == "index" and "repo" in out:

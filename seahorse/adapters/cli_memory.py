@@ -48,7 +48,7 @@ def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentPar
     ml.add_argument("--kind", help="only this kind")
     ml.add_argument("--all", action="store_true", help="also memories another key superseded")
     for name, text in (("show", "a memory's value, fields, tags, time and history"),
-                       ("history", "a memory's earlier values, newest first"),
+                       ("history", "a memory's current value, then its earlier values, newest first"),
                        ("delete", "forget the memory under KEY")):
         p = mesub.add_parser(name, parents=[leaf], help=text)
         p.add_argument("key")
@@ -200,7 +200,11 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
     def setup(args):
         from .setup import setup_client
 
-        return setup_client(args.client, args.db, args.print_only, args.allow)
+        out = setup_client(args.client, args.db, args.print_only, args.allow)
+        if args.print_only and not args.json:  # stdout is the configuration: the note goes aside
+            for notice in out["notices"]:
+                print(f"seahorse: note: {notice}", file=sys.stderr)
+        return out
 
     return {"memory": memory, "list-memories": list_memories, "forget": forget,
             "documents": documents, "list-documents": list_documents, "add-conversation": add_conv,
@@ -277,8 +281,11 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
         lines += [f"earlier: {h['value']}" for h in out["history"]]
         return "\n".join(lines)
     if command == "memory" and sub == "history":
-        lines = [f"{h['value']}  (until {_when(h['replaced_at'])})" for h in out["history"]]
-        return "\n".join(lines) or "no earlier values"
+        current = out.get("current")
+        lines = [f"now: {current['value']}" + (f"  (since {current['time']})" if current["time"] else "")
+                 if current else f"now: no value (memory {out['scope']}/{out['key']} was deleted)"]
+        lines += [f"earlier: {h['value']}  (until {_when(h['replaced_at'])})" for h in out["history"]]
+        return "\n".join(lines + ([] if out["history"] else ["no earlier values"]))
     if (command == "memory" and sub == "list") or command == "list-memories":
         lines = [f"{m['scope']}/{m['key']}: {m['value']}" for m in out["items"]]
         return _page(lines, out)
@@ -316,7 +323,10 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
                    if out.get("vectors_rewritten") else "")
         return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes{recoded}"
     if command == "setup":
-        return out["text"] if "text" in out else f"wrote {out['path']}"
+        if "text" in out:
+            return out["text"]
+        return "\n".join([f"wrote {out['path']} (store {out['db']})",
+                          *(f"note: {n}" for n in out.get("notices", []))])
     return None
 
 

@@ -46,6 +46,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 from typing_extensions import Annotated
 
+from ..config import TOP_K_MAX
 from ..errors import SeahorseError
 from ..version import __version__
 from . import results as R  # noqa: N812 - R.SearchResult reads as "the result of search"
@@ -153,8 +154,8 @@ class _Runtime:
 
 # The tools that may create the store when its file does not exist yet.
 FIRST_WRITES = {"add_document", "upsert_memory", "add_conversation", "index_repo"}
-# The most hits one search reply carries over MCP (each cut at 400 characters).
-MCP_TOP_K_MAX = 50
+# The most hits one search reply carries: the CLI's limit too (each text cut at 400 characters).
+MCP_TOP_K_MAX = TOP_K_MAX
 EXPAND_CHARS = 20_000  # of a document's whole text in one expand reply (~5k tokens)
 
 # The next step for an error, by its code, in tools' and parameters' words (the CLI has its own).
@@ -328,7 +329,7 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
     @tool(SEARCH)
     def search(ctx: Context, query: Annotated[str, P("the question, in plain words")],
                session_id: Annotated[str | None, P(SESSION)] = None,
-               top_k: Annotated[int, P(f"hits per page (at most {MCP_TOP_K_MAX})")] = 5,
+               top_k: Annotated[int, P(f"hits per page (at most {MCP_TOP_K_MAX}, as on the CLI)")] = 5,
                refuse: Annotated[bool, P(REFUSE)] = True,
                kinds: Annotated[list[NodeKind] | None, P("only hits of these kinds")] = None,
                since: Annotated[str | None, P(SINCE)] = None,
@@ -340,7 +341,8 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
         from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
 
         if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
-            raise ToolError(f"top_k is at most {MCP_TOP_K_MAX} here; narrow the question or use since/until")
+            raise ToolError(f"top_k is at most {MCP_TOP_K_MAX}; page with cursor, or narrow the question "
+                            "(since/until, kinds)")
         return runtime(ctx).call("search", query, top_k=top_k, session_id=session_id, refuse=refuse,
                                  kinds=kinds, snippet_chars=SNIPPET_CHARS, since=since, until=until,
                                  as_of=as_of, cursor=cursor).as_dict()

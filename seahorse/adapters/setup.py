@@ -34,10 +34,26 @@ def server_command() -> tuple[str, list[str]]:
     return str(Path(sys.executable).absolute()), ["-m", "seahorse.server"]
 
 
-def entry(db: str | None, allow: list[str] | tuple[str, ...] = ()) -> dict:
-    from ..config import load_settings
+def store_arg(db: str | None) -> tuple[str, bool | None]:
+    """The store as the server's --db (a file's absolute path, or the URL as given) and whether
+    it exists (None for a server: it answers when the store opens)."""
+    from ..config import DbUrl, load_settings
 
-    db_path = Path(load_settings(db_path=db).db_path).expanduser().resolve()
+    where = load_settings(db_path=db).db_path
+    if isinstance(where, DbUrl):
+        return where.url, None
+    path = Path(where).expanduser().resolve()
+    return str(path), path.exists()
+
+
+def missing_store(db_path: str) -> str:
+    return (f"the store {db_path} does not exist yet: the server creates it on its first write "
+            f"(add_document, upsert_memory, index_repo), or fill it now with "
+            f"`seahorse index --db {db_path} ...`; another store: pass --db PATH")
+
+
+def entry(db: str | None, allow: list[str] | tuple[str, ...] = ()) -> dict:
+    db_path, _exists = store_arg(db)
     command, args = server_command()
     folders = []
     for p in allow:
@@ -45,7 +61,7 @@ def entry(db: str | None, allow: list[str] | tuple[str, ...] = ()) -> dict:
         if not folder.is_dir():
             raise InvalidInput(f"--allow {p}: not a folder", field="allow")
         folders.append(f"--allow={folder}")
-    return {"command": command, "args": [*args, "--db", str(db_path), *folders]}
+    return {"command": command, "args": [*args, "--db", db_path, *folders]}
 
 
 def setup_client(client: str, db: str | None, print_only: bool,
@@ -55,9 +71,11 @@ def setup_client(client: str, db: str | None, print_only: bool,
     server = entry(db, allow)
     config = {"mcpServers": {"seahorse": server}}
     path = CLIENT_FILES[client](Path.home())
+    db_path, exists = store_arg(db)
+    notices = [missing_store(db_path)] if exists is False else []
     if print_only:
         return {"client": client, "path": str(path), "config": config,
-                "text": json.dumps(config, indent=2)}
+                "text": json.dumps(config, indent=2), "db": db_path, "db_exists": exists, "notices": notices}
     existing: dict = {}
     if path.exists():
         try:
@@ -75,4 +93,5 @@ def setup_client(client: str, db: str | None, print_only: bool,
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(existing, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
-    return {"client": client, "path": str(path), "config": config}
+    return {"client": client, "path": str(path), "config": config, "db": db_path, "db_exists": exists,
+            "notices": notices}

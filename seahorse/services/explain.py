@@ -8,9 +8,11 @@ what each neighbour sent along its edge (:class:`~seahorse.mechanisms.graph.Flow
 * ``paths``: up to MAX_PATHS paths seed -> edge (its kind) -> ... -> hit, one per neighbour
   that sent the most, each traced back through the neighbour that sent *it* the most until a
   vertex whose own seed mass is larger than any single inflow (or MAX_HOPS); ``mass`` is what
-  the last hop carried into the hit and ``share`` that over ``x_v``;
+  the last hop carried into the hit and ``share`` that over ``x_v``; ``origin`` says how the
+  path's first vertex became a seed (ORIGINS), null when it was none (``from_seed`` false);
 * ``phrases``: the phrase neighbours among those that sent the most (share of ``x_v``; the
-  kind of the edge they sent it by); what a passage, symbol or commit sent is in ``paths``.
+  kind of the edge they sent it by; ``origin`` as above); what a passage, symbol or commit sent
+  is in ``paths``.
 """
 
 from __future__ import annotations
@@ -24,13 +26,19 @@ from .state import RetrievalIndex
 MAX_PATHS = 3
 MAX_HOPS = 3
 LABEL_CHARS = 60
+# How a vertex became a seed: "question", a phrase of the question's own words (exact match);
+# "fact", a phrase of a sentence window that matched the question densely, reached through it;
+# "context", a phrase of an earlier turn of the session; "match", a passage, memory, symbol
+# or commit seeded by its own similarity to the question (dense cosine or its words, BM25).
+ORIGINS = ("question", "fact", "context", "match")
 
 
 def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],
-            phrase_seed: dict[int, float], also: list[int] = ()) -> tuple[list[dict], dict[int, str]]:
+            phrase_seed: dict[int, float], also: list[int] = (),
+            question: set[int] = frozenset()) -> tuple[list[dict], dict[int, str]]:
     """Evidence (inflow, paths, phrases) for each hit vertex, and the label of every vertex
     named (those of ``also`` too), with one read of the store for the labels and one for the
-    edge kinds."""
+    edge kinds. ``question``: the phrase seeds that are the query's own words."""
     raw = [_trace(flow, v) for v in hits]
     verts = {u for r in raw for p in r["paths"] for u in p["verts"]} | set(hits) | set(also)
     ids = {u: int(index.graph.node_ids[u]) for u in verts}
@@ -47,23 +55,31 @@ def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],
             i, j = ids[a], ids[b]
             return kinds.get((min(i, j), max(i, j)), "")
 
+        def origin(u: int) -> str | None:
+            if flow.teleport[u] <= 0:
+                return None
+            if labels[u]["kind"] != "phrase":
+                return "match"
+            return "question" if u in question else "fact" if u in phrase_seed else "context"
+
         paths = []
         for p in r["paths"]:
             vs = p["verts"]
             hops = [{"from": labels[a], "edge": edge(a, b), "mass": float(f"{m:.4g}")}
                     for a, b, m in zip(vs, vs[1:], p["masses"])]
             paths.append({"share": share(p["masses"][-1]), "mass": float(f"{p['masses'][-1]:.4g}"),
-                          "from_seed": p["from_seed"], "hops": hops})
+                          "from_seed": p["from_seed"], "origin": origin(vs[0]), "hops": hops})
         phrases = []
         for p in r["paths"]:
             j = p["verts"][-2]
             if labels[j]["kind"] != "phrase":  # a passage, symbol or commit sent it: see paths
                 continue
             entry = {"phrase": labels[j]["label"],
-                     "share": share(p["masses"][-1]), "seed": j in phrase_seed, "edge": edge(j, v)}
+                     "share": share(p["masses"][-1]), "seed": j in phrase_seed, "edge": edge(j, v),
+                     "origin": origin(j)}
             if len(p["verts"]) > 2 and labels[p["verts"][0]]["kind"] == "phrase":
                 entry["via"] = {"phrase": labels[p["verts"][0]]["label"],
-                                "edge": edge(p["verts"][0], p["verts"][1])}
+                                "edge": edge(p["verts"][0], p["verts"][1]), "origin": origin(p["verts"][0])}
             phrases.append(entry)
         out.append({"phrases": phrases, "paths": paths,
                     "inflow": {"seed": share(r["teleport"]), "edges": share(r["edges"])}})

@@ -148,10 +148,23 @@ class Memories:
                     "valid_to": iso(valid_to), "history": store.memory_history(scope, key)}
 
     def history(self, key: str, scope: str = "global") -> dict:
+        """A memory's earlier values, newest first, and its ``current`` one (value, kind,
+        trust, time, ...; null when it was deleted and only its history is left)."""
         key, scope = check_name("key", key), check_name("scope", scope)
-        if self.store.memory(scope, key) is None and not self.store.memory_history(scope, key):
-            raise NotFound(f"no memory {scope}/{key}", field="key", code="no_memory")
-        return {"key": key, "scope": scope, "history": self.store.memory_history(scope, key)}
+        store = self.store
+        with store.snapshot():
+            row = store.memory(scope, key)
+            history = store.memory_history(scope, key)
+            if row is None and not history:
+                raise NotFound(f"no memory {scope}/{key}", field="key", code="no_memory")
+            current = None
+            if row is not None:
+                doc_id = row[1]
+                t = store.doc_times([doc_id])[doc_id][0]
+                current = {"value": "\n\n".join(text for _i, text in store.document_nodes(doc_id)),
+                           "id": self._first_node(doc_id), "doc_id": doc_id, "kind": row[2],
+                           "trust": row[3], "strength": row[4], "provenance": row[5], "time": iso(t)}
+        return {"key": key, "scope": scope, "current": current, "history": history}
 
     def _first_node(self, doc_id: int) -> int:
         return self.store.document_nodes(doc_id)[0][0]

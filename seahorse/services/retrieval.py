@@ -132,10 +132,11 @@ def _code_scores(index: RetrievalIndex, seeds: np.ndarray, scores: np.ndarray, c
 
 def _seed_phrases(index: RetrievalIndex, store: Store, q: np.ndarray, query: str,
                   extractor: Extractor, settings: Settings, seeds: np.ndarray,
-                  dense: np.ndarray, lexical: dict[int, float]) -> dict[int, float]:
+                  dense: np.ndarray, lexical: dict[int, float]) -> tuple[dict[int, float], set[int]]:
     """Phrase seeds: from the best facts among the candidate passages, and the query's own
-    phrases that exist as nodes."""
+    phrases that exist as nodes (also returned on their own: explain names them so)."""
     phrase_seed: dict[int, float] = {}
+    asked: set[int] = set()
     top_fact = 0.0
     g = index.graph
     pool = index.passage_idx
@@ -162,9 +163,10 @@ def _seed_phrases(index: RetrievalIndex, store: Store, q: np.ndarray, query: str
         if j >= 0:
             share = weight / max(1.0, index.passage_count[j])
             phrase_seed[j] = phrase_seed.get(j, 0.0) + share
+            asked.add(j)
     for j, w in phrase_seed.items():
         seeds[j] += w
-    return phrase_seed
+    return phrase_seed, asked
 
 
 def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: Extractor,
@@ -218,7 +220,7 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
             if v is not None and top > 0 and v not in lexical:
                 seeds[v] += settings.lexical_prior * raw / top
                 lexical[v] = raw
-    phrase_seed = _seed_phrases(index, store, q, query, extractor, settings, seeds, dense, lexical)
+    phrase_seed, asked = _seed_phrases(index, store, q, query, extractor, settings, seeds, dense, lexical)
     if seeds.sum() <= 0:
         seeds[index.passage_idx] = 1.0
     t_seed = time.perf_counter()
@@ -278,10 +280,10 @@ def search(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: E
     memories = {}
     docs = {}
     hits: list[Hit] = []
-    top_seeds = [{"phrase": j, "weight": round(w, 5)}
+    top_seeds = [{"phrase": j, "weight": round(w, 5), "origin": "question" if j in asked else "fact"}
                  for j, w in sorted(phrase_seed.items(), key=lambda kv: -kv[1])[:8]]
     explained, names = explain(index, store, g.flow(scores, seeds, damping), [int(v) for v in chosen],
-                               phrase_seed, [e["phrase"] for e in top_seeds])
+                               phrase_seed, [e["phrase"] for e in top_seeds], asked)
     for e in top_seeds:
         e["phrase"] = names.get(e["phrase"], "")
     own = index.cosines(q, chosen, store)  # each hit's own cosine, also past the shortlist
