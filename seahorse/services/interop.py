@@ -203,6 +203,35 @@ def _observation(line: str) -> dict | None:
     return {"category": m["category"].strip(), "content": content, "tags": tags, "context": context}
 
 
+FRONT_MATTER_MAX = 64 * 1024  # characters of front matter read; a note's is a few hundred
+FRONT_MATTER_DEPTH = 32  # nested lists and mappings
+
+
+def _yaml_loader():
+    """A safe YAML loader that refuses aliases (``*name``: one 371-byte note of nested
+    aliases expands to gigabytes) and nesting deeper than FRONT_MATTER_DEPTH; without
+    aliases, a front matter of n characters holds at most n values."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark  # its line 0 is the note's line 2
+                raise ValueError(f"front matter uses a YAML alias (line {mark.line + 2}); "
+                                 "aliases are not read: write the value out")
+            self.depth += 1
+            try:
+                if self.depth > FRONT_MATTER_DEPTH:
+                    raise ValueError(f"front matter nests deeper than {FRONT_MATTER_DEPTH} levels")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return Loader
+
+
 def _front_matter(text: str) -> tuple[dict, str]:
     """(front matter, body) of a note; ``yaml`` is imported only here."""
     if not text.startswith("---"):
@@ -214,10 +243,14 @@ def _front_matter(text: str) -> tuple[dict, str]:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
     except StopIteration:
         raise ValueError("front matter not closed by ---") from None
+    raw = "\n".join(lines[1:end])
+    if len(raw) > FRONT_MATTER_MAX:
+        raise ValueError(f"front matter is {len(raw):,} characters, over the {FRONT_MATTER_MAX:,} "
+                         "an import reads; shorten it")
     import yaml
 
     try:
-        data = yaml.safe_load("\n".join(lines[1:end])) or {}
+        data = yaml.load(raw, Loader=_yaml_loader()) or {}  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise ValueError(f"front matter is not YAML ({getattr(exc, 'problem', None) or 'syntax'})") from None
     if not isinstance(data, dict):
