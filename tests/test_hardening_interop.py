@@ -96,3 +96,79 @@ def test_yaml_aliases_are_refused_and_front_matter_is_capped(tmp_path: Path, cli
     doc = cli.json("documents", "show", "basic-memory:anchor")
     assert doc["metadata"]["basic_memory"]["front_matter"]["list"] == ["a", "b"]
     assert cli.db.stat().st_size < 2_000_000
+
+
+# ----- 8. an export carries each record's content, or says what it could not ----------------
+PROSE = """---
+title: Offsite Planning
+type: meeting
+permalink: meetings/offsite
+tags: [planning, travel]
+status: draft
+---
+
+# Offsite Planning
+
+The team meets in Porto for three days in May; the venue is a converted sardine cannery.
+
+Budget talks moved to the finance sync with [[Finance Team]].
+"""
+OBSERVED = """---
+title: Search Design
+type: spec
+---
+
+# Search Design
+
+The search service ranks passages with a personalized PageRank.
+
+## Observations
+- [decision] Queries time out after 800 milliseconds #performance
+- [requirement] Results cite their source (agreed at the March review)
+
+## Relations
+- implements [[Retrieval Requirements]] (since v2)
+"""
+
+
+def test_export_to_server_memory_carries_a_notes_text_or_says_what_it_lost(tmp_path: Path, cli) -> None:
+    root = _notes(tmp_path / "notes", {"meetings/offsite.md": PROSE, "specs/search.md": OBSERVED})
+    assert cli.json("import", "--from", "basic-memory", str(root))["documents"] == 2
+    sm = tmp_path / "memory.jsonl"
+    sm.write_text(json.dumps({"type": "entity", "name": "Porto", "entityType": "city",
+                              "observations": ["Hosts the offsite"]}) + "\n")
+    assert cli.json("import", "--from", "server-memory", str(sm))["documents"] == 1
+    cli.json("memory", "add", "editor", "Helix", "--tag", "tools")
+    cli.json("memory", "add", "editor", "Emacs")
+
+    out = tmp_path / "back.jsonl"
+    rep = cli.json("export", "--to", "server-memory", "--out", str(out))
+    ent = {r["name"]: r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "entity"}
+    # The prose note's text is its entity's observations (it was `[]`).
+    assert ent["Offsite Planning"]["observations"] == [
+        "The team meets in Porto for three days in May; the venue is a converted sardine cannery.",
+        "Budget talks moved to the finance sync with [[Finance Team]]."]
+    # An observation keeps its tags and context; the prose comes first.
+    assert ent["Search Design"]["observations"] == [
+        "The search service ranks passages with a personalized PageRank.",
+        "[decision] Queries time out after 800 milliseconds #performance",
+        "[requirement] Results cite their source (agreed at the March review)"]
+    # What an entity cannot hold is reported, per record; the memory server's own entity and
+    # a memory with its kind and value only lose nothing.
+    lost = {r["record"]: r["fields"] for r in rep["not_carried_records"]}
+    assert rep["not_carried"] == len(lost) == 3, lost
+    assert lost["basic-memory:meetings/offsite"] == ["source", "tags", "front_matter.status"]
+    assert lost["basic-memory:specs/search"] == ["source", "relations.context"]
+    assert lost["memory:global/editor"] == ["tags", "history (1 earlier value(s))"]
+
+    # In human mode each is a line on stderr, and so when the export goes to stdout.
+    code, stdout, err = cli.run("export", "--to", "server-memory", "--out", str(out))
+    assert code == 0 and "3 record(s) not carried whole" in stdout
+    assert "did not carry of basic-memory:meetings/offsite: source, tags, front_matter.status" in err
+    code, stdout, err = cli.run("export", "--to", "server-memory")
+    assert code == 0 and stdout == out.read_text() and len(err.splitlines()) == 3
+
+    # Rows hold documents only: each memory is named, not dropped without a word.
+    rows = cli.json("export", "--to", "jsonl", "--out", str(tmp_path / "rows.jsonl"))
+    assert rows["rows"] == 3 and rows["not_carried"] == 1
+    assert rows["not_carried_records"][0]["record"] == "memory:global/editor"

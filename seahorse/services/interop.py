@@ -487,12 +487,16 @@ class Interop:
         return results
 
     # ----- exports ---------------------------------------------------------------------------
-    def export_server_memory(self, records: Iterable[dict]) -> Iterator[dict]:
+    def export_server_memory(self, records: Iterable[dict],
+                             not_carried: list[dict] | None = None) -> Iterator[dict]:
         """Seahorse's export records as the memory server's lines: its own entities as they
-        came; a basic-memory note as an entity of its type with its observations and
-        relations; a memory as an entity of its kind (``scope/key`` outside ``global``); any
-        other document as an entity of type ``document`` whose observations are its passages.
-        Entities first, then relations."""
+        came; a basic-memory note as an entity of its type whose observations are the note's
+        prose paragraphs, then its observations as the note wrote them (``[category] text
+        #tag (context)``), with its relations; a memory as an entity of its kind
+        (``scope/key`` outside ``global``); any other document as an entity of type
+        ``document`` whose observations are its passages. Entities first, then relations.
+        What an entity cannot hold (tags, times, metadata, a memory's history...) is listed
+        per record in ``not_carried``."""
         names: set[str] = set()
         relations: list[dict] = []
 
@@ -507,44 +511,138 @@ class Interop:
                 name = rec["key"] if rec["scope"] == "global" else f"{rec['scope']}/{rec['key']}"
                 yield {"type": "entity", "name": unique(name, f"memory:{rec['scope']}"),
                        "entityType": rec["kind"], "observations": [rec["value"]]}
+                _not_carried(not_carried, rec, _memory_lost(rec))
                 continue
             if rec["type"] != "document":
                 continue
             meta = rec.get("metadata") or {}
             sm, bm = meta.get("server_memory"), meta.get("basic_memory")
+            lost = _document_lost(rec, carried=("server_memory", "basic_memory"))
             if isinstance(sm, dict):
                 name = unique(sm["name"], rec["source"])
                 yield {"type": "entity", "name": name, "entityType": sm["entityType"],
                        "observations": sm["observations"]}
                 relations += [{"type": "relation", "from": name, "to": r["to"],
                                "relationType": r["relationType"]} for r in sm["relations"]]
+                if "tags" in lost and rec["tags"] == _short_tags([sm["entityType"]]):
+                    lost.remove("tags")  # the import's own: the entity type
             elif isinstance(bm, dict):
                 name = unique(rec["title"] or bm["permalink"], rec["source"])
                 yield {"type": "entity", "name": name, "entityType": bm["type"],
-                       "observations": [f"[{o['category']}] {o['content']}" for o in bm["observations"]]}
+                       "observations": note_prose(rec["text"], rec["title"]) +
+                       [observation_line(o) for o in bm["observations"]]}
                 relations += [{"type": "relation", "from": name, "to": r["target"],
                                "relationType": r["type"]} for r in bm["relations"]]
+                fm = bm.get("front_matter") or {}
+                lost += [f"front_matter.{k}" for k in fm if k not in ("title", "type", "tags", "permalink")]
+                if any(r.get("context") for r in bm["relations"]):
+                    lost.append("relations.context")
             else:
                 name = unique(rec["title"] or rec["source"], rec["source"])
                 yield {"type": "entity", "name": name, "entityType": "document",
                        "observations": [p for p in rec["text"].split("\n\n") if p.strip()]}
+            if not isinstance(sm, dict) and name != rec["source"] \
+                    and not name.endswith(f" ({rec['source']})"):
+                lost.insert(0, "source")  # the name is the title
+            _not_carried(not_carried, rec, lost)
         yield from relations
 
 
-def export_rows(records: Iterable[dict]) -> Iterator[dict]:
+def observation_line(o: dict) -> str:
+    """A basic-memory observation as the note wrote it: ``[category] text #tag (context)``."""
+    line = f"[{o['category']}] {o['content']}"
+    line += "".join(f" #{t}" for t in o.get("tags") or [])
+    return line + (f" ({o['context']})" if o.get("context") else "")
+
+
+def note_prose(text: str, title: str | None) -> list[str]:
+    """A note's paragraphs, without its ``# Title`` heading and the observations and relations
+    it lists (carried as such)."""
+    paragraphs, lines, section = [], [], None
+    for line in text.split("\n") + [""]:
+        if re.match(r"^#{1,6}\s", line):
+            section = line.lstrip("#").strip().lower()
+            if section in ("observations", "relations"):
+                continue
+        elif section == "observations" and OBSERVATION.match(line) \
+                or section == "relations" and RELATION.match(line):
+            continue
+        if line.strip():
+            lines.append(line)
+        elif lines:
+            paragraphs.append("\n".join(lines).strip())
+            lines = []
+    heading = f"# {title}" if title else None
+    return [p for p in paragraphs if p != heading]
+
+
+def _document_lost(rec: dict, carried: tuple[str, ...] = ()) -> list[str]:
+    """What of a document record an entity or a row holds nowhere (``carried``: metadata keys
+    that it does hold)."""
+    meta = rec.get("metadata") or {}
+    lost = [f"metadata.{k}" for k in meta if k not in (*carried, "tags", "event_time")]
+    lost += [k for k in ("tags", "event_time", "valid_to", "turn") if rec.get(k)]
+    return lost
+
+
+def _memory_lost(rec: dict) -> list[str]:
+    lost = [k for k in ("tags", "event_time", "valid_to") if rec.get(k)]
+    lost += [k for k, default in (("trust", 1.0), ("strength", 1.0), ("provenance", "user_direct"))
+             if rec.get(k) != default]
+    if rec.get("history"):
+        lost.append(f"history ({len(rec['history'])} earlier value(s))")
+    return lost
+
+
+def _not_carried(out: list[dict] | None, rec: dict, fields: list[str]) -> None:
+    if out is not None and fields:
+        what = rec["source"] if rec["type"] == "document" else f"memory:{rec['scope']}/{rec['key']}"
+        out.append({"record": what, "fields": fields})
+
+
+def export_rows(records: Iterable[dict], not_carried: list[dict] | None = None) -> Iterator[dict]:
     """Documents as the rows ``import --from jsonl`` / ``csv`` read back: source, title, text,
-    time (the event time when one was given), tags, and the rest of the metadata."""
+    time (the event time when one was given), tags, and the rest of the metadata. A memory is
+    not a row (``not_carried`` says so, as it says a document's validity or turn)."""
     from .timeline import iso
 
     for rec in records:
+        if rec["type"] == "memory":
+            _not_carried(not_carried, rec, ["the memory (rows hold documents; export --to seahorse "
+                                            "keeps memories)"])
+            continue
         if rec["type"] != "document":
             continue
         meta = dict(rec.get("metadata") or {})
         meta.pop("tags", None)
         meta.pop("event_time", None)
+        _not_carried(not_carried, rec, [k for k in ("valid_to", "turn") if rec.get(k)])
         yield {"source": rec["source"], "title": rec["title"], "text": rec["text"],
                "time": iso(rec["event_time"]) if rec.get("event_time") is not None else None,
                "tags": rec.get("tags") or [], "metadata": meta}
+
+
+class Export:
+    """An export's output records (an iterator; ``close`` ends the read snapshot) and, as it
+    runs, what it could not carry of each record: ``not_carried`` lists ``{"record": source
+    or "memory:SCOPE/KEY", "fields": [...]}``."""
+
+    def __init__(self, convert: Callable[[Iterable[dict], list[dict]], Iterator[dict]],
+                 records: Iterator[dict]) -> None:
+        self.not_carried: list[dict] = []
+        self._records = records
+        self._out = convert(records, self.not_carried)
+
+    def __iter__(self) -> "Export":
+        return self
+
+    def __next__(self) -> dict:
+        return next(self._out)
+
+    def close(self) -> None:
+        self._out.close()
+        if hasattr(self._records, "close"):
+            self._records.close()
 
 
 def write_csv(rows: Iterable[dict], out) -> int:
