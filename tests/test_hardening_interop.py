@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from seahorse import Engine, InvalidInput, Settings
 from seahorse.adapters.cli import main
 
 
@@ -172,3 +173,71 @@ def test_export_to_server_memory_carries_a_notes_text_or_says_what_it_lost(tmp_p
     rows = cli.json("export", "--to", "jsonl", "--out", str(tmp_path / "rows.jsonl"))
     assert rows["rows"] == 3 and rows["not_carried"] == 1
     assert rows["not_carried_records"][0]["record"] == "memory:global/editor"
+
+
+# ----- 18. deep JSON, NaN ----------------------------------------------------------------------
+def _strict(line: str):
+    def refuse(name):
+        raise AssertionError(f"{name} in an export line: not JSON")
+    return json.loads(line, parse_constant=refuse)
+
+
+def _deep(levels: int) -> dict:
+    value: object = "bottom"
+    for _ in range(levels):
+        value = {"k": value}
+    return value  # type: ignore[return-value]
+
+
+def test_deeply_nested_json_is_refused_in_one_line_and_nothing_is_written(tmp_path: Path, cli,
+                                                                          db_fingerprint) -> None:
+    cli.json("index", "--text", "A note stored before the bad imports.")
+    before = db_fingerprint(cli.db)
+    bomb = '{"text": "deep", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": "fine"}) + "\n" + bomb + "\n")
+    graph = tmp_path / "memory.jsonl"
+    graph.write_text('{"type": "entity", "name": "x", "observations": ' + "[" * 100_000 + "]" * 100_000
+                     + "}\n")
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text(bomb + "\n")
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(bomb + "\n")
+    assert "rows.jsonl:2 is not JSON (nested too deeply)" in cli.fails("import", "--from", "jsonl", str(rows))
+    assert "memory.jsonl:1 is not JSON (nested too deeply)" in cli.fails(
+        "import", "--from", "server-memory", str(graph))
+    assert "turns.jsonl:1 is not JSON (nested too deeply)" in cli.fails("add-conversation", str(turns))
+    assert "nested too deeply" in cli.fails("import", str(dump))
+    assert db_fingerprint(cli.db) == before
+
+    # Deep enough to parse here, too deep for a reader with less stack left: the record is
+    # skipped with why, the rest imported; what is stored reads back everywhere.
+    rows.write_text(json.dumps({"text": "fine"}) + "\n"
+                    + json.dumps({"text": "deep", "metadata": _deep(300)}) + "\n")
+    rep = cli.json("import", "--from", "jsonl", str(rows))
+    assert rep["added"] == 1 and rep["skipped_records"] == [
+        {"at": "line 2", "reason": "metadata nests deeper than 64 levels"}]
+    cli.json("export", "--out", str(dump))
+    assert len(cli.json("import", str(dump), db=tmp_path / "fresh.db")["skips"]) == 0
+
+
+def test_nan_in_front_matter_is_kept_as_text_and_nan_in_json_is_refused(tmp_path: Path, cli) -> None:
+    root = _notes(tmp_path / "notes", {"scores.md": "---\ntitle: Scores\nscore: .nan\nceiling: .inf\n"
+                                                    "floor: -.INF\nratio: 0.5\n---\n\nThe quiz scores.\n"})
+    assert cli.json("import", "--from", "basic-memory", str(root))["added"] == 1
+    fm = cli.json("documents", "show", "basic-memory:scores")["metadata"]["basic_memory"]["front_matter"]
+    assert (fm["score"], fm["ceiling"], fm["floor"], fm["ratio"]) == (".nan", ".inf", "-.INF", 0.5)
+    for to in ("seahorse", "server-memory", "jsonl"):
+        code, out, _err = cli.run("export", "--to", to)
+        assert code == 0 and [_strict(x) for x in out.splitlines()]
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"text": "a score", "score": NaN}\n')
+    assert "rows.jsonl:1 is not JSON (NaN is not a JSON number)" in cli.fails(
+        "import", "--from", "jsonl", str(rows))
+    with Engine(Settings(db_path=tmp_path / "lib.db", embedder="hash")) as engine:
+        with pytest.raises(InvalidInput, match=r"metadata.score is nan, which JSON has no number for"):
+            engine.add_document("The quiz had a score.", metadata={"score": float("nan")})
+        with pytest.raises(InvalidInput, match="metadata must be a JSON object"):
+            engine.add_document("The quiz had a score.", metadata=["score"])
+        assert engine.stats()["documents"] == 0

@@ -29,7 +29,7 @@ from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
 from ..text import chunk, clean, content_hash, decode_text, file_title, split_sentences
-from .lifecycle import event_time_of, near_duplicate, norm_hash, tags_of
+from .lifecycle import check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
 from .runtime import Runtime, check_text
 from .synonyms import Synonyms
 
@@ -280,6 +280,7 @@ class Ingest:
         if not body:
             raise InvalidInput("text is empty: nothing to index", field="text", code="empty")
         title = clean(title).strip() or None if title else None
+        check_metadata(metadata)
         digest = content_hash((title or "") + "\x00" + body)
         source = source or f"text:{digest[:16]}"
         return Prepared(source, title, body, digest, metadata, event_time=event_time_of(metadata),

@@ -31,12 +31,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..errors import InvalidInput
+from ..text import parse_json
 
 if TYPE_CHECKING:  # the CLI reads the format names without loading the engine
     from .ingest import Ingest
@@ -106,9 +108,10 @@ def _json_lines(p: Path, text: str, hint: str) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield n, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{p.name}:{n} is not JSON ({exc.msg}); {hint}", field="path") from None
+            value = parse_json(line)
+        except ValueError as exc:
+            raise InvalidInput(f"{p.name}:{n} is not JSON ({exc}); {hint}", field="path") from None
+        yield n, value
 
 
 def words(relation_type: str) -> str:
@@ -209,8 +212,9 @@ FRONT_MATTER_DEPTH = 32  # nested lists and mappings
 
 def _yaml_loader():
     """A safe YAML loader that refuses aliases (``*name``: one 371-byte note of nested
-    aliases expands to gigabytes) and nesting deeper than FRONT_MATTER_DEPTH; without
-    aliases, a front matter of n characters holds at most n values."""
+    aliases expands to gigabytes) and nesting deeper than FRONT_MATTER_DEPTH (without
+    aliases, a front matter of n characters holds at most n values) and reads ``.nan`` and
+    ``.inf`` as the text they are."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -229,6 +233,12 @@ def _yaml_loader():
             finally:
                 self.depth -= 1
 
+        def construct_yaml_float(self, node):
+            """``.nan`` and ``.inf`` stay the text they are: JSON has no such number."""
+            value = super().construct_yaml_float(node)
+            return value if math.isfinite(value) else self.construct_scalar(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
     return Loader
 
 
@@ -345,9 +355,9 @@ def _row_item(rec: dict, at: str, stem: str, fmt: str, fields: dict[str, str]) -
     extra = rec.get("metadata")
     if isinstance(extra, str) and extra.lstrip().startswith("{"):  # a CSV cell of JSON
         try:
-            extra = json.loads(extra)
-        except json.JSONDecodeError:
-            pass
+            extra = parse_json(extra)
+        except ValueError:
+            pass  # kept as the text it is
     if isinstance(extra, dict):
         meta.update(extra)
         used.add("metadata")
