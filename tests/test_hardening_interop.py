@@ -241,3 +241,35 @@ def test_nan_in_front_matter_is_kept_as_text_and_nan_in_json_is_refused(tmp_path
         with pytest.raises(InvalidInput, match="metadata must be a JSON object"):
             engine.add_document("The quiz had a score.", metadata=["score"])
         assert engine.stats()["documents"] == 0
+
+
+# ----- 18. a boolean is not a document id (MCP) ----------------------------------------------
+def test_mcp_refuses_a_boolean_id_and_deletes_nothing(tmp_path: Path, monkeypatch) -> None:
+    """`delete_document {"id": true}` deleted document 1: the SDK read true as the integer 1."""
+    import asyncio
+
+    from mcp import Client
+
+    from seahorse.adapters.server import build_server
+
+    monkeypatch.setenv("SEAHORSE_EMBEDDER", "hash")
+    db = tmp_path / "kg.db"
+
+    async def session() -> None:
+        async with Client(build_server(str(db))) as client:
+            res = await client.call_tool("add_document", {"text": "Sourdough rises with wild yeast.",
+                                                          "source": "bread"})
+            assert not res.is_error and res.structured_content["doc_id"] == 1
+            for tool, args in (("delete_document", {"id": True}), ("delete_document", {"id": False}),
+                               ("get", {"id": True}), ("expand", {"id": True})):
+                res = await client.call_tool(tool, args)
+                assert res.is_error, (tool, args, res.structured_content)
+                text = res.content[0].text
+                assert "a boolean is not an id" in text and "Traceback" not in text, text
+            listed = await client.call_tool("list_documents", {})
+            assert [d["source"] for d in listed.structured_content["items"]] == ["bread"]
+            # An integer and a source still name it.
+            res = await client.call_tool("delete_document", {"id": "bread"})
+            assert not res.is_error and res.structured_content["doc_id"] == 1
+
+    asyncio.run(session())
