@@ -273,3 +273,48 @@ def test_mcp_refuses_a_boolean_id_and_deletes_nothing(tmp_path: Path, monkeypatc
             assert not res.is_error and res.structured_content["doc_id"] == 1
 
     asyncio.run(session())
+
+
+# ----- 18. symlinks out of the folder: never followed, as `index --dir` ---------------------
+def _folder_with_links(tmp_path: Path) -> tuple[Path, Path]:
+    outside = tmp_path / "private"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "secret.md").write_text("# Secret\n\nThe vault code is 4711.\n")
+    (outside / "deep" / "diary.md").write_text("# Diary\n\nThe diary says the vault code is 4711.\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ok.md").write_text("# Ok\n\nA plain note about sourdough.\n")
+    (notes / "secret.md").symlink_to(outside / "secret.md")
+    (notes / "linked").symlink_to(outside / "deep", target_is_directory=True)
+    return notes, outside
+
+
+def test_basic_memory_import_never_follows_a_symlink(tmp_path: Path, cli) -> None:
+    notes, _outside = _folder_with_links(tmp_path)
+    rep = cli.json("import", "--from", "basic-memory", str(notes))
+    assert rep["documents"] == 1
+    assert {s["at"]: s["reason"] for s in rep["skipped_records"]} == {
+        "secret.md": "symlink (not followed)", "linked": "symlink (not followed)"}
+    code, out, _err = cli.run("export")
+    assert code == 0 and "4711" not in out
+
+
+def test_watch_never_follows_a_symlink(tmp_path: Path) -> None:
+    from seahorse.services.watch import Watcher
+
+    notes, outside = _folder_with_links(tmp_path)
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        watcher = Watcher(eng.code_index, eng.ingest, eng.store, [notes], mode="docs")
+        target = watcher.targets[0]
+        with eng.store.atomic():  # the first index (index --dir) already refuses them
+            assert watcher.index(target, [])["added"] == 1
+        (notes / "new.md").write_text("# New\n\nA new note about rye starters.\n")
+        (notes / "later.md").symlink_to(outside / "secret.md")
+        events = [("added", notes / "secret.md"), ("modified", notes / "linked" / "diary.md"),
+                  ("added", notes / "later.md"), ("added", notes / "new.md")]
+        with eng.store.atomic():
+            assert watcher.index(target, events) == {"added": 1, "updated": 0, "removed": 0}
+        assert sorted(d["source"] for d in eng.list_documents()["items"]) == [
+            str(notes.resolve() / "new.md"), str(notes.resolve() / "ok.md")]
+        assert not eng.search("What is the vault code?", refuse=False).hits or all(
+            "4711" not in h.text for h in eng.search("What is the vault code?", refuse=False).hits)

@@ -32,7 +32,9 @@ import csv
 import io
 import json
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
@@ -297,25 +299,67 @@ def parse_note(text: str, rel: str) -> dict:
             "body": body.strip(), "observations": observations, "relations": relations}
 
 
+NOTE_MB = 64  # one note read at most (the import's text limit judges it after)
+
+
+def _note_files(root: Path, plan: Plan) -> list[tuple[str, tuple[int, int]]]:
+    """Each ``.md`` note under ``root`` as (path from the root, (device, inode)), hidden folders
+    left out; a symlink, to a note or a folder, is never followed (as for ``index --dir``:
+    it may lead out of the folder) and is skipped, with why."""
+    notes = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        keep = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue
+            if os.path.islink(os.path.join(dirpath, name)):
+                plan.skip(Path(dirpath, name).relative_to(root).as_posix(), "symlink (not followed)")
+            else:
+                keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if not name.endswith(".md") or name.startswith("."):
+                continue
+            p = Path(dirpath, name)
+            rel = p.relative_to(root).as_posix()
+            try:
+                st = p.lstat()
+            except OSError:
+                continue  # vanished
+            if stat.S_ISLNK(st.st_mode):
+                plan.skip(rel, "symlink (not followed)")
+            elif not stat.S_ISREG(st.st_mode):
+                plan.skip(rel, "not a regular file")
+            else:
+                notes.append((rel, (st.st_dev, st.st_ino)))
+    return sorted(notes)
+
+
 def read_basic_memory(path: str | Path) -> Plan:
-    """Every ``.md`` note under a basic-memory project folder (hidden folders left out)."""
+    """Every ``.md`` note under a basic-memory project folder (hidden folders left out; a
+    symlink never followed)."""
+    from ..mechanisms.repo import Refused, read_inside
+
     root = Path(check_path("path", str(path)))
     if not root.is_dir():
         raise InvalidInput(f"{root} is not a folder of basic-memory notes", field="path",
                            code="not_a_directory")
+    root = root.resolve()
     plan = Plan("basic-memory")
-    files = sorted(f for f in root.rglob("*.md")
-                   if not any(part.startswith(".") for part in f.relative_to(root).parts))
+    files = _note_files(root, plan)
     if not files:
         raise InvalidInput(f"{root} holds no .md notes", field="path")
-    for f in files:
-        rel = f.relative_to(root).as_posix()
+    for rel, ident in files:
         try:
-            note = parse_note(f.read_text(encoding="utf-8-sig"), rel)
+            data, _ident = read_inside(root, rel, NOTE_MB * 1024 * 1024, ident)
+            note = parse_note(data.decode("utf-8-sig"), rel)
+        except Refused as why:
+            plan.skip(rel, str(why))
+            continue
         except UnicodeDecodeError:
             plan.skip(rel, "not UTF-8 text")
             continue
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:
             plan.skip(rel, str(exc))
             continue
         if not note["body"]:
