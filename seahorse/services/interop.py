@@ -442,12 +442,16 @@ def read_csv(path: str | Path, fields: dict[str, str] | None = None) -> Plan:
     """A CSV file with a header row, each row a document; ``tags`` split at , or ;."""
     p, text = _read_text(path)
     plan = Plan("csv")
+    limit = csv.field_size_limit()  # 131,072 characters: one long text refused the whole file;
+    csv.field_size_limit(max(limit, len(text) + 1))  # the file is read already, a cell is in it
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         header = reader.fieldnames
         rows = list(reader)
     except csv.Error as exc:
         raise InvalidInput(f"{p.name} is not CSV ({exc})", field="path") from None
+    finally:
+        csv.field_size_limit(limit)
     if not header:
         raise InvalidInput(f"{p.name} has no header row", field="path")
     wanted = (fields["text"],) if fields and "text" in fields else FIELD_NAMES["text"]
@@ -458,8 +462,28 @@ def read_csv(path: str | Path, fields: dict[str, str] | None = None) -> Plan:
         if None in row:
             plan.skip(f"row {n}", f"{len(header) + len(row[None])} cells under {len(header)} columns")
             continue
+        row = {k: _unformula(v) for k, v in row.items()}
         _keep(plan, f"row {n}", _row_item(row, f"row {n}", p.stem, "csv", fields or {}))
     return plan
+
+
+# A cell starting so is a formula to a spreadsheet (=HYPERLINK(...), +cmd|...): the CSV export
+# writes it after a quote ('=...), as spreadsheets do, and the import takes one such quote off
+# (a cell that began with a quote and one of these, or two quotes, gets one more): the round
+# trip is exact and no cell reaches a spreadsheet as a formula.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _formula_safe(cell: str) -> str:
+    if cell.startswith(FORMULA_START) or cell[:1] == "'" and cell[1:2] in (*FORMULA_START, "'"):
+        return "'" + cell
+    return cell
+
+
+def _unformula(cell):
+    if isinstance(cell, str) and cell[:1] == "'" and cell[1:2] in (*FORMULA_START, "'"):
+        return cell[1:]
+    return cell
 
 
 def _keep(plan: Plan, at: str, item: Item | str) -> None:
@@ -700,12 +724,14 @@ class Export:
 
 
 def write_csv(rows: Iterable[dict], out) -> int:
-    """The rows of :func:`export_rows` as CSV (tags joined by ';', metadata as JSON)."""
+    """The rows of :func:`export_rows` as CSV (tags joined by ';', metadata as JSON; a cell
+    a spreadsheet would run as a formula after a quote: FORMULA_START)."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["source", "title", "text", "time", "tags", "metadata"])
     n = 0
     for r in rows:
-        writer.writerow([r["source"], r["title"] or "", r["text"], r["time"] or "", ";".join(r["tags"]),
-                         json.dumps(r["metadata"], ensure_ascii=False) if r["metadata"] else ""])
+        cells = [r["source"], r["title"] or "", r["text"], r["time"] or "", ";".join(r["tags"]),
+                 json.dumps(r["metadata"], ensure_ascii=False) if r["metadata"] else ""]
+        writer.writerow([_formula_safe(c) for c in cells])
         n += 1
     return n
