@@ -366,3 +366,40 @@ def test_a_csv_cell_over_131072_characters_does_not_refuse_the_file(tmp_path: Pa
     assert (rep["added"], rep["skipped"]) == (2, 0)
     assert len(cli.json("documents", "show", "csv:notes#2")["text"]) > 190_000
     assert csv.field_size_limit() == 131072  # the process's limit is left as it was
+
+
+# ----- 18. an error quotes its input, never 100 KB of it ----------------------------------------
+def test_errors_and_skip_reasons_never_echo_a_100_kb_input(tmp_path: Path, cli, monkeypatch) -> None:
+    import asyncio
+
+    from mcp import Client
+
+    from seahorse.adapters.server import build_server
+
+    big = "Q" * 100_000
+    cli.json("index", "--text", "Sourdough rises with wild yeast.", "--source", "bread")
+    for argv in (("documents", "show", big), ("delete-document", big),
+                 ("import", "--from", "jsonl", str(tmp_path / "x.jsonl"), "--field", big),
+                 ("search", "sourdough", "--kind", big), ("export", "--to", big)):
+        line = cli.fails(*argv)
+        assert len(line) < 1200 and "QQQQ" in line, (argv[0], len(line))
+    assert "no document 'QQQ" in cli.fails("documents", "show", big)
+    assert "(100,002 characters)" in cli.fails("documents", "show", big)  # the cut says so
+
+    graph = tmp_path / "memory.jsonl"
+    entity = {"type": "entity", "name": big, "entityType": "x", "observations": []}
+    graph.write_text(json.dumps(entity) + "\n" + json.dumps(entity) + "\n")
+    rep = cli.json("import", "--from", "server-memory", str(graph))
+    assert rep["skipped"] == 1 and len(rep["skipped_records"][0]["reason"]) < 400
+    assert "already comes from line 1" in rep["skipped_records"][0]["reason"]
+
+    monkeypatch.setenv("SEAHORSE_EMBEDDER", "hash")
+
+    async def session() -> None:
+        async with Client(build_server(str(cli.db))) as client:
+            for tool, args in (("delete_document", {"id": big}), ("get_references", {"name": big}),
+                               ("search", {"query": "bread", "kinds": ["passage"], "cursor": big})):
+                res = await client.call_tool(tool, args)
+                assert res.is_error and len(res.content[0].text) < 1200, (tool, len(res.content[0].text))
+
+    asyncio.run(session())

@@ -17,7 +17,7 @@ from ..config import pin_blas_threads
 
 pin_blas_threads()  # before anything imports numpy
 
-from ..errors import InvalidInput, SeahorseError  # noqa: E402
+from ..errors import InvalidInput, SeahorseError, bounded  # noqa: E402
 from ..version import __version__  # noqa: E402
 from . import cli_code  # noqa: E402  (issue 24: versions, impact, deps, repo map, status)
 from .cli_memory import add_parsers as add_memory_parsers  # noqa: E402
@@ -36,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         where = self.prog.removeprefix("seahorse").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(2, f"seahorse: error: {prefix}{message}; see `{self.prog} --help`\n")
+        self.exit(2, f"seahorse: error: {prefix}{bounded(message)}; see `{self.prog} --help`\n")
 
 
 SYMBOL_NAME = "qualified or bare name (PATH:NAME picks one file's, e.g. src/app.py:run)"

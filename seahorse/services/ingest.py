@@ -22,7 +22,7 @@ from typing import IO, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, MissingExtra, NotFound
+from ..errors import InvalidInput, MissingExtra, NotFound, echo
 from ..mechanisms.budget import release_free_memory
 from ..mechanisms.embed import cap_tokens
 from ..mechanisms.extract import Phrase
@@ -468,7 +468,7 @@ class Ingest:
                                    field="id")
             doc = store.document(int(ref))
         if doc is None:
-            raise NotFound(f"no document {ref!r}",
+            raise NotFound(f"no document {echo(ref)}",
                            field="id", code="no_document")
         return doc
 

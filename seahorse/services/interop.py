@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from ..errors import InvalidInput
+from ..errors import ECHO_CHARS, InvalidInput, bounded, echo
 from ..text import parse_json
 
 if TYPE_CHECKING:  # the CLI reads the format names without loading the engine
@@ -78,11 +78,11 @@ class Plan:
     by_source: dict[str, int] = field(default_factory=dict)  # source -> its item's index
 
     def skip(self, at: str, reason: str) -> None:
-        self.skipped.append({"at": at, "reason": reason})
+        self.skipped.append({"at": at, "reason": bounded(reason, 400)})
 
     def add(self, at: str, item: Item) -> None:
         if item[1] in self.by_source:
-            self.skip(at, f"source {item[1]!r} already comes from {self.where[self.by_source[item[1]]]}")
+            self.skip(at, f"source {echo(item[1])} already comes from {self.where[self.by_source[item[1]]]}")
             return
         self.by_source[item[1]] = len(self.items)
         self.items.append(item)
@@ -148,18 +148,18 @@ def read_server_memory(path: str | Path) -> Plan:
         at = f"line {n}"
         kind = rec.get("type") if isinstance(rec, dict) else None
         if kind not in ("entity", "relation"):
-            raise InvalidInput(f"{p.name}:{n} is not an entity or a relation (type {kind!r}); "
+            raise InvalidInput(f"{p.name}:{n} is not an entity or a relation (type {echo(kind)}); "
                                "is this the memory server's file?", field="path")
         if kind == "entity":
             name, etype, obs = rec.get("name"), rec.get("entityType", ""), rec.get("observations", [])
             if not isinstance(name, str) or not name.strip():
                 plan.skip(at, "entity without a name")
             elif not isinstance(etype, str):
-                plan.skip(at, f"entity {name!r}: entityType is not a string")
+                plan.skip(at, f"entity {echo(name)}: entityType is not a string")
             elif not isinstance(obs, list) or not all(isinstance(o, str) for o in obs):
-                plan.skip(at, f"entity {name!r}: observations is not a list of strings")
+                plan.skip(at, f"entity {echo(name)}: observations is not a list of strings")
             elif name in entities:
-                plan.skip(at, f"entity {name!r} already comes from {entities[name]['at']}")
+                plan.skip(at, f"entity {echo(name)} already comes from {entities[name]['at']}")
             else:
                 entities[name] = {"at": at, "entityType": etype, "observations": list(obs),
                                   "relations": []}
@@ -173,9 +173,10 @@ def read_server_memory(path: str | Path) -> Plan:
     for at, rel in relations:
         key = (rel["from"], rel["to"], rel["relationType"])
         if rel["from"] not in entities:
-            plan.skip(at, f"relation from {rel['from']!r}, an entity the file does not hold")
+            plan.skip(at, f"relation from {echo(rel['from'])}, an entity the file does not hold")
         elif key in seen:
-            plan.skip(at, f"relation {rel['from']!r} {rel['relationType']} {rel['to']!r} is there twice")
+            plan.skip(at, f"relation {echo(rel['from'])} {bounded(rel['relationType'], ECHO_CHARS)} "
+                          f"{echo(rel['to'])} is there twice")
         else:
             seen.add(key)
             entities[rel["from"]]["relations"].append({"to": rel["to"], "relationType": rel["relationType"]})
@@ -422,7 +423,7 @@ def _row_item(rec: dict, at: str, stem: str, fmt: str, fields: dict[str, str]) -
     else:
         source = f"{fmt}:{stem}#{at.split()[-1]}"
     if source.startswith("memory:"):
-        return f"source {source!r}: sources starting with 'memory:' belong to memories"
+        return f"source {echo(source)}: sources starting with 'memory:' belong to memories"
     title = values["title"]
     return text, source, str(title) if title is not None else None, meta
 
@@ -456,8 +457,8 @@ def read_csv(path: str | Path, fields: dict[str, str] | None = None) -> Plan:
         raise InvalidInput(f"{p.name} has no header row", field="path")
     wanted = (fields["text"],) if fields and "text" in fields else FIELD_NAMES["text"]
     if not any(n in header for n in wanted):
-        raise InvalidInput(f"{p.name} has no text column ({', '.join(wanted)}); its columns: "
-                           f"{', '.join(header)}", field="path")
+        raise InvalidInput(f"{p.name} has no text column ({bounded(', '.join(wanted), ECHO_CHARS)}); "
+                           f"its columns: {bounded(', '.join(header), ECHO_CHARS)}", field="path")
     for n, row in enumerate(rows, 2):
         if None in row:
             plan.skip(f"row {n}", f"{len(header) + len(row[None])} cells under {len(header)} columns")
@@ -509,7 +510,7 @@ def parse_fields(pairs: Iterable[str] | dict | None) -> dict[str, str]:
     for pair in pairs:
         role, sep, name = str(pair).partition("=")
         if not sep or role not in FIELD_NAMES or not name:
-            raise InvalidInput(f"field {pair!r}: write ROLE=NAME with ROLE one of "
+            raise InvalidInput(f"field {echo(pair)}: write ROLE=NAME with ROLE one of "
                                f"{', '.join(FIELD_NAMES)}", field="field")
         out[role] = name
     return out
