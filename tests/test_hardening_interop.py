@@ -231,6 +231,18 @@ def test_nan_in_front_matter_is_kept_as_text_and_nan_in_json_is_refused(tmp_path
         code, out, _err = cli.run("export", "--to", to)
         assert code == 0 and [_strict(x) for x in out.splitlines()]
 
+    # A NaN stored before metadata was checked (by an older version) reads as its text.
+    import sqlite3
+
+    with sqlite3.connect(cli.db) as db:
+        db.execute("""UPDATE documents SET metadata='{"score": NaN, "top": -Infinity}'""")
+    db.close()
+    assert cli.json("documents", "show", "basic-memory:scores")["metadata"] == {"score": "NaN",
+                                                                                "top": "-Infinity"}
+    for to in ("seahorse", "server-memory", "jsonl"):
+        code, out, _err = cli.run("export", "--to", to)
+        assert code == 0 and [_strict(x) for x in out.splitlines()]
+
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"text": "a score", "score": NaN}\n')
     assert "rows.jsonl:1 is not JSON (NaN is not a JSON number)" in cli.fails(
