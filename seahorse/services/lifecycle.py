@@ -63,19 +63,28 @@ def check_metadata(metadata) -> dict | None:
         return None
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object", field="metadata")
-    stack = [(metadata, "metadata", 1)]
+    stack: list[tuple] = [(metadata, 1, None)]  # containers: (value, depth, link to its place)
     while stack:
-        value, where, depth = stack.pop()
+        value, depth, link = stack.pop()
         if depth > METADATA_DEPTH:
             raise InvalidInput(f"metadata nests deeper than {METADATA_DEPTH} levels", field="metadata")
-        if isinstance(value, dict):
-            stack += [(v, f"{where}.{k}", depth + 1) for k, v in value.items()]
-        elif isinstance(value, (list, tuple)):
-            stack += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise InvalidInput(f"{where[:200]} is {value}, which JSON has no number for; give a string",
-                               field="metadata")
+        keyed = isinstance(value, dict)
+        for k, v in value.items() if keyed else enumerate(value):
+            if isinstance(v, (dict, list, tuple)):
+                stack.append((v, depth + 1, (link, k, keyed)))
+            elif isinstance(v, float) and not math.isfinite(v):
+                raise InvalidInput(f"{_place((link, k, keyed))[:200]} is {v}, which JSON has no "
+                                   "number for; give a string", field="metadata")
     return metadata
+
+
+def _place(link) -> str:
+    """``metadata.a[0].b`` from the links :func:`check_metadata` keeps."""
+    parts = []
+    while link is not None:
+        link, key, keyed = link
+        parts.append(f".{key}" if keyed else f"[{key}]")
+    return "metadata" + "".join(reversed(parts))
 
 
 def tags_of(metadata: dict | None) -> list[str]:
