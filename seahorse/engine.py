@@ -308,15 +308,16 @@ class Engine:
     def export_to(self, fmt: str) -> Iterator[dict]:
         """The records of :meth:`export` in another tool's shape: ``server-memory`` lines
         (entities, then relations) or ``jsonl``/``csv`` rows (source, title, text, time, tags,
-        metadata), which ``import_from`` reads back."""
-        from .services.interop import EXPORT_FORMATS, export_rows
+        metadata), which ``import_from`` reads back. Once iterated, the result's
+        ``not_carried`` lists what each record lost on the way (``{"record", "fields"}``)."""
+        from .services.interop import EXPORT_FORMATS, Export, export_rows
 
         if fmt == "seahorse":
             return self.export()
-        if fmt == "server-memory":
-            return self.interop.export_server_memory(self.export())
+        if fmt == "server-memory":  # an Export: its not_carried says what each record lost
+            return Export(self.interop.export_server_memory, self.export())
         if fmt in ("jsonl", "csv"):
-            return export_rows(self.export())
+            return Export(export_rows, self.export())
         raise InvalidInput(f"--to must be one of {', '.join(EXPORT_FORMATS)}", field="to")
 
     def vacuum(self) -> dict:

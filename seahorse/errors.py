@@ -11,16 +11,38 @@ from __future__ import annotations
 
 from typing import Any
 
+# A message quotes what it was given (a name, a source, a kind) so the caller sees what was
+# wrong, never all of it: a 100 KB argument must not come back as a 100 KB error line.
+ECHO_CHARS = 200  # of one quoted input (:func:`echo`)
+MESSAGE_CHARS = 1000  # of a whole message (:func:`bounded`, applied to every SeahorseError)
+
+
+def echo(value: Any) -> str:
+    """``repr(value)`` for a message, at most ECHO_CHARS of it (the cut says the full length)."""
+    text = repr(value)
+    if len(text) <= ECHO_CHARS:
+        return text
+    return f"{text[:ECHO_CHARS]}… ({len(text):,} characters)"
+
+
+def bounded(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """A message at most about ``limit`` characters: an input quoted whole is cut in the middle,
+    keeping the start (what is wrong) and the end (what to do)."""
+    if len(message) <= limit:
+        return message
+    head, tail = limit // 2, limit * 3 // 10
+    return f"{message[:head]}… [{len(message) - head - tail:,} characters left out] …{message[-tail:]}"
+
 
 class SeahorseError(Exception):
-    """Base class of every error Seahorse raises on purpose."""
+    """Base class of every error Seahorse raises on purpose; its message is :func:`bounded`."""
 
     exit_code = 1
     default_code = "error"
 
     def __init__(self, message: str = "", *, code: str | None = None, field: str | None = None,
                  **data: Any) -> None:
-        super().__init__(message)
+        super().__init__(bounded(str(message)))
         self.code = code or self.default_code
         self.field = field
         self.data = data

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from typing import Sequence
@@ -137,6 +138,22 @@ def decode_text(data: bytes, probe: int = 65536) -> tuple[str | None, str | None
     except UnicodeDecodeError as exc:
         return None, (f"not valid UTF-8 (byte {exc.start}); re-encode it as UTF-8, e.g. "
                       "`iconv -f latin1 -t utf-8`")
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str):
+    """A JSON value from input (an import's line, a CSV cell of JSON), or ValueError with a
+    short reason: not JSON, ``NaN``/``Infinity`` (no JSON number: nothing downstream can write
+    them back as JSON), nested too deeply to parse, an integer too long to read."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(exc.msg) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def check_texts(texts: Sequence[str], what: str = "texts", each: str = "one per text") -> None:

@@ -231,7 +231,9 @@ def test_basic_memory_import_search_and_export(tmp_path: Path, cli) -> None:
     sm = [json.loads(x) for x in cli.run("export", "--to", "server-memory").stdout.splitlines()]
     ent = {r["name"]: r for r in sm if r["type"] == "entity"}
     assert ent["Search Design"]["entityType"] == "spec"
-    assert "[decision] Queries time out after 800 milliseconds" in ent["Search Design"]["observations"]
+    assert ent["Search Design"]["observations"][:2] == [
+        "The search service ranks passages with a personalized PageRank over a phrase graph.",
+        "[decision] Queries time out after 800 milliseconds #performance"]
     assert {"type": "relation", "from": "Phrase Extractor", "to": "Search Design",
             "relationType": "links_to"} in sm
 

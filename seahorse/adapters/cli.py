@@ -18,7 +18,7 @@ from ..config import TOP_K_MAX, pin_blas_threads
 
 pin_blas_threads()  # before anything imports numpy
 
-from ..errors import InvalidInput, SeahorseError  # noqa: E402
+from ..errors import InvalidInput, SeahorseError, bounded  # noqa: E402
 from ..version import __version__  # noqa: E402
 from . import cli_code  # noqa: E402  (issue 24: versions, impact, deps, repo map, status)
 from .cli_help import did_you_mean, first_new_dir, remove_store, undone_if_empty, why  # noqa: E402
@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         where = self.prog.removeprefix("seahorse").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(2, f"seahorse: error: {prefix}{did_you_mean(self, message)}; see `{self.prog} --help`\n")
+        self.exit(2, f"seahorse: error: {prefix}{bounded(did_you_mean(self, message))}; see `{self.prog} --help`\n")
 
 
 

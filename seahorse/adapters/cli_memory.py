@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidInput, StorageError
-from ..services.interop import EXPORT_FORMATS, IMPORT_FORMATS
+from ..services.interop import EXPORT_FORMATS, IMPORT_FORMATS, SKIPPED_SHOWN
 
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
 
@@ -167,8 +167,12 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
     def export(args):
         with open_engine(args) as eng:
             if args.out:
-                return {**_write_file(eng.export_to(args.to), Path(args.out), args.to), "to": args.to}
-            _write(eng.export_to(args.to), sys.stdout, args.to)  # the output: nothing else is printed
+                out = {**_write_file(eng.export_to(args.to), Path(args.out), args.to), "to": args.to}
+                if not args.json:
+                    _say_not_carried(out, args.to)
+                return out
+            counts = _write(eng.export_to(args.to), sys.stdout, args.to)  # the output: nothing else
+            _say_not_carried(counts, args.to)  # is printed on stdout
             raise SystemExit(0)
 
     def import_(args):
@@ -261,7 +265,22 @@ def _write(records, out, to: str = "seahorse") -> dict:
             what = {"entity": "entities", "relation": "relations"}.get(rec.get("type"), "rows")
             counts[what] = counts.get(what, 0) + 1
     out.flush()
+    lost = getattr(records, "not_carried", None)  # another tool's format: what it could not hold
+    if lost is not None:
+        counts["not_carried"] = len(lost)
+        counts["not_carried_records"] = lost[:SKIPPED_SHOWN]
     return counts
+
+
+def _say_not_carried(counts: dict, to: str) -> None:
+    """On stderr: each record an export to another tool's format could not carry whole."""
+    shown = counts.get("not_carried_records") or []
+    for r in shown:
+        print(f"seahorse: export --to {to} did not carry of {r['record']}: {', '.join(r['fields'])}",
+              file=sys.stderr)
+    if counts.get("not_carried", 0) > len(shown):
+        print(f"seahorse: ... and {counts['not_carried'] - len(shown)} more record(s) "
+              "(--out FILE --json lists the first)", file=sys.stderr)
 
 
 def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
@@ -301,7 +320,10 @@ def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
                 f"{out['updated']} updated, {out['unchanged']} unchanged")
     if command == "export":
         if out["to"] != "seahorse":
-            counts = ", ".join(f"{n} {what}" for what, n in out.items() if what not in ("out", "to"))
+            counts = ", ".join(f"{n} {what}" for what, n in out.items()
+                               if what not in ("out", "to", "not_carried", "not_carried_records"))
+            if out.get("not_carried"):
+                counts += f"; {out['not_carried']} record(s) not carried whole (named on stderr)"
             return f"wrote {counts or 'nothing'} ({out['to']}) to {out['out']}"
         return f"wrote {out['documents']} document(s) and {out['memories']} memor(ies) to {out['out']}"
     if command == "import" and "from" in out:

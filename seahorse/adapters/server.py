@@ -43,7 +43,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 from typing_extensions import Annotated
 
 from ..config import TOP_K_MAX
@@ -76,6 +76,15 @@ DELETE_ONCE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempote
 def P(text: str) -> Any:  # noqa: N802 - reads as part of the parameter's type
     """A parameter's description in the tool's input schema: ``Annotated[str, P("...")]``."""
     return Field(description=text)
+
+
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):  # the SDK's lax int reads true as 1: document 1, deleted
+        raise ValueError("a boolean is not an id; give the integer id (or the source)")
+    return value
+
+
+NO_BOOL = BeforeValidator(_not_a_boolean)  # an id: ``Annotated[int, NO_BOOL, P("...")]``
 
 
 # Parameter descriptions shared by several tools.
@@ -413,18 +422,18 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
                                  since=since, until=until)
 
     @tool(DELETE_ONCE)
-    def delete_document(ctx: Context, id: Annotated[int | str, P("the document's doc_id or source")],
+    def delete_document(ctx: Context, id: Annotated[int | str, NO_BOOL, P("the document's doc_id or source")],
                         ) -> R.DeleteDocumentResult:
         """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
         return runtime(ctx).call("delete_document", id)
 
     @tool(READ_ONLY)
-    def get(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.Record:
+    def get(ctx: Context, id: Annotated[int, NO_BOOL, P(HIT_ID)]) -> R.Record:
         """Return the full record of a hit by its id: whole text, source, and a memory's fields and history."""
         return runtime(ctx).call("get", id)
 
     @tool(READ_ONLY)
-    def expand(ctx: Context, id: Annotated[int, P(HIT_ID)]) -> R.ExpandResult:
+    def expand(ctx: Context, id: Annotated[int, NO_BOOL, P(HIT_ID)]) -> R.ExpandResult:
         """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
         out = runtime(ctx).call("expand", id)
         text = out.get("document_text")

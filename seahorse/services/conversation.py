@@ -14,12 +14,11 @@ only turns not stored yet are added, after the conversation's last one."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InvalidInput
 from ..store import Store
-from ..text import content_hash
+from ..text import content_hash, parse_json
 from .ingest import IndexResult, Ingest
 from .runtime import check_name, check_text
 from .timeline import iso, parse_time
@@ -76,9 +75,9 @@ def read_jsonl(path: str | Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            turns.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{p}:{n} is not JSON ({exc.msg}); one turn object per line",
+            turns.append(parse_json(line))
+        except ValueError as exc:
+            raise InvalidInput(f"{p}:{n} is not JSON ({exc}); one turn object per line",
                                field="path") from None
     return turns
 

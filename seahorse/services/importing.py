@@ -15,11 +15,11 @@ replayed twice). The report counts what was written and lists what was skipped, 
 
 from __future__ import annotations
 
-import json
 from typing import Iterable
 
 from ..errors import InvalidInput
 from ..store import SCHEMA_VERSION
+from ..text import parse_json
 from .conversation import add_conversation
 from .ingest import Ingest
 from .lifecycle import check_tags
@@ -253,11 +253,9 @@ class Importer:
 # ----- checks of one record's parts -------------------------------------------------------------
 def _parse(line: str) -> dict:
     try:
-        rec = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not JSON ({exc.msg})") from None
-    except RecursionError:
-        raise InvalidInput("JSON nested too deeply") from None
+        rec = parse_json(line)
+    except ValueError as exc:
+        raise InvalidInput(f"not JSON ({exc})") from None
     if not isinstance(rec, dict):
         raise InvalidInput("not a JSON object (each line of an export is one record)")
     return rec

@@ -22,14 +22,14 @@ from typing import IO, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, MissingExtra, NotFound
+from ..errors import InvalidInput, MissingExtra, NotFound, echo
 from ..mechanisms.budget import release_free_memory
 from ..mechanisms.embed import cap_tokens
 from ..mechanisms.extract import Phrase
 from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
 from ..text import chunk, clean, content_hash, decode_text, file_title, split_sentences
-from .lifecycle import event_time_of, near_duplicate, norm_hash, tags_of
+from .lifecycle import check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
 from .runtime import Runtime, check_text
 from .synonyms import Synonyms
 
@@ -280,6 +280,7 @@ class Ingest:
         if not body:
             raise InvalidInput("text is empty: nothing to index", field="text", code="empty")
         title = clean(title).strip() or None if title else None
+        check_metadata(metadata)
         digest = content_hash((title or "") + "\x00" + body)
         source = source or f"text:{digest[:16]}"
         return Prepared(source, title, body, digest, metadata, event_time=event_time_of(metadata),
@@ -467,7 +468,7 @@ class Ingest:
                                    field="id")
             doc = store.document(int(ref))
         if doc is None:
-            raise NotFound(f"no document {ref!r}",
+            raise NotFound(f"no document {echo(ref)}",
                            field="id", code="no_document")
         return doc
 

@@ -31,12 +31,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from ..errors import InvalidInput
+from ..errors import ECHO_CHARS, InvalidInput, bounded, echo
+from ..text import parse_json
 
 if TYPE_CHECKING:  # the CLI reads the format names without loading the engine
     from .ingest import Ingest
@@ -74,11 +78,11 @@ class Plan:
     by_source: dict[str, int] = field(default_factory=dict)  # source -> its item's index
 
     def skip(self, at: str, reason: str) -> None:
-        self.skipped.append({"at": at, "reason": reason})
+        self.skipped.append({"at": at, "reason": bounded(reason, 400)})
 
     def add(self, at: str, item: Item) -> None:
         if item[1] in self.by_source:
-            self.skip(at, f"source {item[1]!r} already comes from {self.where[self.by_source[item[1]]]}")
+            self.skip(at, f"source {echo(item[1])} already comes from {self.where[self.by_source[item[1]]]}")
             return
         self.by_source[item[1]] = len(self.items)
         self.items.append(item)
@@ -106,9 +110,10 @@ def _json_lines(p: Path, text: str, hint: str) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield n, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{p.name}:{n} is not JSON ({exc.msg}); {hint}", field="path") from None
+            value = parse_json(line)
+        except ValueError as exc:
+            raise InvalidInput(f"{p.name}:{n} is not JSON ({exc}); {hint}", field="path") from None
+        yield n, value
 
 
 def words(relation_type: str) -> str:
@@ -143,18 +148,18 @@ def read_server_memory(path: str | Path) -> Plan:
         at = f"line {n}"
         kind = rec.get("type") if isinstance(rec, dict) else None
         if kind not in ("entity", "relation"):
-            raise InvalidInput(f"{p.name}:{n} is not an entity or a relation (type {kind!r}); "
+            raise InvalidInput(f"{p.name}:{n} is not an entity or a relation (type {echo(kind)}); "
                                "is this the memory server's file?", field="path")
         if kind == "entity":
             name, etype, obs = rec.get("name"), rec.get("entityType", ""), rec.get("observations", [])
             if not isinstance(name, str) or not name.strip():
                 plan.skip(at, "entity without a name")
             elif not isinstance(etype, str):
-                plan.skip(at, f"entity {name!r}: entityType is not a string")
+                plan.skip(at, f"entity {echo(name)}: entityType is not a string")
             elif not isinstance(obs, list) or not all(isinstance(o, str) for o in obs):
-                plan.skip(at, f"entity {name!r}: observations is not a list of strings")
+                plan.skip(at, f"entity {echo(name)}: observations is not a list of strings")
             elif name in entities:
-                plan.skip(at, f"entity {name!r} already comes from {entities[name]['at']}")
+                plan.skip(at, f"entity {echo(name)} already comes from {entities[name]['at']}")
             else:
                 entities[name] = {"at": at, "entityType": etype, "observations": list(obs),
                                   "relations": []}
@@ -168,9 +173,10 @@ def read_server_memory(path: str | Path) -> Plan:
     for at, rel in relations:
         key = (rel["from"], rel["to"], rel["relationType"])
         if rel["from"] not in entities:
-            plan.skip(at, f"relation from {rel['from']!r}, an entity the file does not hold")
+            plan.skip(at, f"relation from {echo(rel['from'])}, an entity the file does not hold")
         elif key in seen:
-            plan.skip(at, f"relation {rel['from']!r} {rel['relationType']} {rel['to']!r} is there twice")
+            plan.skip(at, f"relation {echo(rel['from'])} {bounded(rel['relationType'], ECHO_CHARS)} "
+                          f"{echo(rel['to'])} is there twice")
         else:
             seen.add(key)
             entities[rel["from"]]["relations"].append({"to": rel["to"], "relationType": rel["relationType"]})
@@ -203,6 +209,42 @@ def _observation(line: str) -> dict | None:
     return {"category": m["category"].strip(), "content": content, "tags": tags, "context": context}
 
 
+FRONT_MATTER_MAX = 64 * 1024  # characters of front matter read; a note's is a few hundred
+FRONT_MATTER_DEPTH = 32  # nested lists and mappings
+
+
+def _yaml_loader():
+    """A safe YAML loader that refuses aliases (``*name``: one 371-byte note of nested
+    aliases expands to gigabytes) and nesting deeper than FRONT_MATTER_DEPTH (without
+    aliases, a front matter of n characters holds at most n values) and reads ``.nan`` and
+    ``.inf`` as the text they are."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark  # its line 0 is the note's line 2
+                raise ValueError(f"front matter uses a YAML alias (line {mark.line + 2}); "
+                                 "aliases are not read: write the value out")
+            self.depth += 1
+            try:
+                if self.depth > FRONT_MATTER_DEPTH:
+                    raise ValueError(f"front matter nests deeper than {FRONT_MATTER_DEPTH} levels")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_yaml_float(self, node):
+            """``.nan`` and ``.inf`` stay the text they are: JSON has no such number."""
+            value = super().construct_yaml_float(node)
+            return value if math.isfinite(value) else self.construct_scalar(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
+    return Loader
+
+
 def _front_matter(text: str) -> tuple[dict, str]:
     """(front matter, body) of a note; ``yaml`` is imported only here."""
     if not text.startswith("---"):
@@ -214,10 +256,14 @@ def _front_matter(text: str) -> tuple[dict, str]:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
     except StopIteration:
         raise ValueError("front matter not closed by ---") from None
+    raw = "\n".join(lines[1:end])
+    if len(raw) > FRONT_MATTER_MAX:
+        raise ValueError(f"front matter is {len(raw):,} characters, over the {FRONT_MATTER_MAX:,} "
+                         "an import reads; shorten it")
     import yaml
 
     try:
-        data = yaml.safe_load("\n".join(lines[1:end])) or {}
+        data = yaml.load(raw, Loader=_yaml_loader()) or {}  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise ValueError(f"front matter is not YAML ({getattr(exc, 'problem', None) or 'syntax'})") from None
     if not isinstance(data, dict):
@@ -254,25 +300,67 @@ def parse_note(text: str, rel: str) -> dict:
             "body": body.strip(), "observations": observations, "relations": relations}
 
 
+NOTE_MB = 64  # one note read at most (the import's text limit judges it after)
+
+
+def _note_files(root: Path, plan: Plan) -> list[tuple[str, tuple[int, int]]]:
+    """Each ``.md`` note under ``root`` as (path from the root, (device, inode)), hidden folders
+    left out; a symlink, to a note or a folder, is never followed (as for ``index --dir``:
+    it may lead out of the folder) and is skipped, with why."""
+    notes = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        keep = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue
+            if os.path.islink(os.path.join(dirpath, name)):
+                plan.skip(Path(dirpath, name).relative_to(root).as_posix(), "symlink (not followed)")
+            else:
+                keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if not name.endswith(".md") or name.startswith("."):
+                continue
+            p = Path(dirpath, name)
+            rel = p.relative_to(root).as_posix()
+            try:
+                st = p.lstat()
+            except OSError:
+                continue  # vanished
+            if stat.S_ISLNK(st.st_mode):
+                plan.skip(rel, "symlink (not followed)")
+            elif not stat.S_ISREG(st.st_mode):
+                plan.skip(rel, "not a regular file")
+            else:
+                notes.append((rel, (st.st_dev, st.st_ino)))
+    return sorted(notes)
+
+
 def read_basic_memory(path: str | Path) -> Plan:
-    """Every ``.md`` note under a basic-memory project folder (hidden folders left out)."""
+    """Every ``.md`` note under a basic-memory project folder (hidden folders left out; a
+    symlink never followed)."""
+    from ..mechanisms.repo import Refused, read_inside
+
     root = Path(check_path("path", str(path)))
     if not root.is_dir():
         raise InvalidInput(f"{root} is not a folder of basic-memory notes", field="path",
                            code="not_a_directory")
+    root = root.resolve()
     plan = Plan("basic-memory")
-    files = sorted(f for f in root.rglob("*.md")
-                   if not any(part.startswith(".") for part in f.relative_to(root).parts))
+    files = _note_files(root, plan)
     if not files:
         raise InvalidInput(f"{root} holds no .md notes", field="path")
-    for f in files:
-        rel = f.relative_to(root).as_posix()
+    for rel, ident in files:
         try:
-            note = parse_note(f.read_text(encoding="utf-8-sig"), rel)
+            data, _ident = read_inside(root, rel, NOTE_MB * 1024 * 1024, ident)
+            note = parse_note(data.decode("utf-8-sig"), rel)
+        except Refused as why:
+            plan.skip(rel, str(why))
+            continue
         except UnicodeDecodeError:
             plan.skip(rel, "not UTF-8 text")
             continue
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:
             plan.skip(rel, str(exc))
             continue
         if not note["body"]:
@@ -312,9 +400,9 @@ def _row_item(rec: dict, at: str, stem: str, fmt: str, fields: dict[str, str]) -
     extra = rec.get("metadata")
     if isinstance(extra, str) and extra.lstrip().startswith("{"):  # a CSV cell of JSON
         try:
-            extra = json.loads(extra)
-        except json.JSONDecodeError:
-            pass
+            extra = parse_json(extra)
+        except ValueError:
+            pass  # kept as the text it is
     if isinstance(extra, dict):
         meta.update(extra)
         used.add("metadata")
@@ -335,7 +423,7 @@ def _row_item(rec: dict, at: str, stem: str, fmt: str, fields: dict[str, str]) -
     else:
         source = f"{fmt}:{stem}#{at.split()[-1]}"
     if source.startswith("memory:"):
-        return f"source {source!r}: sources starting with 'memory:' belong to memories"
+        return f"source {echo(source)}: sources starting with 'memory:' belong to memories"
     title = values["title"]
     return text, source, str(title) if title is not None else None, meta
 
@@ -355,24 +443,48 @@ def read_csv(path: str | Path, fields: dict[str, str] | None = None) -> Plan:
     """A CSV file with a header row, each row a document; ``tags`` split at , or ;."""
     p, text = _read_text(path)
     plan = Plan("csv")
+    limit = csv.field_size_limit()  # 131,072 characters: one long text refused the whole file;
+    csv.field_size_limit(max(limit, len(text) + 1))  # the file is read already, a cell is in it
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         header = reader.fieldnames
         rows = list(reader)
     except csv.Error as exc:
         raise InvalidInput(f"{p.name} is not CSV ({exc})", field="path") from None
+    finally:
+        csv.field_size_limit(limit)
     if not header:
         raise InvalidInput(f"{p.name} has no header row", field="path")
     wanted = (fields["text"],) if fields and "text" in fields else FIELD_NAMES["text"]
     if not any(n in header for n in wanted):
-        raise InvalidInput(f"{p.name} has no text column ({', '.join(wanted)}); its columns: "
-                           f"{', '.join(header)}", field="path")
+        raise InvalidInput(f"{p.name} has no text column ({bounded(', '.join(wanted), ECHO_CHARS)}); "
+                           f"its columns: {bounded(', '.join(header), ECHO_CHARS)}", field="path")
     for n, row in enumerate(rows, 2):
         if None in row:
             plan.skip(f"row {n}", f"{len(header) + len(row[None])} cells under {len(header)} columns")
             continue
+        row = {k: _unformula(v) for k, v in row.items()}
         _keep(plan, f"row {n}", _row_item(row, f"row {n}", p.stem, "csv", fields or {}))
     return plan
+
+
+# A cell starting so is a formula to a spreadsheet (=HYPERLINK(...), +cmd|...): the CSV export
+# writes it after a quote ('=...), as spreadsheets do, and the import takes one such quote off
+# (a cell that began with a quote and one of these, or two quotes, gets one more): the round
+# trip is exact and no cell reaches a spreadsheet as a formula.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _formula_safe(cell: str) -> str:
+    if cell.startswith(FORMULA_START) or cell[:1] == "'" and cell[1:2] in (*FORMULA_START, "'"):
+        return "'" + cell
+    return cell
+
+
+def _unformula(cell):
+    if isinstance(cell, str) and cell[:1] == "'" and cell[1:2] in (*FORMULA_START, "'"):
+        return cell[1:]
+    return cell
 
 
 def _keep(plan: Plan, at: str, item: Item | str) -> None:
@@ -398,7 +510,7 @@ def parse_fields(pairs: Iterable[str] | dict | None) -> dict[str, str]:
     for pair in pairs:
         role, sep, name = str(pair).partition("=")
         if not sep or role not in FIELD_NAMES or not name:
-            raise InvalidInput(f"field {pair!r}: write ROLE=NAME with ROLE one of "
+            raise InvalidInput(f"field {echo(pair)}: write ROLE=NAME with ROLE one of "
                                f"{', '.join(FIELD_NAMES)}", field="field")
         out[role] = name
     return out
@@ -454,12 +566,16 @@ class Interop:
         return results
 
     # ----- exports ---------------------------------------------------------------------------
-    def export_server_memory(self, records: Iterable[dict]) -> Iterator[dict]:
+    def export_server_memory(self, records: Iterable[dict],
+                             not_carried: list[dict] | None = None) -> Iterator[dict]:
         """Seahorse's export records as the memory server's lines: its own entities as they
-        came; a basic-memory note as an entity of its type with its observations and
-        relations; a memory as an entity of its kind (``scope/key`` outside ``global``); any
-        other document as an entity of type ``document`` whose observations are its passages.
-        Entities first, then relations."""
+        came; a basic-memory note as an entity of its type whose observations are the note's
+        prose paragraphs, then its observations as the note wrote them (``[category] text
+        #tag (context)``), with its relations; a memory as an entity of its kind
+        (``scope/key`` outside ``global``); any other document as an entity of type
+        ``document`` whose observations are its passages. Entities first, then relations.
+        What an entity cannot hold (tags, times, metadata, a memory's history...) is listed
+        per record in ``not_carried``."""
         names: set[str] = set()
         relations: list[dict] = []
 
@@ -474,53 +590,149 @@ class Interop:
                 name = rec["key"] if rec["scope"] == "global" else f"{rec['scope']}/{rec['key']}"
                 yield {"type": "entity", "name": unique(name, f"memory:{rec['scope']}"),
                        "entityType": rec["kind"], "observations": [rec["value"]]}
+                _not_carried(not_carried, rec, _memory_lost(rec))
                 continue
             if rec["type"] != "document":
                 continue
             meta = rec.get("metadata") or {}
             sm, bm = meta.get("server_memory"), meta.get("basic_memory")
+            lost = _document_lost(rec, carried=("server_memory", "basic_memory"))
             if isinstance(sm, dict):
                 name = unique(sm["name"], rec["source"])
                 yield {"type": "entity", "name": name, "entityType": sm["entityType"],
                        "observations": sm["observations"]}
                 relations += [{"type": "relation", "from": name, "to": r["to"],
                                "relationType": r["relationType"]} for r in sm["relations"]]
+                if "tags" in lost and rec["tags"] == _short_tags([sm["entityType"]]):
+                    lost.remove("tags")  # the import's own: the entity type
             elif isinstance(bm, dict):
                 name = unique(rec["title"] or bm["permalink"], rec["source"])
                 yield {"type": "entity", "name": name, "entityType": bm["type"],
-                       "observations": [f"[{o['category']}] {o['content']}" for o in bm["observations"]]}
+                       "observations": note_prose(rec["text"], rec["title"]) +
+                       [observation_line(o) for o in bm["observations"]]}
                 relations += [{"type": "relation", "from": name, "to": r["target"],
                                "relationType": r["type"]} for r in bm["relations"]]
+                fm = bm.get("front_matter") or {}
+                lost += [f"front_matter.{k}" for k in fm if k not in ("title", "type", "tags", "permalink")]
+                if any(r.get("context") for r in bm["relations"]):
+                    lost.append("relations.context")
             else:
                 name = unique(rec["title"] or rec["source"], rec["source"])
                 yield {"type": "entity", "name": name, "entityType": "document",
                        "observations": [p for p in rec["text"].split("\n\n") if p.strip()]}
+            if not isinstance(sm, dict) and name != rec["source"] \
+                    and not name.endswith(f" ({rec['source']})"):
+                lost.insert(0, "source")  # the name is the title
+            _not_carried(not_carried, rec, lost)
         yield from relations
 
 
-def export_rows(records: Iterable[dict]) -> Iterator[dict]:
+def observation_line(o: dict) -> str:
+    """A basic-memory observation as the note wrote it: ``[category] text #tag (context)``."""
+    line = f"[{o['category']}] {o['content']}"
+    line += "".join(f" #{t}" for t in o.get("tags") or [])
+    return line + (f" ({o['context']})" if o.get("context") else "")
+
+
+def note_prose(text: str, title: str | None) -> list[str]:
+    """A note's paragraphs, without its ``# Title`` heading and the observations and relations
+    it lists (carried as such)."""
+    paragraphs, lines, section = [], [], None
+    for line in text.split("\n") + [""]:
+        if re.match(r"^#{1,6}\s", line):
+            section = line.lstrip("#").strip().lower()
+            if section in ("observations", "relations"):
+                continue
+        elif section == "observations" and OBSERVATION.match(line) \
+                or section == "relations" and RELATION.match(line):
+            continue
+        if line.strip():
+            lines.append(line)
+        elif lines:
+            paragraphs.append("\n".join(lines).strip())
+            lines = []
+    heading = f"# {title}" if title else None
+    return [p for p in paragraphs if p != heading]
+
+
+def _document_lost(rec: dict, carried: tuple[str, ...] = ()) -> list[str]:
+    """What of a document record an entity or a row holds nowhere (``carried``: metadata keys
+    that it does hold)."""
+    meta = rec.get("metadata") or {}
+    lost = [f"metadata.{k}" for k in meta if k not in (*carried, "tags", "event_time")]
+    lost += [k for k in ("tags", "event_time", "valid_to", "turn") if rec.get(k)]
+    return lost
+
+
+def _memory_lost(rec: dict) -> list[str]:
+    lost = [k for k in ("tags", "event_time", "valid_to") if rec.get(k)]
+    lost += [k for k, default in (("trust", 1.0), ("strength", 1.0), ("provenance", "user_direct"))
+             if rec.get(k) != default]
+    if rec.get("history"):
+        lost.append(f"history ({len(rec['history'])} earlier value(s))")
+    return lost
+
+
+def _not_carried(out: list[dict] | None, rec: dict, fields: list[str]) -> None:
+    if out is not None and fields:
+        what = rec["source"] if rec["type"] == "document" else f"memory:{rec['scope']}/{rec['key']}"
+        out.append({"record": what, "fields": fields})
+
+
+def export_rows(records: Iterable[dict], not_carried: list[dict] | None = None) -> Iterator[dict]:
     """Documents as the rows ``import --from jsonl`` / ``csv`` read back: source, title, text,
-    time (the event time when one was given), tags, and the rest of the metadata."""
+    time (the event time when one was given), tags, and the rest of the metadata. A memory is
+    not a row (``not_carried`` says so, as it says a document's validity or turn)."""
     from .timeline import iso
 
     for rec in records:
+        if rec["type"] == "memory":
+            _not_carried(not_carried, rec, ["the memory (rows hold documents; export --to seahorse "
+                                            "keeps memories)"])
+            continue
         if rec["type"] != "document":
             continue
         meta = dict(rec.get("metadata") or {})
         meta.pop("tags", None)
         meta.pop("event_time", None)
+        _not_carried(not_carried, rec, [k for k in ("valid_to", "turn") if rec.get(k)])
         yield {"source": rec["source"], "title": rec["title"], "text": rec["text"],
                "time": iso(rec["event_time"]) if rec.get("event_time") is not None else None,
                "tags": rec.get("tags") or [], "metadata": meta}
 
 
+class Export:
+    """An export's output records (an iterator; ``close`` ends the read snapshot) and, as it
+    runs, what it could not carry of each record: ``not_carried`` lists ``{"record": source
+    or "memory:SCOPE/KEY", "fields": [...]}``."""
+
+    def __init__(self, convert: Callable[[Iterable[dict], list[dict]], Iterator[dict]],
+                 records: Iterator[dict]) -> None:
+        self.not_carried: list[dict] = []
+        self._records = records
+        self._out = convert(records, self.not_carried)
+
+    def __iter__(self) -> "Export":
+        return self
+
+    def __next__(self) -> dict:
+        return next(self._out)
+
+    def close(self) -> None:
+        self._out.close()
+        if hasattr(self._records, "close"):
+            self._records.close()
+
+
 def write_csv(rows: Iterable[dict], out) -> int:
-    """The rows of :func:`export_rows` as CSV (tags joined by ';', metadata as JSON)."""
+    """The rows of :func:`export_rows` as CSV (tags joined by ';', metadata as JSON; a cell
+    a spreadsheet would run as a formula after a quote: FORMULA_START)."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["source", "title", "text", "time", "tags", "metadata"])
     n = 0
     for r in rows:
-        writer.writerow([r["source"], r["title"] or "", r["text"], r["time"] or "", ";".join(r["tags"]),
-                         json.dumps(r["metadata"], ensure_ascii=False) if r["metadata"] else ""])
+        cells = [r["source"], r["title"] or "", r["text"], r["time"] or "", ";".join(r["tags"]),
+                 json.dumps(r["metadata"], ensure_ascii=False) if r["metadata"] else ""]
+        writer.writerow([_formula_safe(c) for c in cells])
         n += 1
     return n

@@ -10,6 +10,7 @@ it replaces the document in place, as before."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -48,6 +49,42 @@ def check_tags(tags, field: str = "tags") -> list[str]:
             isinstance(t, str) and 0 < len(t.strip()) <= 100 for t in tags):
         raise InvalidInput(f"{field} must be a list of up to {TAGS_MAX} short strings", field=field)
     return sorted({t.strip() for t in tags})
+
+
+METADATA_DEPTH = 64  # nested objects and lists in a document's metadata
+
+
+def check_metadata(metadata) -> dict | None:
+    """A document's metadata as JSON can hold it and every reader can read it back: an object,
+    at most METADATA_DEPTH levels deep (a deeper one parses here and fails a reader with less
+    stack left), and no NaN or infinite number (JSON has none: a viewer and an export could not
+    write it)."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be a JSON object", field="metadata")
+    stack: list[tuple] = [(metadata, 1, None)]  # containers: (value, depth, link to its place)
+    while stack:
+        value, depth, link = stack.pop()
+        if depth > METADATA_DEPTH:
+            raise InvalidInput(f"metadata nests deeper than {METADATA_DEPTH} levels", field="metadata")
+        keyed = isinstance(value, dict)
+        for k, v in value.items() if keyed else enumerate(value):
+            if isinstance(v, (dict, list, tuple)):
+                stack.append((v, depth + 1, (link, k, keyed)))
+            elif isinstance(v, float) and not math.isfinite(v):
+                raise InvalidInput(f"{_place((link, k, keyed))[:200]} is {v}, which JSON has no "
+                                   "number for; give a string", field="metadata")
+    return metadata
+
+
+def _place(link) -> str:
+    """``metadata.a[0].b`` from the links :func:`check_metadata` keeps."""
+    parts = []
+    while link is not None:
+        link, key, keyed = link
+        parts.append(f".{key}" if keyed else f"[{key}]")
+    return "metadata" + "".join(reversed(parts))
 
 
 def tags_of(metadata: dict | None) -> list[str]:

@@ -105,7 +105,7 @@ class Records:
             nodes = store.document_nodes(doc[0])
             t, valid_to, by, _ev = store.doc_times([doc[0]])[doc[0]]
             out = {"id": doc[0], "source": doc[1], "title": doc[2],
-                   "metadata": json.loads(doc[4]) if doc[4] else None, "time": iso(t),
+                   "metadata": stored_metadata(doc[4]), "time": iso(t),
                    "valid_to": iso(valid_to), "superseded_by": by,
                    "tags": store.tags_of([doc[0]]).get(doc[0], []),
                    "nodes": [i for i, _t in nodes], "text": "\n\n".join(x for _i, x in nodes)}
@@ -150,12 +150,19 @@ class Records:
 
 # An export's times are ones a date can name: a bad one already stored (services/timeline.py,
 # stored_time) is written as null, so that the export imports again.
+def stored_metadata(text: str | None) -> dict | None:
+    """A document's stored metadata; a NaN or infinite number written before metadata was
+    checked (services/lifecycle.py, check_metadata) reads as its text ("NaN"), so that a
+    viewer and an export can write it as JSON."""
+    return json.loads(text, parse_constant=str) if text else None
+
+
 def document_record(store, r: tuple) -> dict:
     """The export record of a document, from a ``Store.list_documents`` row."""
     turn = store.turn(r[0])
     return {"type": "document", "source": r[1], "title": r[2],
             "text": "\n\n".join(x for _i, x in store.document_nodes(r[0])),
-            "metadata": json.loads(r[7]) if r[7] else None, "created_at": stored_time(r[3]),
+            "metadata": stored_metadata(r[7]), "created_at": stored_time(r[3]),
             "updated_at": stored_time(r[4]), "event_time": stored_time(r[8]),
             "valid_to": stored_time(r[6]), "tags": store.tags_of([r[0]]).get(r[0], []),
             "turn": None if turn is None else dict(zip(

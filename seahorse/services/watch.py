@@ -19,10 +19,11 @@ from typing import Callable, Sequence
 
 from ..config import DbUrl
 from ..errors import InvalidInput, NotFound
-from ..mechanisms.repo import SKIP_DIRS, hook_paths
+from ..mechanisms.repo import SKIP_DIRS, Refused, hook_paths, read_inside
 from ..store import Store
+from ..text import clean, file_title
 from .codeindex import CodeIndex
-from .ingest import TEXT_SUFFIXES, Ingest
+from .ingest import TEXT_SUFFIXES, Ingest, _decode_file
 from .runtime import check_int, check_path
 
 MODES = ("auto", "repo", "docs")
@@ -98,10 +99,16 @@ class Watcher:
                     self.ingest.delete(str(p))
                     counts["removed"] += 1
                 continue
-            try:
-                r = self.ingest.add_file(p)
-            except (InvalidInput, NotFound):
-                continue  # emptied, vanished or unreadable since the event
+            try:  # read as `index --dir` reads: no symlink followed on the way (it may lead out)
+                max_mb = self.ingest.rt.settings.max_file_mb
+                data, _ident = read_inside(target.root, p.relative_to(target.root).as_posix(),
+                                           int(max_mb * 1024 * 1024))
+                text = _decode_file(p, data)
+                if not clean(text).strip():
+                    continue
+                r = self.ingest.add_many([(text, str(p), file_title(text), None)], limit_mb=max_mb)[0]
+            except (Refused, InvalidInput, NotFound):
+                continue  # a symlink, emptied, vanished or unreadable since the event
             if r.status in counts:
                 counts[r.status] += 1
         return counts
