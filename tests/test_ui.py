@@ -169,6 +169,54 @@ def test_a_write_is_refused_without_write(viewer, store):
     assert cli.json("memory", "show", "editor")["value"] == "Alice switched to emacs"
 
 
+def raw(base: str, path: str, *, method: str = "GET", headers: dict | None = None, body: bytes | None = None
+        ) -> tuple[int, dict, str]:
+    """One request, no redirect followed: status, headers (lower-case names), body."""
+    import http.client
+
+    host, port = base.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode()
+    finally:
+        conn.close()
+
+
+def test_the_cookie_is_not_the_token_and_replayed_reads_and_writes_nothing(viewer, tmp_path):
+    """Issue 37 (15): cookies are scoped to the host, not the port, so any other server on
+    127.0.0.1 receives the viewer's cookie. It held the token: replayed, it read the store and,
+    with the page's copy of the token, got a --write change through."""
+    cli = CLI(tmp_path, tmp_path / "kg.db")
+    cli.json("memory", "add", "editor", "Alice edits with vim")
+    v = Viewer(cli.db, "--write")
+    try:
+        for w in (viewer, v):
+            status, headers, page = raw(w.base, f"/?token={w.token}")
+            cookie = headers["set-cookie"].split(";")[0]
+            assert w.token not in cookie, "the cookie holds the URL token"
+            assert status == 200 and w.token in page  # the page opened with the token holds it
+            # What another local server received, replayed: the page opens, without the token ...
+            status, _, page = raw(w.base, "/", headers={"Cookie": cookie})
+            assert status == 200 and w.token not in page and "seahorse-token" in page
+            # ... and no data: every API call needs the token itself.
+            for path in ("/api/memories", "/api/search?q=editor", "/api/info"):
+                status, _, text = raw(w.base, path, headers={"Cookie": cookie})
+                assert status == 403 and "token" in text, path
+            status, _, text = raw(w.base, "/api/memories", headers={"X-Seahorse-Token": w.token})
+            assert status == 200 and "editor" in text
+        post = {"Cookie": cookie, "Content-Type": "application/json"}
+        status, _, _ = raw(v.base, "/api/forget", method="POST", headers=post, body=b'{"key": "editor"}')
+        assert status == 403
+        assert cli.json("memory", "show", "editor")["value"] == "Alice edits with vim"
+        status, _, _ = raw(v.base, "/api/forget", method="POST", body=b'{"key": "editor"}',
+                           headers={**post, "X-Seahorse-Token": v.token})
+        assert status == 200
+    finally:
+        v.stop()
+
+
 def test_replies_are_bounded_and_bad_input_is_one_line(viewer):
     q = f"token={viewer.token}"
     status, text = http(f"{viewer.base}/api/search?q=zram&top_k=5000&{q}")

@@ -3,7 +3,19 @@
 // text nodes (h() below), never as markup.
 "use strict";
 
-const TOKEN = document.querySelector('meta[name="seahorse-token"]').content;
+// The token comes in the page only when it is opened with ?token= (the URL `seahorse ui` prints);
+// it is kept in this origin's storage (the port is part of the origin, unlike for cookies) and
+// sent with every API call; the address bar drops it.
+const TOKEN = (() => {
+  const given = document.querySelector('meta[name="seahorse-token"]').content;
+  try {
+    if (given) localStorage.setItem("seahorse-token", given);
+    return given || localStorage.getItem("seahorse-token") || "";
+  } catch (e) {
+    return given;
+  }
+})();
+if (location.search) history.replaceState(null, "", "/" + location.hash);
 const WRITE = document.querySelector('meta[name="seahorse-write"]').content === "1";
 const MAX_EXPLORE_NODES = 300;
 window.seahorse = { graphs: {}, lastSearchMs: null, searches: 0 };
@@ -67,7 +79,7 @@ async function api(path, params) {
     if (Array.isArray(v)) v.forEach((x) => url.searchParams.append(k, x));
     else if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, v);
   }
-  return reply(await fetch(url, { credentials: "same-origin" }));
+  return reply(await fetch(url, { credentials: "same-origin", headers: { "X-Seahorse-Token": TOKEN } }));
 }
 async function change(path, body) {
   return reply(await fetch("/api/" + path, { method: "POST", credentials: "same-origin",
