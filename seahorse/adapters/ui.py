@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -188,10 +188,21 @@ class Viewer:
             return JSONResponse({"error": "a change needs the X-Seahorse-Token header"}, 403)
         if not self.write:
             return JSONResponse({"error": READ_ONLY, "code": "read_only"}, 403)
-        if int(request.headers.get("content-length") or 0) > BODY_MAX:
+        length = request.headers.get("content-length")
+        if length is not None and not (length.isascii() and length.isdigit()):
+            return JSONResponse({"error": "Content-Length must be a whole number of bytes"}, 400)
+        if int(length or 0) > BODY_MAX:
             return JSONResponse({"error": f"request body over {BODY_MAX} bytes"}, 413)
+        raw = b""
         try:
-            body = json.loads(await request.body() or b"{}")
+            async for chunk in request.stream():  # a chunked body has no length: count as it comes
+                raw += chunk
+                if len(raw) > BODY_MAX:
+                    return JSONResponse({"error": f"request body over {BODY_MAX} bytes"}, 413)
+        except ClientDisconnect:  # the body ended before its Content-Length: nothing to answer
+            return JSONResponse({"error": "the body is shorter than its Content-Length"}, 400)
+        try:
+            body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError
             call = fn(body)
@@ -204,7 +215,9 @@ class Viewer:
     # ----- reads: each returns the call to run on the Engine's thread -------------------------
     def info(self, q) -> Callable[[], dict]:
         eng = self.engine
-        return lambda: {"version": __version__, "write": self.write, "db": str(eng.store.path)}
+        return lambda: {"version": __version__, "write": self.write, "db": str(eng.store.path),
+                        "repos": [{"name": r["name"], "root": r["root"]}
+                                  for r in eng.store.code.repo_summaries()]}
 
     def search(self, q) -> Callable[[], dict]:
         query = q.get("q", "")
@@ -212,6 +225,13 @@ class Viewer:
         kinds = q.getlist("kind") or None
         refuse = q.get("refuse", "1") != "0"
         when = {k: q.get(k) or None for k in ("since", "until", "as_of")}
+        repo = q.get("repo") or None
+        if repo is not None:  # in one repository: the Engine's code search, as `search --repo`
+            if any(when.values()):
+                raise InvalidInput("since, until and as_of apply to the whole store: leave them empty to "
+                                   "search in a repository", field="repo")
+            return lambda: self.engine.search_code(query, repo=repo, top_k=top_k, kinds=kinds, refuse=refuse,
+                                                   cursor=q.get("cursor") or None).as_dict()
         return lambda: self.engine.search(query, top_k=top_k, kinds=kinds, refuse=refuse,
                                           cursor=q.get("cursor") or None, **when).as_dict()
 
@@ -242,7 +262,8 @@ class Viewer:
 
     def document(self, q) -> Callable[[], dict]:
         ref = q.get("id", "")
-        ref_or_id: str | int = int(ref) if ref.isdigit() else ref
+        # ASCII digits only: "²".isdigit() holds but int("²") fails
+        ref_or_id: str | int = int(ref) if ref.isascii() and ref.isdigit() else ref
 
         def run() -> dict:
             out = self.engine.get_document(ref_or_id)
