@@ -333,6 +333,26 @@ def test_search_in_one_repository_is_the_engines_code_search(viewer, store):
     assert status == 400 and "as_of" in json.loads(text)["error"]
 
 
+def test_the_read_only_viewer_writes_nothing_not_even_usage(viewer, store):
+    """Issue 37 (9): the viewer without --write recorded its reads as usage rows: a read verb
+    wrote to the store. It opens the store read-only now: its files stay byte-identical."""
+    import hashlib
+
+    cli = store[0]
+    files = [cli.db, cli.db.with_name(cli.db.name + "-wal")]
+
+    def state() -> list[str]:
+        return [hashlib.sha256(f.read_bytes()).hexdigest() if f.exists() else "" for f in files]
+
+    before, token = state(), {"X-Seahorse-Token": viewer.token}
+    assert raw(viewer.base, "/api/search?q=zram", headers=token)[0] == 200
+    time.sleep(5.2)  # past the usage buffer's flush interval: the next call would flush it
+    assert raw(viewer.base, "/api/search?q=editor", headers=token)[0] == 200
+    assert raw(viewer.base, "/api/memories", headers=token)[0] == 200
+    assert state() == before
+    assert "ui" not in cli.json("gain")["surfaces"]
+
+
 # ----- in the browser ----------------------------------------------------------------------------------
 def search(page, question: str) -> None:
     page.fill("#q", question)
