@@ -617,3 +617,45 @@ def test_neighbours_reads_the_graph_with_hubs_bounds_and_catch_up(engine):
         engine.neighbours(10**9)
     with pytest.raises(InvalidInput):
         engine.neighbours(passage, limit=0)
+
+
+# ----- what uvicorn's h11 never passes, but another ASGI server may -------------------------------
+def test_a_malformed_content_length_is_a_400_not_a_500(engine):
+    """Issue 37 (10): `int(Content-Length)` raised on a value that is not a whole number (h11
+    refuses those itself; other HTTP parsers pass them on) and the page got a bare 500. The
+    real app, called as an ASGI server calls it."""
+    import asyncio
+
+    from seahorse.adapters.ui import Viewer as App
+
+    engine.upsert_memory("editor", "Alice edits with vim")
+    app = App(engine, 8999, write=True)
+
+    async def post(length: bytes) -> tuple[int, bytes]:
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/api/forget", "raw_path": b"/api/forget", "query_string": b"",
+                 "root_path": "", "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8999),
+                 "headers": [(b"host", b"127.0.0.1:8999"), (b"x-seahorse-token", app.token.encode()),
+                             (b"content-type", b"application/json"), (b"content-length", length)]}
+        body = [{"type": "http.request", "body": b'{"key": "editor"}', "more_body": False}]
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return body.pop(0) if body else {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+        try:
+            await app(scope, receive, send)
+        except Exception as exc:  # what the server would turn into a bare 500
+            return 500, repr(exc).encode()
+        return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+    try:
+        for bad in (b"abc", b"-1", b"1e3", b"\xd9\xa1\xd9\xa2", b"17, 17"):
+            status, text = asyncio.run(post(bad))
+            assert status == 400 and b"Content-Length" in text, (bad, status, text)
+        assert engine.show_memory("editor")["value"] == "Alice edits with vim"
+        assert asyncio.run(post(b"17"))[0] == 200  # the same call, well formed, goes through
+    finally:
+        app.worker.shutdown(wait=True)
