@@ -65,10 +65,12 @@ class Engine:
 
     def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
                  phrase_embedder=None, extractor: Extractor | None = None,
-                 reembedding: bool = False, create: bool = True) -> None:
+                 reembedding: bool = False, create: bool = True, read_only: bool | None = None) -> None:
         settings = settings or load_settings()
-        # create=False for readers: a missing, empty or foreign file is refused, not initialised
-        store = open_store(settings.db_path, create=create)
+        # create=False for readers: a missing, empty or foreign file is refused, not initialised;
+        # read_only=True opens the store read-only (nothing written, usage not recorded), None
+        # as the file allows
+        store = open_store(settings.db_path, read_only=read_only, create=create)
         try:
             if embedder is None:
                 embedder, default_phrases = make_embedders(settings.embedder, settings.embedder_path,

@@ -122,3 +122,50 @@ def test_setup_writes_allow_into_the_client_entry(cli, tmp_path: Path) -> None:
     args = out["config"]["mcpServers"]["seahorse"]["args"]
     assert f"--allow={folder.resolve()}" in args
     assert cli.run("setup", "cursor", "--print", "--allow", str(tmp_path / "nope")).returncode != 0
+
+
+def test_a_link_re_pointed_after_the_check_never_gets_an_outside_folder_indexed(tmp_path: Path) -> None:
+    """Issue 37 (14): index_repo resolved the path to check it, then indexed the string it was
+    given, resolved again. A link flipped between a folder inside and one outside the roots, by
+    another thread, all through the calls: every call that passes indexes the folder inside."""
+    import json
+    import threading
+
+    work = tmp_path / "work"
+    inside = _repo(work / "proj").resolve()
+    outside = _repo(tmp_path / "elsewhere").resolve()
+    link, spare = work / "link", work / "link.next"
+    link.symlink_to(inside)
+    stop = threading.Event()
+
+    def flip() -> None:
+        target = outside
+        while not stop.is_set():
+            spare.unlink(missing_ok=True)
+            spare.symlink_to(target)
+            os.replace(spare, link)  # atomic: the link always names one of the two
+            target = inside if target == outside else outside
+
+    indexed: list[str] = []
+    refused = 0
+
+    async def main() -> None:
+        nonlocal refused
+        async with _server(tmp_path / "kg.db", work) as s:
+            flipper = threading.Thread(target=flip, daemon=True)
+            flipper.start()
+            try:
+                for _ in range(15):  # 8 at once: each checks, then waits its turn for the engine
+                    for ok, text in await asyncio.gather(*(_index(s, link) for _ in range(8))):
+                        if ok:
+                            indexed.append(json.loads(text)["repo"])
+                        else:
+                            assert "outside the folders" in text, text
+                            refused += 1
+            finally:
+                stop.set()
+                flipper.join()
+
+    asyncio.run(main())
+    assert indexed and refused, (len(indexed), refused)  # the flips did land on both sides
+    assert set(indexed) == {str(inside)}

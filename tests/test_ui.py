@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,8 +32,10 @@ SOURCE_ROOT = str(Path(__file__).resolve().parent.parent)
 TURNS = [{"id": "t1", "speaker": "Ana", "text": "Shall we hike the Pinnacles trail on Saturday?"},
          {"id": "t2", "speaker": "Ben", "text": "Yes, but the Pinnacles trail is steep after the rain."},
          {"id": "t3", "speaker": "Ana", "text": "Then we take the river path and bring the dog."}]
+LONG_CALLER = "count_the_words_of_the_text_after_parsing_it_into_a_list_and_return_how_many_there_were_in_all"
 CODE = ("def parse(text):\n    return text.split()\n\n\n"
-        "def count(text):\n    \"\"\"How many words.\"\"\"\n    return len(parse(text))\n")
+        "def count(text):\n    \"\"\"How many words.\"\"\"\n    return len(parse(text))\n\n\n"
+        f"def {LONG_CALLER}(text):\n    return len(parse(text))\n")
 
 
 def build_store(root: Path) -> tuple[CLI, dict]:
@@ -114,6 +117,20 @@ def viewer(store):
 
 
 @pytest.fixture(scope="module")
+def writer(tmp_path_factory):
+    """A `seahorse ui --write` over a small store of its own: (viewer, cli)."""
+    root = tmp_path_factory.mktemp("ui-write")
+    cli = CLI(root, root / "kg.db")
+    for key, value in (("editor", "Alice edits with vim"), ("shell", "Alice uses zsh"),
+                       ("pager", "Alice pages with less")):
+        cli.json("memory", "add", key, value)
+    v = Viewer(cli.db, "--write")
+    yield v, cli
+    err = v.stop()  # asserts no traceback
+    assert "Exception in ASGI application" not in err, err
+
+
+@pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no {CHROMIUM}: `apt-get install chromium` to run the browser tests")
@@ -169,6 +186,100 @@ def test_a_write_is_refused_without_write(viewer, store):
     assert cli.json("memory", "show", "editor")["value"] == "Alice switched to emacs"
 
 
+def raw(base: str, path: str, *, method: str = "GET", headers: dict | None = None, body: bytes | None = None
+        ) -> tuple[int, dict, str]:
+    """One request, no redirect followed: status, headers (lower-case names), body."""
+    import http.client
+
+    host, port = base.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode()
+    finally:
+        conn.close()
+
+
+def test_the_cookie_is_not_the_token_and_replayed_reads_and_writes_nothing(viewer, writer):
+    """Issue 37 (15): cookies are scoped to the host, not the port, so any other server on
+    127.0.0.1 receives the viewer's cookie. It held the token: replayed, it read the store and,
+    with the page's copy of the token, got a --write change through."""
+    v, cli = writer
+    for w in (viewer, v):
+        status, headers, page = raw(w.base, f"/?token={w.token}")
+        cookie = headers["set-cookie"].split(";")[0]
+        assert w.token not in cookie, "the cookie holds the URL token"
+        assert status == 200 and w.token in page  # the page opened with the token holds it
+        # What another local server received, replayed: the page opens, without the token ...
+        status, _, page = raw(w.base, "/", headers={"Cookie": cookie})
+        assert status == 200 and w.token not in page and "seahorse-token" in page
+        # ... and no data: every API call needs the token itself.
+        for path in ("/api/memories", "/api/search?q=editor", "/api/info"):
+            status, _, text = raw(w.base, path, headers={"Cookie": cookie})
+            assert status == 403 and "token" in text, path
+        status, _, text = raw(w.base, "/api/memories", headers={"X-Seahorse-Token": w.token})
+        assert status == 200 and "editor" in text
+    post = {"Cookie": cookie, "Content-Type": "application/json"}
+    status, _, _ = raw(v.base, "/api/forget", method="POST", headers=post, body=b'{"key": "editor"}')
+    assert status == 403
+    assert cli.json("memory", "show", "editor")["value"] == "Alice edits with vim"
+    status, _, _ = raw(v.base, "/api/forget", method="POST", body=b'{"key": "editor"}',
+                       headers={**post, "X-Seahorse-Token": v.token})
+    assert status == 200
+
+
+def wire(base: str, request: bytes, *, end: bool = False) -> int | None:
+    """Bytes sent as they are over a socket (``end``: then the sending side shut); the reply's
+    status, or None when the server answered nothing."""
+    import socket
+
+    host, port = base.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        s.sendall(request)
+        if end:
+            s.shutdown(socket.SHUT_WR)
+        out = b""
+        while b"\r\n" not in out:
+            got = s.recv(65536)
+            if not got:
+                break
+            out += got
+    return int(out.split(b" ")[1]) if out.startswith(b"HTTP/1.1 ") else None
+
+
+def test_a_chunked_body_is_bounded_and_a_short_one_is_no_error(writer):
+    """Issue 37 (10): the body's size was checked against Content-Length only, so a chunked
+    POST (no length) was read whole, however long; a body shorter than its Content-Length
+    raised (ClientDisconnect) into a bare 500 and a traceback."""
+    v, cli = writer
+    head = (f"POST /api/forget HTTP/1.1\r\nHost: {v.base.split('//')[1]}\r\nX-Seahorse-Token: {v.token}\r\n"
+            "Content-Type: application/json\r\n").encode()
+    big = json.dumps({"key": "shell", "pad": "x" * (600 * 1024)}).encode()
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(big[i:i + 65536]), big[i:i + 65536])
+                      for i in range(0, len(big), 65536))
+    status = wire(v.base, head + b"Transfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n")
+    assert status == 413
+    assert cli.json("memory", "show", "shell")["value"] == "Alice uses zsh"
+    small = b'{"key": "pager"}'
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(small), small)
+    assert wire(v.base, head + b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked) == 200
+    assert cli.run("memory", "show", "pager").returncode != 0  # a small chunked body works
+    # A Content-Length longer than the body sent: no answer is possible, and no error either
+    # (the fixture's teardown checks the viewer's stderr for a traceback).
+    assert wire(v.base, head + b"Content-Length: 70\r\n\r\n" + b'{"key": "shell"}', end=True) in (None, 400)
+    status, _, text = raw(v.base, "/api/info", headers={"X-Seahorse-Token": v.token})
+    assert status == 200 and cli.json("memory", "show", "shell")["value"] == "Alice uses zsh"
+
+
+def test_a_non_ascii_digit_document_ref_is_a_clear_error(viewer):
+    """Issue 37 (10): "²".isdigit() holds but int("²") fails: a bare 500."""
+    for ref in ("²", "١٢", "12³"):
+        status, _, text = raw(viewer.base, "/api/document?id=" + urllib.parse.quote(ref),
+                              headers={"X-Seahorse-Token": viewer.token})
+        assert status == 404 and json.loads(text)["error"], (ref, status, text)
+
+
 def test_replies_are_bounded_and_bad_input_is_one_line(viewer):
     q = f"token={viewer.token}"
     status, text = http(f"{viewer.base}/api/search?q=zram&top_k=5000&{q}")
@@ -198,6 +309,48 @@ def test_a_busy_port_is_a_clear_error(store):
         proc = cli.run("ui", "--port", str(busy.getsockname()[1]), timeout=60)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "cannot listen on 127.0.0.1" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_search_in_one_repository_is_the_engines_code_search(viewer, store):
+    """Issue 37 (10): the viewer's search had no "in this repository" mode, so a code question
+    returned changelog passages. With `repo`, it is the Engine's code search (`search --repo`)."""
+    cli, repo = store[0], store[1]["repo"]
+    cli.json("index", "--text", "Changelog: the word counter now counts how many words a text holds.",
+             "--source", "doc:changelog")
+    question, token = "How many words does the counter count?", {"X-Seahorse-Token": viewer.token}
+    q = urllib.parse.quote(question)
+    status, _, text = raw(viewer.base, f"/api/search?q={q}&refuse=0", headers=token)
+    assert status == 200 and "doc:changelog" in [h.get("source") for h in json.loads(text)["hits"]]
+    status, _, text = raw(viewer.base, "/api/info", headers=token)
+    assert json.loads(text)["repos"] == [{"name": repo.name, "root": str(repo.resolve())}]
+    status, _, text = raw(viewer.base, f"/api/search?q={q}&refuse=0&repo={urllib.parse.quote(str(repo))}",
+                          headers=token)
+    hits = json.loads(text)["hits"]
+    assert status == 200 and hits and all(h.get("path") for h in hits), hits
+    expected = cli.json("search", question, "--repo", str(repo), "--no-refuse", "--top-k", "10")
+    assert [h["id"] for h in hits] == [h["id"] for h in expected["hits"]]
+    status, _, text = raw(viewer.base, f"/api/search?q={q}&repo={repo.name}&as_of=2020-01-01", headers=token)
+    assert status == 400 and "as_of" in json.loads(text)["error"]
+
+
+def test_the_read_only_viewer_writes_nothing_not_even_usage(viewer, store):
+    """Issue 37 (9): the viewer without --write recorded its reads as usage rows: a read verb
+    wrote to the store. It opens the store read-only now: its files stay byte-identical."""
+    import hashlib
+
+    cli = store[0]
+    files = [cli.db, cli.db.with_name(cli.db.name + "-wal")]
+
+    def state() -> list[str]:
+        return [hashlib.sha256(f.read_bytes()).hexdigest() if f.exists() else "" for f in files]
+
+    before, token = state(), {"X-Seahorse-Token": viewer.token}
+    assert raw(viewer.base, "/api/search?q=zram", headers=token)[0] == 200
+    time.sleep(5.2)  # past the usage buffer's flush interval: the next call would flush it
+    assert raw(viewer.base, "/api/search?q=editor", headers=token)[0] == 200
+    assert raw(viewer.base, "/api/memories", headers=token)[0] == 200
+    assert state() == before
+    assert "ui" not in cli.json("gain")["surfaces"]
 
 
 # ----- in the browser ----------------------------------------------------------------------------------
@@ -355,6 +508,32 @@ def test_code_symbol_with_callers_and_history(page, store):
     assert "Add the word counter" in page.inner_text("#sym-history")
 
 
+def test_code_page_keeps_a_long_caller_name_in_its_column_and_search_picks_a_repository(page, store):
+    """Issue 37 (10): a long caller name overprinted the next column of the Code page; and the
+    search page's "In" picks a repository (the Engine's code search)."""
+    page.goto(page.url.split("#")[0] + "#/code?name=words.py:parse")
+    page.wait_for_selector("#sym-callers")
+    assert LONG_CALLER in page.inner_text("#sym-callers")
+    boxes = page.evaluate("""() => {
+        const col = (id) => document.getElementById(id).parentElement.getBoundingClientRect();
+        const items = [...document.querySelectorAll('#sym-callers li, #sym-callers li > *')]
+            .map((e) => e.getBoundingClientRect().right);
+        return { callers: col('sym-callers'), callees: col('sym-callees'), right: Math.max(...items) }; }""")
+    assert boxes["callers"]["right"] <= boxes["callees"]["left"]  # side by side
+    assert boxes["right"] <= boxes["callers"]["right"] + 0.5, boxes  # nothing past its column
+    page.goto(page.url.split("#")[0] + "#/search")
+    name = store[1]["repo"].name
+    page.wait_for_selector(f'#repo option:text-is("repository {name}")', state="attached")
+    page.select_option("#repo", label=f"repository {name}")
+    page.check("#norefuse")
+    search(page, "How many words does the counter count?")
+    assert page.locator(".hit").count() > 0
+    kinds = page.locator(".hit").evaluate_all("cs => cs.map(c => c.dataset.kind)")
+    assert set(kinds) <= {"symbol", "passage"}
+    assert "doc:" not in page.inner_text("#hits")
+    assert "repo=" in page.url
+
+
 def test_store_page_counts_match_stats(page, store):
     stats = store[0].json("stats")
     page.goto(page.url.split("#")[0] + "#/store")
@@ -438,3 +617,50 @@ def test_neighbours_reads_the_graph_with_hubs_bounds_and_catch_up(engine):
         engine.neighbours(10**9)
     with pytest.raises(InvalidInput):
         engine.neighbours(passage, limit=0)
+
+
+# ----- what uvicorn's h11 never passes, but another ASGI server may -------------------------------
+def test_a_malformed_content_length_is_a_400_not_a_500(engine):
+    """Issue 37 (10): `int(Content-Length)` raised on a value that is not a whole number (h11
+    refuses those itself; other HTTP parsers pass them on) and the page got a bare 500. The
+    real app, called as an ASGI server calls it."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from seahorse.adapters.ui import Viewer as App
+
+    engine.upsert_memory("editor", "Alice edits with vim")
+    app = App(engine, 8999, write=True)
+
+    async def post(length: bytes) -> tuple[int, bytes]:
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/api/forget", "raw_path": b"/api/forget", "query_string": b"",
+                 "root_path": "", "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8999),
+                 "headers": [(b"host", b"127.0.0.1:8999"), (b"x-seahorse-token", app.token.encode()),
+                             (b"content-type", b"application/json"), (b"content-length", length)]}
+        body = [{"type": "http.request", "body": b'{"key": "editor"}', "more_body": False}]
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return body.pop(0) if body else {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+        try:
+            await app(scope, receive, send)
+        except Exception as exc:  # what the server would turn into a bare 500
+            return 500, repr(exc).encode()
+        return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+    def run(length: bytes) -> tuple[int, bytes]:  # a loop of its own: Playwright's may be running here
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(lambda: asyncio.run(post(length))).result()
+
+    try:
+        for bad in (b"abc", b"-1", b"1e3", b"\xd9\xa1\xd9\xa2", b"17, 17"):
+            status, text = run(bad)
+            assert status == 400 and b"Content-Length" in text, (bad, status, text)
+        assert engine.show_memory("editor")["value"] == "Alice edits with vim"
+        assert run(b"17")[0] == 200  # the same call, well formed, goes through
+    finally:
+        app.worker.shutdown(wait=True)

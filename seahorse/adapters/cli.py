@@ -38,7 +38,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         where = self.prog.removeprefix("seahorse").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(2, f"seahorse: error: {prefix}{bounded(did_you_mean(self, message))}; see `{self.prog} --help`\n")
+        said = bounded(did_you_mean(self, message))
+        self.exit(2, f"seahorse: error: {prefix}{said}; see `{self.prog} --help`\n")
 
 
 
@@ -227,7 +228,8 @@ def _repo_flags(p: argparse.ArgumentParser, prefix: str, exclude_prefix: str | N
                    "prefix or glob (repeatable), e.g. docs")
 
 
-def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool = False):
+def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool = False,
+            read_only: bool | None = None):
     """The engine over --db. ``create`` for the commands that may start a new database; the
     others never initialise a file (reads write nothing to it, and a SQLite file that is not
     a Seahorse store is refused untouched)."""
@@ -250,7 +252,7 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
     if fresh:
         new_dir = first_new_dir(settings.db_path)
     try:
-        eng = Engine(settings, reembedding=reembedding, create=create)
+        eng = Engine(settings, reembedding=reembedding, create=create, read_only=read_only)
     except BaseException:
         if fresh:
             remove_store(settings.db_path, new_dir)
@@ -684,7 +686,9 @@ def cmd_ui(args: argparse.Namespace) -> Any:
 
     if not 0 <= args.port <= 65535:
         raise InvalidInput("--port must be between 0 and 65535", field="port")
-    with _engine(args) as eng:
+    # Without --write the viewer opens the store read-only: it writes nothing, usage records
+    # included (reads stay reads); with --write its calls are recorded as surface "ui".
+    with _engine(args, read_only=None if args.write else True) as eng:
         eng.surface = "ui"  # `gain` counts the viewer's calls apart from the CLI's
         serve(eng, port=args.port, write=args.write, open_browser=args.open, ready=ready)
     raise SystemExit(0)

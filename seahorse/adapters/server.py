@@ -256,9 +256,10 @@ def allowed_roots(client: list[Path] | None, allow: tuple[Path, ...] | list[Path
     return [p.expanduser().resolve() for p in (*base, *allow)]
 
 
-def check_allowed(path: str, roots: list[Path]) -> None:
-    """ToolError unless ``path`` (resolved, links followed) is inside one of ``roots`` and
-    not in a system tree or a ``.git`` folder."""
+def check_allowed(path: str, roots: list[Path]) -> Path:
+    """``path`` resolved (links followed), once: ToolError unless it is inside one of ``roots``
+    and not in a system tree or a ``.git`` folder. The caller uses what is returned, never
+    ``path`` again: a link re-pointed after this check cannot move the work elsewhere."""
     try:
         real = Path(path).expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as exc:
@@ -272,6 +273,7 @@ def check_allowed(path: str, roots: list[Path]) -> None:
         where = ", ".join(str(r) for r in roots) or "none"
         raise ToolError(f"{path} is outside the folders this server may index ({where}); allowed are "
                         f"{ALLOW_HELP}")
+    return real
 
 
 def checked(fn):
@@ -458,8 +460,8 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
         except SeahorseError as exc:
             raise ToolError(tool_message(exc)) from None
         roots = allowed_roots(anyio.from_thread.run(client_roots, ctx), (*cli_allow, *settings_allow))
-        check_allowed(path, roots)
-        return runtime(ctx).call("index_repo", path, worktree=worktree, history=history,
+        real = check_allowed(path, roots)  # index what was checked, not `path` resolved again
+        return runtime(ctx).call("index_repo", str(real), worktree=worktree, history=history,
                                  max_commits=max_commits, progress=progress_to(ctx, "files"))
 
     @tool(READ_ONLY)

@@ -1,11 +1,15 @@
 """`seahorse ui`: a local web viewer of the store, over the same Engine as the CLI.
 
-A Starlette app served by uvicorn (both installed by the MCP SDK) on 127.0.0.1 only. Every
-request needs the random token printed in the URL: once as ``?token=``, which sets a cookie
-for this port (and the page is redirected to drop it from the address bar), then the cookie;
-a request without either gets 403, and so does one naming another host (DNS rebinding).
-Writes (POST) also need the token in the ``X-Seahorse-Token`` header, which a page of another
-site cannot send, and are refused unless the viewer was started with ``--write``.
+A Starlette app served by uvicorn (both installed by the MCP SDK) on 127.0.0.1 only. The
+random token printed in the URL is never put in a cookie: a cookie is scoped to the host, not
+the port, so every other server on 127.0.0.1 would receive it. Opening ``/?token=`` serves the
+page with the token in it (the page keeps it in this origin's storage and drops it from the
+address bar) and sets a cookie holding a separate random session secret. The cookie opens only
+the page and its files, which hold no data; every ``/api/`` call needs the token itself, in the
+``X-Seahorse-Token`` header the page sends (or as ``?token=``), so a cookie replayed by another
+local server reads nothing and changes nothing. A request naming another host gets 403 (DNS
+rebinding). Writes (POST) need the header (a page of another site cannot send it) and are
+refused unless the viewer was started with ``--write``.
 
 Every Engine call runs on one worker thread, one at a time (the Engine is not thread-safe);
 each call reads the store afresh, so writes made by other processes show on the next request
@@ -32,8 +36,8 @@ from typing import Any, Callable
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import InvalidInput, NotFound, SeahorseError
@@ -77,7 +81,10 @@ class Viewer:
         self.write = write
         self.port = port
         self.token = token or secrets.token_urlsafe(32)
-        self.cookie = f"seahorse_ui_{port}"  # cookies ignore the port: one name per viewer
+        # The cookie's value: not the token. Cookies ignore the port, so any server on 127.0.0.1
+        # gets it; it opens only the page (no data), never an /api/ call.
+        self.session = secrets.token_urlsafe(32)
+        self.cookie = f"seahorse_ui_{port}"  # one name per viewer
         self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seahorse-ui")
         self.files = {path: ((STATIC / name).read_bytes(), kind) for path, (name, kind) in FILES.items()}
@@ -110,23 +117,25 @@ class Viewer:
             await answer(scope, receive, self._with_headers(send))
 
     def _gate(self, request: Request) -> Response | None:
-        """None when the request may pass; else the response refusing it (or the redirect
-        that trades ``?token=`` for the cookie)."""
+        """None when the request may pass; else the response refusing it (or, for ``/?token=``,
+        the page with the token and the session cookie)."""
         if request.headers.get("host", "") not in self.hosts:
             return Response("403: unknown host; open the URL `seahorse ui` printed\n", 403,
                             media_type="text/plain")
-        given = request.query_params.get("token")
-        if _same(given, self.token):
-            if request.method == "GET" and request.url.path == "/":
-                out: Response = RedirectResponse("/", 303)
-            else:
+        path = request.url.path
+        if _same(request.query_params.get("token"), self.token):
+            if request.method == "GET" and path == "/":
+                out = self._page(with_token=True)
+                out.set_cookie(self.cookie, self.session, httponly=True, samesite="strict", path="/")
+                return out
+            return None
+        if path.startswith("/api/"):  # data: the token itself, never the cookie alone
+            if _same(request.headers.get("x-seahorse-token"), self.token):
                 return None
-            out.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
-            return out
-        if not _same(request.cookies.get(self.cookie), self.token):
-            return Response("403: this viewer needs its token: open the URL `seahorse ui` printed\n",
-                            403, media_type="text/plain")
-        return None
+        elif _same(request.cookies.get(self.cookie), self.session):
+            return None
+        return Response("403: this viewer needs its token: open the URL `seahorse ui` printed\n",
+                        403, media_type="text/plain")
 
     @staticmethod
     def _with_headers(send):
@@ -140,10 +149,17 @@ class Viewer:
 
     # ----- plumbing -----------------------------------------------------------------------------
     async def _static(self, request: Request) -> Response:
-        body, kind = self.files[request.url.path]
         if request.url.path == "/":
-            body = body.replace(b"{{TOKEN}}", self.token.encode()).replace(
-                b"{{WRITE}}", b"1" if self.write else b"0")
+            return self._page(with_token=False)
+        body, kind = self.files[request.url.path]
+        return Response(body, media_type=kind)
+
+    def _page(self, *, with_token: bool) -> Response:
+        """The page; it holds the token only when asked with it (``/?token=``), never for the
+        cookie alone (the page then reads the token from this origin's storage)."""
+        body, kind = self.files["/"]
+        body = body.replace(b"{{TOKEN}}", self.token.encode() if with_token else b"").replace(
+            b"{{WRITE}}", b"1" if self.write else b"0")
         return Response(body, media_type=kind)
 
     async def _run(self, fn: Callable[[], Any]) -> Response:
@@ -172,10 +188,21 @@ class Viewer:
             return JSONResponse({"error": "a change needs the X-Seahorse-Token header"}, 403)
         if not self.write:
             return JSONResponse({"error": READ_ONLY, "code": "read_only"}, 403)
-        if int(request.headers.get("content-length") or 0) > BODY_MAX:
+        length = request.headers.get("content-length")
+        if length is not None and not (length.isascii() and length.isdigit()):
+            return JSONResponse({"error": "Content-Length must be a whole number of bytes"}, 400)
+        if int(length or 0) > BODY_MAX:
             return JSONResponse({"error": f"request body over {BODY_MAX} bytes"}, 413)
+        raw = b""
         try:
-            body = json.loads(await request.body() or b"{}")
+            async for chunk in request.stream():  # a chunked body has no length: count as it comes
+                raw += chunk
+                if len(raw) > BODY_MAX:
+                    return JSONResponse({"error": f"request body over {BODY_MAX} bytes"}, 413)
+        except ClientDisconnect:  # the body ended before its Content-Length: nothing to answer
+            return JSONResponse({"error": "the body is shorter than its Content-Length"}, 400)
+        try:
+            body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError
             call = fn(body)
@@ -188,7 +215,9 @@ class Viewer:
     # ----- reads: each returns the call to run on the Engine's thread -------------------------
     def info(self, q) -> Callable[[], dict]:
         eng = self.engine
-        return lambda: {"version": __version__, "write": self.write, "db": str(eng.store.path)}
+        return lambda: {"version": __version__, "write": self.write, "db": str(eng.store.path),
+                        "repos": [{"name": r["name"], "root": r["root"]}
+                                  for r in eng.store.code.repo_summaries()]}
 
     def search(self, q) -> Callable[[], dict]:
         query = q.get("q", "")
@@ -196,6 +225,13 @@ class Viewer:
         kinds = q.getlist("kind") or None
         refuse = q.get("refuse", "1") != "0"
         when = {k: q.get(k) or None for k in ("since", "until", "as_of")}
+        repo = q.get("repo") or None
+        if repo is not None:  # in one repository: the Engine's code search, as `search --repo`
+            if any(when.values()):
+                raise InvalidInput("since, until and as_of apply to the whole store: leave them empty to "
+                                   "search in a repository", field="repo")
+            return lambda: self.engine.search_code(query, repo=repo, top_k=top_k, kinds=kinds, refuse=refuse,
+                                                   cursor=q.get("cursor") or None).as_dict()
         return lambda: self.engine.search(query, top_k=top_k, kinds=kinds, refuse=refuse,
                                           cursor=q.get("cursor") or None, **when).as_dict()
 
@@ -226,7 +262,8 @@ class Viewer:
 
     def document(self, q) -> Callable[[], dict]:
         ref = q.get("id", "")
-        ref_or_id: str | int = int(ref) if ref.isdigit() else ref
+        # ASCII digits only: "²".isdigit() holds but int("²") fails
+        ref_or_id: str | int = int(ref) if ref.isascii() and ref.isdigit() else ref
 
         def run() -> dict:
             out = self.engine.get_document(ref_or_id)

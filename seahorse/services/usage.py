@@ -1,14 +1,21 @@
 """Local usage analytics (``seahorse gain``): every Engine call of a tool — from the CLI, the
-MCP server or the library — is recorded in the store's ``usage`` table: the tool, the surface,
-the latency, the outcome (an error's code), the number of hits, the tokens served and the
-budget asked. Never the question or any code: a question (the call's first text argument) is
-kept as a 16-hex-digit digest only, so repeats can be counted and nothing can be read back.
+MCP server, the viewer or the library — is recorded in the store's ``usage`` table: when, the
+tool, the surface, the latency, the outcome (an error's code), the number of hits, the tokens
+served and of the hits' full texts, the budget and top_k asked. Never the text of the call:
+its first text argument (a question, a symbol name, a memory key or a path) is kept as a
+16-hex-digit BLAKE2b digest keyed with the store's own random salt (meta ``usage_salt``, made
+with the first records), so repeats can be counted. The salt is in the same file: whoever can
+read the store can confirm a guessed question by digesting it too; what the salt stops is
+comparing digests across stores and looking them up in precomputed lists. Until a flush, the
+records (with the text) are held in this process's memory only.
 
 Recording is best-effort and cheap: records are buffered and written in one short transaction
-(on close, every ``FLUSH_EVERY`` records or ``FLUSH_SECONDS``), with a lock wait of at most
-``WAIT_S``; a failure (a busy or read-only store, a full disk) drops the records and is logged
-at debug level, never raised. Off with ``SEAHORSE_USAGE=off``; nothing is written to a
-read-only store.
+(on close, every ``FLUSH_EVERY`` records or ``FLUSH_SECONDS``, and at exit: one handler for the
+process, whatever the number of Engines), with a lock wait of at most ``WAIT_S``; a failure (a
+busy store, a full disk) drops the records and is logged at debug level, never raised. Off with
+``SEAHORSE_USAGE=off``. A store opened read-only (its file's mode, a read-only file system, or
+``Engine(read_only=True)``, as the viewer without ``--write``) records nothing and is never
+written: reads stay reads.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import hashlib
 import html
 import json
 import logging
+import secrets
+import threading
 import time
 import weakref
 from collections import defaultdict
@@ -34,15 +43,19 @@ FLUSH_EVERY = 32
 FLUSH_SECONDS = 5.0
 WAIT_S = 0.05  # the longest a usage write waits for another writer's lock
 MAX_BUFFER = 1000  # records kept while the store stays busy; older ones are dropped
-STORED = "tool, surface, latency, outcome, counts and a digest of the question; no text, no code"
+STORED = ("time, tool, surface, latency, outcome, counts and a 16-hex-digit digest of the call's first text "
+          "argument keyed with the store's random salt (meta usage_salt: whoever reads the store can "
+          "confirm a guess); no text, no code")
 SEARCH_VERBS = ("search", "search_code")
 EXPAND_VERBS = ("expand", "get")
 AVOIDED_FORMULA = ("sum over search calls of (tokens of the full texts of the hits returned - tokens "
                    "actually served); tokens = characters / 4")
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def _digest(salt: str, text: str) -> str:
+    """16 hex digits of BLAKE2b keyed with the store's salt."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=salt.encode("utf-8")[:64],
+                           digest_size=8).hexdigest()
 
 
 class Usage:
@@ -55,7 +68,7 @@ class Usage:
         self.first = 0.0
         self.depth = 0
         if self.enabled:  # a server stopped by its client never closes its engine: flush at exit
-            atexit.register(_flush_at_exit, weakref.ref(self))
+            _at_exit(self)
 
     def record(self, tool: str, surface: str, ms: float, error: str | None, args: tuple, kwargs: dict,
                out: Any) -> None:
@@ -77,20 +90,39 @@ class Usage:
         if not self.buffer or not self.enabled:
             return
         rows, self.buffer = self.buffer, []
+
+        def keyed() -> list[tuple]:  # in the write's transaction: the salt is made with the first rows
+            salt = self.store.usage_salt(secrets.token_hex(32))
+            return [(*r[:6], _digest(salt, r[6]) if r[6] is not None else None, *r[7:]) for r in rows]
         try:
-            if not self.store.add_usage_now(rows, WAIT_S):
+            if not self.store.add_usage_now(keyed, WAIT_S):
                 self.buffer = rows[-MAX_BUFFER:]  # busy: try again on the next flush
         except Exception as exc:
             log.debug("usage records dropped: %s", exc)
 
 
-def _flush_at_exit(ref: "weakref.ref[Usage]") -> None:
-    usage = ref()
-    if usage is not None and usage.buffer:
-        try:
-            usage.flush()
-        except Exception:  # the store may be closed by now
-            pass
+# One exit handler for the process: it flushes every recorder still alive (held weakly).
+_LIVE: "weakref.WeakSet[Usage]" = weakref.WeakSet()
+_EXIT = threading.Lock()
+_exit_registered = False
+
+
+def _at_exit(usage: Usage) -> None:
+    global _exit_registered
+    with _EXIT:
+        _LIVE.add(usage)
+        if not _exit_registered:
+            atexit.register(_flush_at_exit)
+            _exit_registered = True
+
+
+def _flush_at_exit() -> None:
+    for usage in list(_LIVE):
+        if usage.buffer:
+            try:
+                usage.flush()
+            except Exception:  # the store may be closed by now
+                pass
 
 
 def _row(tool: str, surface: str, ms: float, error: str | None, args: tuple, kwargs: dict, out: Any) -> tuple:
@@ -112,7 +144,7 @@ def _row(tool: str, surface: str, ms: float, error: str | None, args: tuple, kwa
     budget = kwargs.get("token_budget")
     top_k = kwargs.get("top_k", kwargs.get("limit"))
     return (time.time(), tool, surface, round(ms, 3), int(error is None), error,
-            _digest(text) if text else None, hits, served, full,
+            text if text else None, hits, served, full,  # the text: digested at the flush
             budget if isinstance(budget, int) else None, top_k if isinstance(top_k, int) else None)
 
 

@@ -6,10 +6,11 @@ PostgreSQL store reuses it."""
 from __future__ import annotations
 
 import sqlite3
-from typing import Sequence
+from typing import Callable, Sequence
 
 USAGE_COLUMNS = ("at", "tool", "surface", "ms", "ok", "error", "query_hash", "hits", "tokens_served",
                  "tokens_full", "token_budget", "top_k")
+USAGE_SALT = "usage_salt"  # the meta key of the store's random key for question digests
 
 
 class AnalysisTables:
@@ -45,15 +46,27 @@ class AnalysisTables:
         marks = ", ".join("?" for _ in USAGE_COLUMNS)
         self.db.executemany(f"INSERT INTO usage({cols}) VALUES ({marks})", list(rows))
 
-    def add_usage_now(self, rows: Sequence[tuple], wait_s: float) -> bool:
+    def usage_salt(self, new: str) -> str:
+        """The store's usage salt (meta ``usage_salt``), ``new`` when it has none yet; then the
+        digests recorded before it (unsalted, by older versions) are cleared. The caller holds
+        the write transaction."""
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (USAGE_SALT,)).fetchone()
+        if row is not None:
+            return row[0]
+        self.db.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (USAGE_SALT, new))
+        self.db.execute("UPDATE usage SET query_hash=NULL WHERE query_hash IS NOT NULL")
+        return new
+
+    def add_usage_now(self, rows: Sequence[tuple] | Callable[[], Sequence[tuple]], wait_s: float) -> bool:
         """Write usage records in a transaction of their own, waiting at most ``wait_s`` for
         another writer (False: busy, nothing written); inside a caller's transaction, in it.
-        No integrity check first (``atomic`` makes one before a connection's first write): a
-        few counters must not cost a search a scan of the file."""
+        ``rows`` may be a function making them, called inside the transaction (it may read
+        :meth:`usage_salt`). No integrity check first (``atomic`` makes one before a
+        connection's first write): a few counters must not cost a search a scan of the file."""
         if self.read_only or getattr(self.db, "damaged", None) is not None:
             return True  # nothing may be written: the records are dropped, not retried
         if self.db.in_transaction:
-            self.add_usage(rows)
+            self.add_usage(rows() if callable(rows) else rows)
             return True
         lite = isinstance(self.db, sqlite3.Connection)
         if lite:
@@ -66,7 +79,7 @@ class AnalysisTables:
                     self.db.execute("ROLLBACK")
                 return False
             try:
-                self.add_usage(rows)
+                self.add_usage(rows() if callable(rows) else rows)
                 self.db.execute("COMMIT")
             except BaseException:
                 if self.db.in_transaction:

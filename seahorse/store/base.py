@@ -358,7 +358,10 @@ class Store(Protocol):
     def add_usage(self, rows: Sequence[tuple]) -> None:
         ...
 
-    def add_usage_now(self, rows: Sequence[tuple], wait_s: float) -> bool:
+    def usage_salt(self, new: str) -> str:
+        ...
+
+    def add_usage_now(self, rows: Sequence[tuple] | Callable[[], Sequence[tuple]], wait_s: float) -> bool:
         ...
 
     def usage_rows(self, since: float | None = None) -> list[tuple]:

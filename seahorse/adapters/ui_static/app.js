@@ -3,7 +3,19 @@
 // text nodes (h() below), never as markup.
 "use strict";
 
-const TOKEN = document.querySelector('meta[name="seahorse-token"]').content;
+// The token comes in the page only when it is opened with ?token= (the URL `seahorse ui` prints);
+// it is kept in this origin's storage (the port is part of the origin, unlike for cookies) and
+// sent with every API call; the address bar drops it.
+const TOKEN = (() => {
+  const given = document.querySelector('meta[name="seahorse-token"]').content;
+  try {
+    if (given) localStorage.setItem("seahorse-token", given);
+    return given || localStorage.getItem("seahorse-token") || "";
+  } catch (e) {
+    return given;
+  }
+})();
+if (location.search) history.replaceState(null, "", "/" + location.hash);
 const WRITE = document.querySelector('meta[name="seahorse-write"]').content === "1";
 const MAX_EXPLORE_NODES = 300;
 window.seahorse = { graphs: {}, lastSearchMs: null, searches: 0 };
@@ -67,7 +79,7 @@ async function api(path, params) {
     if (Array.isArray(v)) v.forEach((x) => url.searchParams.append(k, x));
     else if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, v);
   }
-  return reply(await fetch(url, { credentials: "same-origin" }));
+  return reply(await fetch(url, { credentials: "same-origin", headers: { "X-Seahorse-Token": TOKEN } }));
 }
 async function change(path, body) {
   return reply(await fetch("/api/" + path, { method: "POST", credentials: "same-origin",
@@ -122,6 +134,7 @@ PAGES.search = async (params) => {
     h("label", {}, "Question", h("input", { id: "q", name: "q", type: "search", class: "wide", value: q,
       placeholder: "Ask the memory a question", autofocus: true })),
     h("button", { class: "primary", type: "submit", id: "search-go" }, "Search"),
+    h("label", {}, "In", repoSelect(params.get("repo"))),
     h("label", {}, "Kind", kindSelect(params.get("kind"))),
     h("label", {}, "As of (ISO date)", h("input", { id: "as_of", name: "as_of", value: params.get("as_of") || "",
       placeholder: "2026-01-31", size: 12 })),
@@ -132,7 +145,7 @@ PAGES.search = async (params) => {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const f = new FormData(form);
-    const target = route("search", { q: f.get("q"), kind: f.get("kind"), as_of: f.get("as_of"),
+    const target = route("search", { q: f.get("q"), repo: f.get("repo"), kind: f.get("kind"), as_of: f.get("as_of"),
       since: f.get("since"), until: f.get("until"), refuse: f.get("refuse") ? "0" : "",
       n: String(++window.seahorse.searches) });
     window.seahorse.searchStarted = performance.now();
@@ -148,7 +161,7 @@ PAGES.search = async (params) => {
   const started = window.seahorse.searchStarted || performance.now();
   results.append(h("p", { class: "muted" }, "Searching…"));
   const kind = params.get("kind");
-  const out = await api("search", { q, kind: kind ? [kind] : null, as_of: params.get("as_of"),
+  const out = await api("search", { q, repo: params.get("repo"), kind: kind ? [kind] : null, as_of: params.get("as_of"),
     since: params.get("since"), until: params.get("until"), refuse: params.get("refuse") });
   results.replaceChildren(...searchResults(out, detail, params));
   const ms = performance.now() - started;
@@ -159,6 +172,27 @@ PAGES.search = async (params) => {
   timing.dataset.ms = ms.toFixed(1);
   timing.dataset.done = String(window.seahorse.searches);
 };
+
+// Where to search: the whole store, or one indexed repository (the Engine's code search, as
+// `seahorse search --repo`: its declarations, docs and, with the commit kind, its history).
+async function repoList() {
+  if (!window.seahorse.repos) window.seahorse.repos = api("info").then((i) => i.repos || [], () => []);
+  return window.seahorse.repos;
+}
+function repoSelect(value) {
+  // Drawn at once (a page awaiting here could overwrite the next one); the repositories
+  // join when the list arrives.
+  const sel = h("select", { id: "repo", name: "repo" }, h("option", { value: "" }, "the whole store"));
+  if (value) sel.append(h("option", { value }, "repository " + value));
+  sel.value = value || "";
+  repoList().then((repos) => {
+    for (const r of repos) {
+      if (r.root === value) sel.lastChild.textContent = "repository " + r.name;
+      else sel.append(h("option", { value: r.root, title: r.root }, "repository " + r.name));
+    }
+  });
+  return sel;
+}
 
 function kindSelect(value) {
   const sel = h("select", { id: "kind", name: "kind" }, h("option", { value: "" }, "passages, memories, symbols"));
