@@ -249,6 +249,10 @@ function hitCard(hit, rank, detail) {
   return card;
 }
 
+// evidence.paths[].origin in words, as the CLI's "why" says it (adapters/cli_help.py ORIGIN_WORDS)
+const ORIGIN_WORDS = { question: "a word of the question", fact: "reached through a matching sentence",
+  context: "from the session's earlier turns", match: "close to the question" };
+
 function why(ev) {
   if (ev.exact && ev.exact.length) return "holds " + ev.exact.map((t) => `'${t}'`).join(", ");
   const seed = (ev.inflow || {}).seed || 0;
@@ -256,7 +260,7 @@ function why(ev) {
   if (!paths.length || seed >= paths[0].share) return `a seed itself (${Math.round(seed * 100)}% of its walk mass)`;
   const best = paths[0];
   const words = best.hops.map((hop, i) => `${hop.from.kind === "phrase" ? "'" + hop.from.label + "'" : hop.from.kind}` +
-    `${i === 0 && best.from_seed ? " (seed)" : ""} —${hop.edge}→`);
+    `${i === 0 && best.from_seed ? " (" + (ORIGIN_WORDS[best.origin] || "seed") + ")" : ""} —${hop.edge}→`);
   return words.join(" ") + ` this hit (${Math.round(best.share * 100)}%)`;
 }
 
