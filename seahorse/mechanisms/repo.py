@@ -52,6 +52,57 @@ def walk_skip(name: str) -> str | None:
     return None
 
 
+# Not the project's own source, whatever git says: vendored dependencies (a folder of one of these
+# names anywhere in the path), minified files (``*.min.*``) and, read from their content, generated
+# files (:func:`generated_reason`). Their declarations would crowd the project's own out of the
+# map, dead code and duplicates, and embedding them is most of an index's time.
+VENDOR_DIRS = frozenset({"vendor", "vendors", "vendored", "_vendor", "third_party", "third-party",
+                         "thirdparty", "3rdparty", "node_modules", "bower_components"})
+VENDOR_REASON = "vendored third-party code (a {name}/ folder): not the project's own source"
+MINIFIED = re.compile(r"\.min\.[^/.]+$", re.I)
+MINIFIED_REASON = "minified file (*.min.*): not the project's own source"
+MAX_LINE_CHARS = 5000  # a code or data file with a longer line is generated, minified or data
+_GENERATED_MARK = re.compile(r"@generated\b|\b(?:auto-?)?generated\b.*\bdo not edit\b", re.I)
+
+
+def vendored_dir(path: str) -> str | None:
+    """The vendored folder ``path`` lies in (``ui/vendor/``), or None."""
+    parts = PurePosixPath(path).parts[:-1]
+    for i, part in enumerate(parts):
+        if part.lower() in VENDOR_DIRS:
+            return "/".join(parts[:i + 1]) + "/"
+    return None
+
+
+def path_skip_reason(path: str) -> str | None:
+    """Why a repository file is not indexed from its path alone (vendored, minified), or None."""
+    folder = vendored_dir(path)
+    if folder is not None:
+        return VENDOR_REASON.format(name=folder.rstrip("/").rsplit("/", 1)[-1])
+    if MINIFIED.search(path):
+        return MINIFIED_REASON
+    return None
+
+
+def generated_reason(kind: str, text: str) -> str | None:
+    """Why a code or data file (``kind`` code or text; prose is never judged here) reads as
+    generated, not written: a line over MAX_LINE_CHARS characters (minified code, a JSON dump), or a
+    "generated ... do not edit" / ``@generated`` mark in its first five lines. None if it is source."""
+    if kind == "doc":
+        return None
+    head = text.split("\n", 5)[:5]
+    if any(_GENERATED_MARK.search(line) for line in head):
+        return "generated file (its header says generated, do not edit): not the project's own source"
+    longest, at = 0, 0
+    for n, line in enumerate(text.split("\n"), 1):
+        if len(line) > longest:
+            longest, at = len(line), n
+    if longest > MAX_LINE_CHARS:
+        return (f"generated or minified: line {at} has {longest:,} characters (over {MAX_LINE_CHARS:,}); "
+                "not the project's own source")
+    return None
+
+
 def exclude_patterns(exclude: Sequence[str]) -> tuple[str, ...]:
     """--exclude patterns as matched by :func:`excluded` (surrounding slashes dropped)."""
     return tuple(e.strip("/") for e in exclude if e.strip("/"))
@@ -114,6 +165,7 @@ class Listing:
     files: list[RepoFile] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    vendored: dict[str, int] = field(default_factory=dict)  # vendored folder -> files left out
 
 
 @dataclass
@@ -395,6 +447,9 @@ class Repo:
                 listing.notices.append(f"{self.root} has no commit yet: indexed as a plain folder")
             self._walk(listing)
         listing.files.sort(key=lambda f: f.path)
+        for folder, n in sorted(listing.vendored.items()):
+            listing.skipped.append({"path": folder, "files": n, "reason": path_skip_reason(folder + "x")
+                                    + f" ({n} file{'s' if n != 1 else ''})"})
         return listing
 
     def _accept(self, path: str, size: int, listing: Listing) -> str | None:
@@ -407,6 +462,16 @@ class Repo:
             return None
         kind = file_kind(path)
         if kind is None:
+            return None
+        folder = vendored_dir(path)
+        if folder is not None:  # one entry per folder (added by list_files), not one per file
+            if folder not in listing.vendored:
+                listing.vendored[folder] = 0
+            listing.vendored[folder] += 1
+            return None
+        why = path_skip_reason(path)
+        if why is not None:
+            listing.skipped.append({"path": path, "reason": why})
             return None
         if size > self.max_bytes:
             listing.skipped.append({"path": path, "reason": f"{size / 1048576:.1f} MB, over the "
@@ -472,6 +537,9 @@ class Repo:
 
     def _add_disk_file(self, path: str, listing: Listing, dirty: bool) -> None:
         """List a file read from disk (untracked or walked) when it is readable and accepted."""
+        if path_skip_reason(path) is not None:  # vendored or minified: recorded, never read
+            self._accept(path, 0, listing)
+            return
         got = self._read_disk(path, listing)
         if got is None:
             return
@@ -580,7 +648,8 @@ class Repo:
     # ----- versions (issue 24: compare, search at a ref, status) -------------------------
     def tree(self, commit: str) -> list[tuple[str, str]]:
         """(path, blob) of every regular file of a commit's tree that is UTF-8 named, not
-        excluded and within the size limit of one file (symlinks and submodules left out), by path."""
+        excluded, not vendored or minified (:func:`path_skip_reason`) and within the size limit
+        of one file (symlinks and submodules left out), by path."""
         out = []
         for entry in self._git("ls-tree", "-r", "-z", "--long", "--full-tree", commit).split(b"\0"):
             meta, _, raw = entry.partition(b"\t")
@@ -594,7 +663,7 @@ class Repo:
             except UnicodeDecodeError:
                 continue
             if typ == b"blob" and mode in (b"100644", b"100755") and _safe_rel(path) and \
-                    not self._excluded(path):
+                    not self._excluded(path) and path_skip_reason(path) is None:
                 out.append((path, sha.decode()))
         return sorted(out)
 
