@@ -10,6 +10,8 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from seahorse import Engine, Settings
 from seahorse.adapters.cli import main
 
@@ -103,3 +105,76 @@ def test_vendored_minified_and_generated_files_are_skipped_with_their_reason(tmp
     shown = capsys.readouterr().out
     assert "app/static/vendor/: vendored third-party code" in shown
     assert "app/static/site.min.js: minified" in shown
+
+
+# ----- #12: calls through attributes typed in __init__ ------------------------------------------
+MEMORY = textwrap.dedent('''\
+    class Memories:
+        def upsert(self, key, value):
+            return key, value
+
+
+    class Cache:
+        def upsert(self, key, value):
+            return key
+    ''')
+ENGINE = textwrap.dedent('''\
+    from app.memory import Cache, Memories
+
+
+    class Engine:
+        def __init__(self, rt, cache: Cache):
+            self.memories = Memories()
+            self.cache = cache
+            self.store = rt.store
+            self.either = Memories()
+            self.either = cache
+
+        def upsert_memory(self, key, value):
+            return self.memories.upsert(key, value)
+
+        def remember(self, key):
+            def later():
+                return self.cache.upsert(key, None)
+            return later
+
+        def guess(self, key):
+            self.store.upsert(key, 1)
+            return self.either.upsert(key, 2)
+    ''')
+
+
+def test_calls_through_attributes_typed_in_init_resolve(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "proj")
+    commit(root, "first", {"app/__init__.py": "", "app/memory.py": MEMORY, "app/engine.py": ENGINE})
+    with engine(tmp_path) as eng:
+        eng.index_repo(root)
+
+        def callers(name: str) -> set[str]:
+            return {c["symbol"] for c in eng.get_callers(name)["callers"]}
+
+        assert callers("Memories.upsert") == {"Engine.upsert_memory"}  # self.memories = Memories()
+        assert callers("Cache.upsert") == {"Engine.remember.later"}  # self.cache = cache, cache: Cache
+        # self.store (rt.store: unknown) and self.either (set to two things) stay unresolved
+        refs = eng.get_references("Memories.upsert")["references"]
+        assert [r["resolved"] for r in refs if r["symbol"] == "Engine.guess"] == [False]
+
+
+# ----- the project's own checkout: what the tour shows --------------------------------------------
+def test_this_checkout_indexes_its_own_code_first(tmp_path: Path) -> None:
+    """Issue 37 #5 and #12 on this repository: no symbol from the vendored, minified viewer
+    library, the repository map starts with the project's own code, and the tour's last
+    example (`get-callers Memories.upsert`) finds Engine.upsert_memory."""
+    if not (PROJECT / ".git").exists():
+        pytest.skip("not a git checkout")
+    clone = tmp_path / "self"
+    subprocess.run(["git", "clone", "-q", "--no-local", str(PROJECT), str(clone)], check=True,
+                   capture_output=True, timeout=300)
+    with engine(tmp_path) as eng:
+        out = eng.index_repo(clone, history=False, exclude=("tests", "docs", "scripts"))
+        paths = symbol_paths(tmp_path / "kg.db")
+        assert not [p for p in paths if "/vendor/" in p or ".min." in p]
+        assert any(s["path"].endswith("vendor/") for s in out["skipped"])
+        first = eng.get_repo_map(str(clone))["files"][0]["path"]
+        assert first.startswith("seahorse/") and "vendor" not in first, first
+        assert "Engine.upsert_memory" in {c["symbol"] for c in eng.get_callers("Memories.upsert")["callers"]}

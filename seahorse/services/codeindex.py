@@ -421,8 +421,9 @@ class Resolver:
     ``self.f()`` -> the enclosing class's ``f`` or a base class's; a bare ``f()`` -> a nested or
     module-level ``f`` of the file, a name of the same package (Go, Java) or an imported one;
     ``C.f()`` / ``C(...).f()`` / ``mod.f()`` -> when ``C`` is a class or ``mod`` an imported module
-    that resolves;
-    anything else (``x.append()``, ``self.store.add()``) stays unresolved."""
+    that resolves (``x.f()`` / ``self.x.f()`` where the parser typed ``x`` as a ``C``: its receiver
+    is recorded as ``C()``); anything else (``x.append()``, ``self.store.add()`` with ``store``
+    untyped) stays unresolved."""
 
     def __init__(self, syms: list[tuple], refs: list[tuple]) -> None:
         self.info = {s[0]: s for s in syms}
