@@ -178,3 +178,38 @@ def test_this_checkout_indexes_its_own_code_first(tmp_path: Path) -> None:
         first = eng.get_repo_map(str(clone))["files"][0]["path"]
         assert first.startswith("seahorse/") and "vendor" not in first, first
         assert "Engine.upsert_memory" in {c["symbol"] for c in eng.get_callers("Memories.upsert")["callers"]}
+
+
+# ----- #6: a file that cannot be read as declarations is not "every declaration removed" ------
+TWO = "def alpha():\n    return 1\n\n\ndef beta():\n    return 2\n"
+# the same file saved as Latin-1 (an "é" in a comment): not UTF-8, so no declaration can be read
+LATIN1 = ("# caf\u00e9\n" + TWO.replace("return 2", "return 3")).encode("latin-1")
+
+
+def test_unreadable_files_are_named_not_reported_as_removed(tmp_path: Path, capsys, monkeypatch) -> None:
+    root = new_repo(tmp_path / "proj")
+    commit(root, "first", {"app.py": TWO, "other.py": "def gamma():\n    return 1\n"})
+    with engine(tmp_path) as eng:
+        eng.index_repo(root)
+        # change-impact --worktree: app.py on disk is Latin-1; other.py really changed
+        (root / "app.py").write_bytes(LATIN1)
+        (root / "other.py").write_text("def gamma():\n    return 2\n")
+        out = eng.change_impact(worktree=True, repo=str(root))
+        changed = [(c["path"], c["symbol"], c["change"]) for c in out["changed"]]
+        assert changed == [("other.py", "gamma", "changed")]
+        assert out["unparsed_total"] == 1 and out["unparsed"][0]["path"] == "app.py"
+        assert out["unparsed"][0]["side"] == "worktree" and "not valid UTF-8" in out["unparsed"][0]["reason"]
+        # compare-versions: both committed
+        commit(root, "latin-1", {"app.py": LATIN1})
+        cmp = eng.compare_versions("HEAD~1", "HEAD", repo=str(root))
+        assert [(d["path"], d["change"]) for d in cmp["declarations"]] == [("other.py", "changed")]
+        assert cmp["totals"]["unparsed"] == 1
+        assert [(u["path"], u["ref"]) for u in cmp["unparsed"]] == [("app.py", "HEAD")]
+        # asked again (the version is stored): the failure is still named, still not "removed"
+        again = eng.compare_versions("HEAD~1", "HEAD", repo=str(root))
+        assert len(again["declarations"]) == 1 and [u["path"] for u in again["unparsed"]] == ["app.py"]
+    monkeypatch.setenv("SEAHORSE_EMBEDDER", "hash")
+    capsys.readouterr()
+    db = str(tmp_path / "kg.db")
+    assert main(["compare-versions", "HEAD~1", "HEAD", "--repo", str(root), "--db", db]) == 0
+    assert "not read  app.py at HEAD: not valid UTF-8" in capsys.readouterr().out
