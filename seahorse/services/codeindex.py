@@ -25,7 +25,8 @@ from typing import Callable
 
 from ..mechanisms.code import PARSER_VERSION, SECONDARY_PATH, Symbol, language_for, parse_symbols, symbol_text
 from ..mechanisms.extract import Phrase
-from ..mechanisms.repo import Commit, Repo, RepoFile, generated_reason, path_skip_reason
+from ..mechanisms.ownsource import generated_reason, path_skip_reason
+from ..mechanisms.repo import Commit, Repo, RepoFile
 from ..text import clean, decode_text, normalise_phrase
 from .ingest import Ingest, Prepared
 from .runtime import Runtime
