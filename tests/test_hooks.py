@@ -5,13 +5,14 @@ hook is chained and restored byte for byte, and a failing Seahorse never fails g
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import _clean_env
+from conftest import _clean_env, new_pg_database
 
 from seahorse import Engine, Settings
 
@@ -163,3 +164,76 @@ def test_install_twice_chains_once_and_uninstall_leaves_a_foreign_hook(repo) -> 
     assert out.returncode == 0 and "left alone" in out.stdout, out.stdout
     assert (hooks / "post-commit").read_text() == "#!/bin/sh\necho mine\n"
     assert old.read_text() == "#!/bin/sh\nexit 0\n" and not (hooks / "post-checkout").exists()
+
+
+def test_a_symlinked_user_hook_is_chained_and_restored_not_taken_for_ours(repo) -> None:
+    """Issue 37 #17: `post-merge -> post-commit` (a user's link) led to Seahorse's post-commit
+    once that was installed, so install took it for its own and overwrote it, and uninstall
+    deleted it."""
+    root, _db, env = repo
+    hooks = root / ".git" / "hooks"
+    (hooks / "post-commit").write_text("#!/bin/sh\necho mine >> \"$(git rev-parse --git-dir)/mine.txt\"\n")
+    (hooks / "post-commit").chmod(0o755)
+    (hooks / "post-merge").symlink_to("post-commit")
+    out = _seahorse(env, "hooks", "install", "--repo", str(root), "--json")
+    assert out.returncode == 0, out.stderr
+    chained = hooks / "post-merge.seahorse-chained"
+    assert chained.is_symlink() and os.readlink(chained) == "post-commit"  # kept as the user's link
+    assert not (hooks / "post-merge").is_symlink() and "seahorse-hook" in (hooks / "post-merge").read_text()
+    # a fast-forward merge runs post-merge: the user's hook (through the link) still runs, once
+    _git(root, env, "checkout", "-qb", "side")
+    _write(root, "b.py", "def b():\n    return 2\n")
+    _git(root, env, "add", "-A")
+    _git(root, env, "commit", "-qm", "side")
+    _git(root, env, "checkout", "-q", "main")
+    before = (root / ".git" / "mine.txt").read_text().count("mine")
+    merged = _git(root, env, "merge", "-q", "--ff-only", "side")
+    assert merged.returncode == 0, merged.stderr
+    assert (root / ".git" / "mine.txt").read_text().count("mine") == before + 1
+    _wait_for_head(_db, root, env)  # the background run has finished: nothing writes after the test
+    off = _seahorse(env, "hooks", "uninstall", "--repo", str(root))
+    assert off.returncode == 0, off.stderr
+    assert (hooks / "post-merge").is_symlink() and os.readlink(hooks / "post-merge") == "post-commit"
+    assert "echo mine" in (hooks / "post-commit").read_text() and not chained.exists()
+
+
+def test_no_password_in_the_hooks_and_the_log_is_rotated(repo, pg_server) -> None:
+    """Issue 37 #7: the hooks held `SEAHORSE_DB=postgresql://user:password@...` in plain text,
+    and the hook log grew forever. The password now lives in a 0600 file the hook reads; a real
+    commit still re-indexes into the PostgreSQL store, and a log over the cap is rotated."""
+    import psycopg
+
+    root, _db, env = repo
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS hookuser")
+        conn.execute("CREATE ROLE hookuser LOGIN PASSWORD 's3cret-Pw'")
+    base = new_pg_database(pg_server, owner="hookuser")
+    with psycopg.connect(base, autocommit=True) as conn:  # as the superuser: the role may not
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    scheme, rest = base.split("://", 1)
+    url = f"{scheme}://hookuser:s3cret-Pw@{rest.split('@', 1)[-1]}"
+    pg_env = {**env, "SEAHORSE_DB": url}
+    out = _seahorse(pg_env, "hooks", "install", "--repo", str(root), "--json")
+    assert out.returncode == 0, out.stderr
+    assert "s3cret-Pw" not in out.stdout
+    gitdir = root / ".git"
+    for hook in ("post-commit", "post-checkout", "post-merge", "post-rewrite"):
+        assert "s3cret-Pw" not in (gitdir / "hooks" / hook).read_text(), hook
+    secret = gitdir / "seahorse-hooks.db"
+    assert secret.read_text() == url and stat.S_IMODE(secret.stat().st_mode) == 0o600
+    log = gitdir / "seahorse-hooks.log"
+    log.write_text("old line\n" * 200_000)  # ~1.8 MB, over the 1 MiB cap
+    _write(root, "app.py", "def first():\n    return 2\n")
+    _git(root, env, "commit", "-qam", "second")  # no SEAHORSE_DB here: the hook brings its own
+    want = _git(root, env, "rev-parse", "HEAD").stdout.strip()
+    deadline = time.monotonic() + WAIT_S
+    head = None
+    while time.monotonic() < deadline and head != want:
+        time.sleep(0.5)
+        with Engine(Settings(db_path=url, embedder="hash", usage=False), create=False) as eng:
+            rows = eng.store.code.repo_rows()
+            head = rows[0][4] if rows else None
+    assert head == want, log.read_text()[-2000:]
+    assert (gitdir / "seahorse-hooks.log.1").stat().st_size > 1 << 20 and log.stat().st_size < 100_000
+    off = _seahorse(pg_env, "hooks", "uninstall", "--repo", str(root))
+    assert off.returncode == 0 and not secret.exists(), off.stderr

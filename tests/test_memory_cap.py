@@ -1,5 +1,6 @@
-"""Issue 16: memory per file is bounded. A 3 MB one-line JSON file (legal: under the 10 MB
-limit) indexed by the real CLI with the wordllama tier, inside a cgroup v1 memory limit of
+"""Issue 16: memory per file is bounded. A 3 MB JSON file of 4,800-character lines (legal: under
+the 10 MB limit; the same bytes on one line are skipped as generated, issue 37) indexed by the
+real CLI with the wordllama tier, inside a cgroup v1 memory limit of
 1.5 GB with no swap: an overrun is an OOM kill. Before the fix wordllama asked for a
 2.86 GiB array for that one text."""
 
@@ -56,7 +57,9 @@ def test_a_3mb_one_line_json_indexes_under_a_memory_cap(tmp_path: Path, memory_c
     record = {"id": 1, "name": "gardening tools and seeds", "tags": ["spade", "rake", "hoe"]}
     line = json.dumps([record] * 40000)
     assert 2_500_000 < len(line) < 10 * 1024 * 1024 and "\n" not in line
-    (tree / "data.json").write_text(line)
+    (tree / "data.json").write_text(line)  # a line over 5,000 characters: generated, skipped (issue 37)
+    # the same bytes in lines of ~4,800 characters (each over a window's 4,000): windowed, indexed
+    (tree / "wide.json").write_text("\n".join(line[i:i + 4800] for i in range(0, len(line), 4800)))
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SEAHORSE_", "HIPPO_", "RERANK_", "GLINER_"))}
     env.update(SEAHORSE_EMBEDDER="wordllama", SEAHORSE_DB=str(tmp_path / "kg.db"),
@@ -67,7 +70,9 @@ def test_a_3mb_one_line_json_indexes_under_a_memory_cap(tmp_path: Path, memory_c
     ooms = (memory_cgroup / "memory.failcnt").read_text().strip()
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:], peak, ooms)
     out = json.loads(proc.stdout)
-    assert out["added"] == 1 and out["files"] == 1
+    assert out["added"] == 1 and out["files"] == 2
+    assert [s["path"] for s in out["skipped"]] == ["data.json"]
+    assert "line 1 has" in out["skipped"][0]["reason"]
     assert peak < LIMIT, peak
     print(f"peak {peak / 1048576:.0f} MiB")
 

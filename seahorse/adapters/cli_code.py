@@ -149,6 +149,9 @@ def human(command: str, out: Any) -> str | None:
             f"{n} {k}" for k, n in out["changes"].items()) or "no declaration changed")
             + f"; edges +{out['edge_counts']['added']} -{out['edge_counts']['removed']}; commits "
               f"{out['totals']['commits_ahead']} ahead, {out['totals']['commits_behind']} behind"]
+        for u in out.get("unparsed", []):  # left out of the diff, never "removed"
+            lines.append(f"  not read  {u['path']} at {u['ref']}: {u['reason']} "
+                         "(its declarations not compared)")
         for r in out["files"]["renamed"]:
             lines.append(f"  file renamed  {r['from']} -> {r['to']}")
         for d in out["declarations"]:
@@ -183,6 +186,8 @@ def human(command: str, out: Any) -> str | None:
             head = [f"working tree against {(out['head'] or '')[:10]}: "
                     f"{len(out['changed'])} declaration(s) changed"]
             head += [f"  {c['change']:<8} {c['path']}  {c['symbol']}" for c in out["changed"][:40]]
+            head += [f"  not read {u['path']} ({u['side']}): {u['reason']} (its declarations not compared)"
+                     for u in out.get("unparsed", [])]
         else:
             s = out["symbol"]
             head = [f"{s['symbol']}  {s['path']}:{s['start_line']}"]

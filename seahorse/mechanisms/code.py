@@ -19,7 +19,9 @@ from pathlib import PurePosixPath
 
 from ..errors import MissingExtra
 
-PARSER_VERSION = "ts-17"  # bump when extraction changes: cached parses are keyed by it
+PARSER_VERSION = "ts-18"  # bump when extraction changes: cached parses are keyed by it
+# ts-18: a call on ``self.x`` where ``__init__`` sets ``x`` to a class's instance (``self.x =
+# C(...)``, ``self.x: C = ...``, ``self.x = p`` with ``p: C``) records the receiver ``C()``.
 # ts-17: the official per-language grammar wheels replace tree-sitter-language-pack; tree-sitter-cpp
 # 0.23.4 reads some `T x(f(a));` declarations differently (calls inside them are no longer refs).
 MAX_BODY_CHARS = 1200
@@ -434,6 +436,7 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
         module.doc = _python_doc_module(tree.root_node, source)
     symbols: list[Symbol] = []
     typed: dict[int, dict[str, str]] = {}  # per symbol (id): Python variable -> "Class()" it holds
+    attrs: dict[str, dict[str, str]] = {}  # per class: attribute its __init__ sets -> "Class()" it holds
     # Iterative walk: (node, scope names, enclosing symbol, enclosing class qualname, names of self)
     stack = [(tree.root_node, (), module, None, frozenset())]
     while stack:
@@ -466,6 +469,8 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
                 stack.append((c, new_scope, declared, new_cls, selfnames))
             continue
         if t in _BINDINGS and spec.python_doc:
+            if t == "assignment" and owner.name == "__init__" and owner.kind == "method" and cls:
+                _bind_attribute(node, source, typed.get(id(owner), {}), attrs.setdefault(cls, {}))
             _bind(node, source, typed.setdefault(id(owner), {}))
         elif t in _GO_BINDINGS and language == "go":  # a Go local or parameter hides the package's
             for c in node.children_by_field_name("left") or node.children_by_field_name("name"):
@@ -501,7 +506,51 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             continue
         for c in reversed(node.named_children):
             stack.append((c, scope, owner, cls, selfnames))
+    if attrs:
+        _type_self_attributes(symbols, attrs)
     return [module] + _dedupe(_merge_impls(symbols))
+
+
+def _bind_attribute(node, src: bytes, params: dict[str, str], attrs: dict[str, str]) -> None:
+    """Python ``self.x = C(...)``, ``self.x: C = ...`` or ``self.x = p`` (``p: C``) in ``__init__``:
+    the attribute ``x`` holds a ``C`` (``"C()"``); set twice to different things, or to anything
+    else, it is unknown (``""``)."""
+    left, right, ann = (node.child_by_field_name(f) for f in ("left", "right", "type"))
+    if left is None or left.type != "attribute":
+        return
+    obj, attr = left.child_by_field_name("object"), left.child_by_field_name("attribute")
+    if obj is None or attr is None or _text(obj, src) != "self":
+        return
+    typ = ""
+    if ann is not None and _CLASS_NAME.fullmatch(_text(ann, src).strip("\"'")):
+        typ = _text(ann, src).strip("\"'") + "()"
+    elif ann is None and right is not None and right.type == "call":
+        fn = right.child_by_field_name("function")
+        if fn is not None and _CLASS_NAME.fullmatch(_text(fn, src)):
+            typ = _text(fn, src) + "()"
+    elif ann is None and right is not None and right.type == "identifier":
+        typ = params.get(_text(right, src), "")
+    name = _text(attr, src)
+    attrs[name] = typ if attrs.get(name, typ) == typ else ""
+
+
+def _type_self_attributes(symbols: list[Symbol], attrs: dict[str, dict[str, str]]) -> None:
+    """Calls on ``self.x`` in a class's methods (and functions nested in them) whose ``__init__``
+    typed ``x`` (:func:`_bind_attribute`) record the receiver ``C()``: a method of class ``C``."""
+    by_qual = {s.qualname: s for s in symbols}
+    for s in symbols:
+        cls, up = None, s.parent
+        while up is not None and up in by_qual:
+            if by_qual[up].kind == "class":
+                cls = up
+                break
+            up = by_qual[up].parent
+        known = attrs.get(cls or "")
+        if not known:
+            continue
+        for r in s.refs:
+            if r.kind == "call" and r.receiver.startswith("self.") and known.get(r.receiver[5:]):
+                r.receiver = known[r.receiver[5:]]
 
 
 _BINDINGS = frozenset({"assignment", "typed_parameter", "typed_default_parameter", "parameters",

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import InvalidInput, NotFound
 from .code import file_kind
+from .ownsource import path_skip_reason, vendored_dir
 
 log = logging.getLogger("seahorse")
 
@@ -114,6 +115,7 @@ class Listing:
     files: list[RepoFile] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    vendored: dict[str, int] = field(default_factory=dict)  # vendored folder -> files left out
 
 
 @dataclass
@@ -395,6 +397,9 @@ class Repo:
                 listing.notices.append(f"{self.root} has no commit yet: indexed as a plain folder")
             self._walk(listing)
         listing.files.sort(key=lambda f: f.path)
+        for folder, n in sorted(listing.vendored.items()):
+            listing.skipped.append({"path": folder, "files": n, "reason": path_skip_reason(folder + "x")
+                                    + f" ({n} file{'s' if n != 1 else ''})"})
         return listing
 
     def _accept(self, path: str, size: int, listing: Listing) -> str | None:
@@ -407,6 +412,16 @@ class Repo:
             return None
         kind = file_kind(path)
         if kind is None:
+            return None
+        folder = vendored_dir(path)
+        if folder is not None:  # one entry per folder (added by list_files), not one per file
+            if folder not in listing.vendored:
+                listing.vendored[folder] = 0
+            listing.vendored[folder] += 1
+            return None
+        why = path_skip_reason(path)
+        if why is not None:
+            listing.skipped.append({"path": path, "reason": why})
             return None
         if size > self.max_bytes:
             listing.skipped.append({"path": path, "reason": f"{size / 1048576:.1f} MB, over the "
@@ -472,6 +487,9 @@ class Repo:
 
     def _add_disk_file(self, path: str, listing: Listing, dirty: bool) -> None:
         """List a file read from disk (untracked or walked) when it is readable and accepted."""
+        if path_skip_reason(path) is not None:  # vendored or minified: recorded, never read
+            self._accept(path, 0, listing)
+            return
         got = self._read_disk(path, listing)
         if got is None:
             return
@@ -580,7 +598,8 @@ class Repo:
     # ----- versions (issue 24: compare, search at a ref, status) -------------------------
     def tree(self, commit: str) -> list[tuple[str, str]]:
         """(path, blob) of every regular file of a commit's tree that is UTF-8 named, not
-        excluded and within the size limit of one file (symlinks and submodules left out), by path."""
+        excluded, not vendored or minified (:func:`path_skip_reason`) and within the size limit
+        of one file (symlinks and submodules left out), by path."""
         out = []
         for entry in self._git("ls-tree", "-r", "-z", "--long", "--full-tree", commit).split(b"\0"):
             meta, _, raw = entry.partition(b"\t")
@@ -594,7 +613,7 @@ class Repo:
             except UnicodeDecodeError:
                 continue
             if typ == b"blob" and mode in (b"100644", b"100755") and _safe_rel(path) and \
-                    not self._excluded(path):
+                    not self._excluded(path) and path_skip_reason(path) is None:
                 out.append((path, sha.decode()))
         return sorted(out)
 

@@ -25,6 +25,7 @@ from typing import Callable
 
 from ..mechanisms.code import PARSER_VERSION, SECONDARY_PATH, Symbol, language_for, parse_symbols, symbol_text
 from ..mechanisms.extract import Phrase
+from ..mechanisms.ownsource import generated_reason, path_skip_reason
 from ..mechanisms.repo import Commit, Repo, RepoFile
 from ..text import clean, decode_text, normalise_phrase
 from .ingest import Ingest, Prepared
@@ -136,7 +137,7 @@ class CodeIndex:
     # ----- files ----------------------------------------------------------------------
     def _index_batch(self, repo_id: int, root: Path, batch: list[RepoFile], contents: dict[str, bytes],
                      known: dict, skipped: list, counts: dict) -> None:
-        preps = []
+        preps, gone = [], []
         for f in batch:
             data = contents.get(f.path)
             if data is None:
@@ -148,6 +149,12 @@ class CodeIndex:
                 continue
             if not text.strip():
                 skipped.append({"path": f.path, "reason": "empty file"})
+                continue
+            why = generated_reason(f.kind, text)
+            if why is not None:  # minified or generated: a version indexed before goes
+                skipped.append({"path": f.path, "reason": why})
+                if f.path in known:
+                    gone.append(known[f.path][0])
                 continue
             if f.kind == "doc":
                 text = clean(text).rstrip()  # leading lines kept: spans are line numbers
@@ -161,6 +168,13 @@ class CodeIndex:
                 skipped.append({"path": f.path, "reason": f"could not parse: {type(exc).__name__}"})
                 continue
             preps.append((prep, f, spans))
+        if gone:
+            with self.store.atomic():
+                for doc_id in gone:
+                    self.store.delete_document(doc_id)
+                self.store.bump_version()
+            self.rt.after_write()
+            counts["removed"] += len(gone)
         self.ingest.embed([p for p, _f, _s in preps])
         for prep, f, spans in preps:
             old = self.store.document_by_source(prep.source)
@@ -299,7 +313,7 @@ class CodeIndex:
                 if ch.too_big:  # over the file-size cap: never read (see Repo.commits)
                     continue
                 for blob, path in ((ch.new_blob, ch.path), (ch.old_blob, ch.old_path or ch.path)):
-                    if blob and language_for(path):
+                    if blob and language_for(path) and path_skip_reason(path) is None:
                         wanted[blob] = (path, language_for(path) or "")
         parsed: dict[str, list[Symbol]] = {}
         missing = []
@@ -313,6 +327,10 @@ class CodeIndex:
         for blob in missing:
             if blob in contents:
                 path, language = wanted[blob]
+                text, _why = decode_text(contents[blob], probe=8192)
+                if text is None or generated_reason("code", text) is not None:
+                    parsed[blob] = []  # not text, or minified / generated: never parsed
+                    continue
                 try:
                     parsed[blob] = self._parse_cached(blob, contents[blob], language, path)
                 except Exception:  # hostile historical blob: no symbols for it
@@ -404,8 +422,9 @@ class Resolver:
     ``self.f()`` -> the enclosing class's ``f`` or a base class's; a bare ``f()`` -> a nested or
     module-level ``f`` of the file, a name of the same package (Go, Java) or an imported one;
     ``C.f()`` / ``C(...).f()`` / ``mod.f()`` -> when ``C`` is a class or ``mod`` an imported module
-    that resolves;
-    anything else (``x.append()``, ``self.store.add()``) stays unresolved."""
+    that resolves (``x.f()`` / ``self.x.f()`` where the parser typed ``x`` as a ``C``: its receiver
+    is recorded as ``C()``); anything else (``x.append()``, ``self.store.add()`` with ``store``
+    untyped) stays unresolved."""
 
     def __init__(self, syms: list[tuple], refs: list[tuple]) -> None:
         self.info = {s[0]: s for s in syms}

@@ -25,12 +25,11 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..errors import InvalidInput, NotFound
-from ..mechanisms.code import SECONDARY_PATH, language_for, parse_symbols
+from ..mechanisms.code import SECONDARY_PATH, language_for
 from ..mechanisms.repo import Repo
-from ..text import decode_text
 from .codequery import CodeQueries, also_named, check_limit, check_token_budget, estimate_tokens
 from .runtime import Runtime, check_int
-from .versions import body_hash, check_cursor, next_cursor
+from .versions import check_cursor, declaration_rows, next_cursor
 
 DEP_KINDS = ("calls", "imports", "inherits")
 WALK_MAX = 5000  # nodes one walk may reach
@@ -131,8 +130,9 @@ class Impact:
         if worktree:
             if name is not None:
                 raise InvalidInput("give a name or worktree, not both", field="name")
-            changed, seeds, head = self.worktree_changes(repo)
-            out = {"worktree": True, "changed": changed, "head": head}
+            changed, seeds, head, unparsed = self.worktree_changes(repo)
+            out = {"worktree": True, "changed": changed, "head": head, "unparsed": unparsed,
+                   "unparsed_total": len(unparsed)}
             also: list = []
         else:
             if name is None:
@@ -168,9 +168,11 @@ class Impact:
                 "tests": tests[:limit], "tests_total": len(tests), "also_named": also,
                 "next_cursor": next_cursor(offset, limit, len(ranked))}
 
-    def worktree_changes(self, repo) -> tuple[list[dict], list[int], str | None]:
+    def worktree_changes(self, repo) -> tuple[list[dict], list[int], str | None, list[dict]]:
         """The declarations the working tree's edits change against git's HEAD (by body hash),
-        and the ids the index holds for them."""
+        the ids the index holds for them, HEAD, and the files either side of which could not be
+        read as declarations ({path, side: head|worktree, reason}): their declarations are
+        left out, never reported removed."""
         row = self.queries.repo_row(repo)
         if not row[3]:
             raise InvalidInput(f"{row[1]} is not a git repository: there is no HEAD to compare the "
@@ -184,9 +186,18 @@ class Impact:
         old_blobs = checkout.read_blobs(sorted({base[p] for p in list(disk) + deleted if p in base}))
         new_bytes = checkout.read(list(disk.values()))
         changed: list[dict] = []
+        unparsed: list[dict] = []
         for path in sorted(list(disk) + deleted):
-            old = _decls(path, old_blobs.get(base.get(path, ""), b""))
-            new = _decls(path, new_bytes.get(path, b"")) if path in disk else {}
+            old, why_old = _decls(path, old_blobs.get(base[path], b"") if path in base else b"")
+            if path in base and base[path] not in old_blobs:
+                why_old = f"blob {base[path][:12]} missing from git"
+            new, why_new = _decls(path, new_bytes.get(path, b"")) if path in disk else ({}, None)
+            if path in disk and path not in new_bytes:
+                why_new = "changed on disk while read (not compared)"
+            if why_old or why_new:
+                unparsed += [{"path": path, "side": side, "reason": why}
+                             for side, why in (("head", why_old), ("worktree", why_new)) if why]
+                continue
             for qual, h in old.items():
                 if qual not in new:
                     changed.append({"path": path, "symbol": qual, "change": "removed"})
@@ -201,7 +212,7 @@ class Impact:
                     c["id"] = ids.get(c["symbol"])
                     if c["id"] is not None and c["change"] != "added":
                         seeds.append(c["id"])
-        return changed, seeds, head
+        return changed, seeds, head, unparsed
 
     # ----- dependencies -----------------------------------------------------------------------
     def find_dependencies(self, name: str, repo, direction: str, depth: int, limit: int, cursor) -> dict:
@@ -361,21 +372,11 @@ def _open(root: str, max_file_mb: float) -> Repo:
         raise NotFound(f"the checkout {root} is gone from disk", field="repo", code="repo_missing") from None
 
 
-def _decls(path: str, data: bytes) -> dict[str, str]:
-    """qualname -> body hash of a file's declarations (empty when it does not parse)."""
-    language = language_for(path)
-    text, _why = decode_text(data, probe=8192) if data else (None, "")
-    if language is None or not text:
-        return {}
-    try:
-        symbols = parse_symbols(data, language, path)
-    except Exception:
-        return {}
-    lines = text.split("\n")
-    kids = defaultdict(list)
-    for s in symbols[1:]:
-        kids[s.parent].append(s)
-    return {s.qualname: body_hash(lines, s, kids.get(s.qualname, [])) for s in symbols if s.kind != "module"}
+def _decls(path: str, data: bytes) -> tuple[dict[str, str], str | None]:
+    """qualname -> body hash of a file's declarations, and why they could not be read (None
+    when they were): :func:`versions.declaration_rows`, the one reader of both."""
+    rows, failure = declaration_rows(path, data)
+    return {r[1]: r[9] for r in rows if r[3] != "module"}, failure
 
 
 def _map_weight(r: tuple) -> float:

@@ -57,16 +57,25 @@ def body_hash(lines: list[str], sym: Symbol, members: list[Symbol]) -> str:
     return hashlib.sha1(textwrap.dedent(text).strip().encode("utf-8", "replace")).hexdigest()[:20]
 
 
-def declaration_rows(path: str, data: bytes, cached: list[Symbol] | None) -> list[tuple]:
-    """The version_symbols rows of one file's bytes (empty when it is no text or does not parse)."""
+def declaration_rows(path: str, data: bytes, cached: list[Symbol] | None = None
+                     ) -> tuple[list[tuple], str | None]:
+    """The version_symbols rows of one code file's bytes, and why they could not be read (None
+    when they were): bytes that are no text, or a parser failure. An empty file has no rows and
+    no failure. The one place a file's bytes become declarations for versions and for
+    ``change_impact --worktree``: a failure is never "no declarations", which would read as
+    every declaration of the file removed."""
     language = language_for(path)
-    text, _reason = decode_text(data, probe=8192)
-    if language is None or text is None or not text.strip():
-        return []
+    if language is None:
+        return [], None
+    text, why = decode_text(data, probe=8192)
+    if text is None:
+        return [], why
+    if not text.strip():
+        return [], None
     try:
         symbols = cached if cached is not None else parse_symbols(data, language, path)
-    except Exception:  # a grammar crash on a hostile historical blob: no declarations
-        return []
+    except Exception as exc:  # a grammar crash on a hostile blob: reported, not read as no declarations
+        return [], f"could not parse: {type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
     lines = text.split("\n")
     children: dict[str | None, list[Symbol]] = defaultdict(list)
     for s in symbols[1:]:
@@ -78,7 +87,7 @@ def declaration_rows(path: str, data: bytes, cached: list[Symbol] | None) -> lis
         rows.append((i, s.qualname, s.name, s.kind, s.start_line, s.end_line, s.signature, s.doc, s.parent,
                      body_hash(lines, s, kids), symbol_text(path, s, [k.name for k in kids]),
                      json.dumps(refs)))
-    return rows
+    return rows, None
 
 
 class Versions:
@@ -118,30 +127,37 @@ class Versions:
 
     def ensure(self, repo_id: int, checkout: Repo, sha: str) -> dict:
         """Index the version ``sha`` unless it is: only (blob, path) pairs no version holds are
-        parsed. One transaction. Returns {sha, indexed (bool), parsed (files)}."""
-        if self.store.code.version_row(repo_id, sha) is not None:  # indexed: by this parser too?
+        parsed. One transaction. Returns {sha, indexed (bool), parsed (files), unparsed: [{path,
+        reason}]}: a file that is no text or does not parse is not recorded as parsed (it is
+        tried again next time) and holds no declarations at this version."""
+        known = self.store.code.version_row(repo_id, sha) is not None
+        if known:  # indexed: by this parser too?
             files = sorted(self.store.code.version_files(repo_id, sha).items())
             keys = [(b, p) for p, b in files]
             have = self.store.code.version_parsed(keys, PARSER_VERSION)
             if len(have) == len(set(keys)):
-                return {"sha": sha, "indexed": False, "parsed": 0}
+                return {"sha": sha, "indexed": False, "parsed": 0, "unparsed": []}
         else:
             files = [(p, b) for p, b in checkout.tree(sha) if language_for(p)]
             keys = [(b, p) for p, b in files]
             have = self.store.code.version_parsed(keys, PARSER_VERSION)
         todo = sorted({k for k in keys if k not in have})
         parsed: list[tuple[str, str, list[tuple]]] = []
+        unparsed: list[dict] = []
         for start in range(0, len(todo), READ_BATCH):
             part = todo[start:start + READ_BATCH]
             contents = checkout.read_blobs(sorted({b for b, _p in part}))
             for blob, path in part:
                 data = contents.get(blob)
                 if data is None:
-                    rows: list[tuple] = []
-                else:
-                    cached = self.store.code.parsed(blob, f"{PARSER_VERSION}:{language_for(path)}:{path}")
-                    syms = [Symbol.from_dict(d) for d in json.loads(cached)] if cached is not None else None
-                    rows = declaration_rows(path, data, syms)
+                    unparsed.append({"path": path, "reason": f"blob {blob[:12]} missing from git"})
+                    continue
+                cached = self.store.code.parsed(blob, f"{PARSER_VERSION}:{language_for(path)}:{path}")
+                syms = [Symbol.from_dict(d) for d in json.loads(cached)] if cached is not None else None
+                rows, failure = declaration_rows(path, data, syms)
+                if failure is not None:
+                    unparsed.append({"path": path, "reason": failure})
+                    continue
                 parsed.append((blob, path, rows))
         with self.store.atomic():
             for blob, path, rows in parsed:
@@ -149,7 +165,8 @@ class Versions:
             self.store.code.put_version(repo_id, sha, files)
         self._edges.clear()  # what was cached may have been read from another parse
         self._lexicons.clear()
-        return {"sha": sha, "indexed": True, "parsed": len(parsed)}
+        return {"sha": sha, "indexed": not known or bool(parsed), "parsed": len(parsed),
+                "unparsed": sorted(unparsed, key=lambda u: u["path"])}
 
     # ----- one version as declarations and edges ------------------------------------------
     def declarations(self, repo_id: int, sha: str) -> list[tuple]:
@@ -178,12 +195,22 @@ class Versions:
         sha_a, sha_b = self.resolve(checkout, ref_a, "ref_a"), self.resolve(checkout, ref_b, "ref_b")
         indexed = [self.ensure(repo_id, checkout, sha) for sha in dict.fromkeys((sha_a, sha_b))]
         rows_a, rows_b = self.declarations(repo_id, sha_a), self.declarations(repo_id, sha_b)
+        # a file that could not be read as declarations on either side is left out of the
+        # declarations' diff (else all of its declarations would read as removed or added)
+        unparsed = [{**u, "ref": ref} for ref, sha in ((ref_a, sha_a), (ref_b, sha_b))
+                    for ix in indexed if ix["sha"] == sha for u in ix["unparsed"]]
         for sha, rows in ((sha_a, rows_a), (sha_b, rows_b)):
             if (repo_id, sha) not in self._edges:
                 if len(self._edges) >= LEXICONS_KEPT * 2:
                     self._edges.pop(next(iter(self._edges)))
                 self._edges[(repo_id, sha)] = self.edges(rows)
         renamed = checkout.renames(sha_a, sha_b) if sha_a != sha_b else {}
+        if unparsed:
+            blind = {u["path"] for u in unparsed}
+            blind |= {new for old, new in renamed.items() if old in blind}
+            blind |= {old for old, new in renamed.items() if new in blind}
+            rows_a = [r for r in rows_a if r[0] not in blind]
+            rows_b = [r for r in rows_b if r[0] not in blind]
         decls = diff_declarations(rows_a, rows_b, renamed)
         edges_a = {(renamed.get(sp, sp), sq, k, renamed.get(dp, dp), dq)
                    for sp, sq, k, dp, dq in self._edges[(repo_id, sha_a)]}
@@ -206,13 +233,14 @@ class Versions:
         for d in decls:
             counts[d["change"]] += 1
         totals = {"declarations": len(decls), "edges": len(edges), "commits_ahead": n_ahead,
-                  "commits_behind": n_behind}
+                  "commits_behind": n_behind, "unparsed": len(unparsed)}
         more = any(offset + limit < n for n in (len(decls), len(edges), n_ahead, n_behind))
         return {"repo": row[1], "ref_a": ref_a, "ref_b": ref_b, "sha_a": sha_a, "sha_b": sha_b,
                 "files": files, "changes": dict(sorted(counts.items())),
                 "declarations": decls[offset:offset + limit], "edges": edges[offset:offset + limit],
                 "edge_counts": {"added": len(added_e), "removed": len(removed_e)},
                 "commits": commits, "totals": totals, "indexed": indexed, "limit": limit,
+                "unparsed": unparsed,
                 "next_cursor": str(offset + limit) if more else None}
 
     def commit_dicts(self, repo_id: int, checkout: Repo, shas: list[str], side: str) -> list[dict]:
