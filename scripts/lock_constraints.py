@@ -1,6 +1,6 @@
 """Regenerate constraints.txt: a fresh resolve of the project with every extra, frozen.
 
-Makes a clean venv in a temporary folder, runs ``pip install '.[analysis,models,postgres,test]'``
+Makes a clean venv in a temporary folder, runs ``pip install '.[analysis,bench,models,postgres,test]'``
 there (what pip picks today within pyproject.toml's bounds), then writes ``pip freeze`` (less
 the project itself and pip's own tools) to constraints.txt. ``make`` installs with
 ``pip install -c constraints.txt``, so CI and every developer get exactly these versions; a
@@ -22,7 +22,7 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRAS = "analysis,models,postgres,test"
+EXTRAS = "analysis,bench,models,postgres,test"
 SKIP = {"seahorse-rag-mcp", "pip", "setuptools", "wheel"}
 HEADER = """\
 # Every package a `pip install '.[{extras}]'` installs, at the version a fresh resolve picked.

@@ -31,10 +31,10 @@ from seahorse import Engine, load_settings
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench" / "memory"
 GATE_QUESTIONS = {"hotpotqa": 30, "musique": 20}
-# R@5 of the committed ranking on these subsets (measured by this test's `measure`, 2026-12-06,
-# issue 38's unseeded leaf phrases; dense: 0.767 / 0.654), less one question's share: one gold
-# passage of one question may move, not two.
-MEASURED = {"hotpotqa": 0.8833, "musique": 0.8542}
+# R@5 of the committed ranking on these subsets (measured by this test's `measure`, 2026-12-05,
+# issue 22's extractor change, again 2026-12-06; dense: 0.767 / 0.654), less one question's share:
+# one gold passage of one question may move, not two.
+MEASURED = {"hotpotqa": 0.8667, "musique": 0.8542}
 FLOORS = {name: MEASURED[name] - 1.0 / GATE_QUESTIONS[name] for name in MEASURED}
 BOUNDED = {"dense_shortlist": 60, "node_max": 400}
 MEASURED_BOUNDED = {"hotpotqa": 0.9333, "musique": 0.85}  # the same day

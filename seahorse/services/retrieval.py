@@ -135,17 +135,8 @@ def _seed_phrases(index: RetrievalIndex, store: Store, q: np.ndarray, query: str
                   dense: np.ndarray, lexical: dict[int, float],
                   shortlist: int = 0) -> tuple[dict[int, float], set[int]]:
     """Phrase seeds: from the best facts among the candidate passages, and the query's own
-    phrases that exist as nodes (also returned on their own: explain names them so).
-
-    A fact's phrase seeds the walk only if it leads somewhere: a phrase whose one edge is to
-    its own passage (a leaf: no other passage, synonym or relation holds it) would only add to
-    the passage the fact is in, once per such phrase. In a store of tens of passages nearly
-    every phrase is a leaf, so the top fact's passage took most of the teleport mass and spread
-    it to whatever shares its other phrases, ahead of the question's second hop. Dev R@2 / R@5
-    (scripts/bench_quality.py, 2026-12-06, issue 38), before -> after: tiny MuSiQue 0.572 / 0.823
-    -> 0.582 / 0.817, tiny HotpotQA 0.670 / 0.920 -> 0.710 / 0.930; MuSiQue 2k 0.552 / 0.797 ->
-    0.557 / 0.803, HotpotQA 2k 0.650 / 0.880 -> 0.680 / 0.880; at 10k 0.540 / 0.767 -> 0.545 /
-    0.753 and 0.650 / 0.870 -> 0.680 / 0.880; LoCoMo R@5 / R@10 0.668 / 0.757 -> 0.670 / 0.749."""
+    phrases that exist as nodes (also returned on their own: explain names them so). The
+    fact pool is the best FACT_POOL passages by dense cosine, never wider than the shortlist."""
     phrase_seed: dict[int, float] = {}
     asked: set[int] = set()
     top_fact = 0.0
@@ -163,7 +154,7 @@ def _seed_phrases(index: RetrievalIndex, store: Store, q: np.ndarray, query: str
         top_fact = float(scores[top].max())
         for f in top:
             for j in index.vertices(fact_phrases[f]):
-                if j < 0 or g.degree[j] <= 1:  # a leaf: see above
+                if j < 0:
                     continue
                 share = float(scores[f]) / max(1.0, index.passage_count[j])
                 phrase_seed[int(j)] = max(phrase_seed.get(int(j), 0.0), share)
