@@ -78,10 +78,18 @@ def onnx_threads(setting: int | None = 0) -> int:
     return setting or min(2, os.cpu_count() or 1)
 
 
+# Whether intra-op threads busy-wait for work between ops (onnxruntime's default). Off: on a
+# shared 2-core machine (another process, a Pi's model server) spinning threads burn the cores
+# the others need; scripts/bench_spinning.py measures both.
+SPINNING = False
+
+
 def _session_options(ort, threads: int):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    if not SPINNING:
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.log_severity_level = 3
     # Same choice as embed.py: with dynamic shapes the arena and memory patterns only grow
     # RSS, they do not make runs faster.
