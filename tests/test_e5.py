@@ -97,6 +97,13 @@ def test_the_built_graph_gives_the_c_engines_vectors(e5) -> None:
     assert float(query_vector(e5, QUESTION) @ engine.embed_query(QUESTION)) >= 0.98
 
 
+def test_the_english_portuguese_copy_gives_the_same_vectors_for_those_languages(e5) -> None:
+    enpt = make_embedders("e5-enpt", None, 1)[0]
+    assert (enpt.name, enpt.dim) == ("multilingual-e5-small-enpt-int8", 384)
+    texts = [*PASSAGES, *NOTES_PT]
+    assert np.sum(enpt.embed(texts) * e5.embed(texts), axis=1).min() >= 0.99
+
+
 def test_fact_vectors_are_pooled_from_the_passages_own_run(e5) -> None:
     text = PASSAGES[0] + " " + PASSAGES[1]
     cut = len(PASSAGES[0])

