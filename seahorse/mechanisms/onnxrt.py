@@ -70,32 +70,6 @@ def load_tokenizer(path: str | os.PathLike[str]):
             "with the model") from None
 
 
-def unigram_tokenizer(pieces: list[tuple[str, float]], unk_id: int, bos_id: int, eos_id: int,
-                      drop: str | None = None, space: str | None = None):
-    """A SentencePiece-style Unigram ``tokenizers.Tokenizer`` from its pieces and scores: the
-    characters of the regex class *drop* removed, those of *space* made spaces, NFKC, runs of
-    spaces collapsed, ``\u2581`` for each space and before the text, ``<s> ... </s>`` around it.
-    Offsets point into the text as given."""
-    try:
-        from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors
-    except ImportError:  # pragma: no cover - a hard dependency
-        raise MissingExtra("tokenizers is missing; run `pip install -e .` in the project") from None
-    steps = []
-    if drop:
-        steps.append(normalizers.Replace(Regex(drop), ""))
-    if space:
-        steps.append(normalizers.Replace(Regex(space), " "))
-    steps += [normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")]
-    tok = Tokenizer(models.Unigram(pieces, unk_id=unk_id, byte_fallback=False))
-    tok.normalizer = normalizers.Sequence(steps)
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always",
-                                                 split=False)
-    bos, eos = pieces[bos_id][0], pieces[eos_id][0]
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}", special_tokens=[(bos, bos_id), (eos, eos_id)])
-    return tok
-
-
 def onnx_threads(setting: int | None = 0) -> int:
     """Intra-op threads for a thread setting (``settings.onnx_threads``, from
     ``SEAHORSE_ONNX_THREADS``): the setting when positive, else (0 or None) min(2, cpus)."""
