@@ -6,7 +6,9 @@ notes in another."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -163,6 +165,9 @@ def test_a_damaged_or_missing_graph_is_rebuilt(tmp_path, monkeypatch) -> None:
         f.truncate(1000)
     assert e5onnx.ensure_graph(ENPT) == graph and e5onnx.is_intact(graph)
     Path(str(graph) + ".sha256").unlink()  # no hash: rebuilt, not trusted
+    killed = graph.parent / f".{graph.stem}-abc.float.onnx"  # a build killed two hours ago
+    killed.write_bytes(b"half a model")
+    os.utime(killed, (time.time() - 7200, time.time() - 7200))
     assert e5onnx.ensure_graph(ENPT) == graph and e5onnx.is_intact(graph)
     assert sorted(p.name for p in graph.parent.iterdir()) == [graph.name, graph.name + ".sha256"]
 

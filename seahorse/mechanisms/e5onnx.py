@@ -32,12 +32,14 @@ plus 8. Matrices are [out, in] rows; ``emb.pos`` row p is position p (no padding
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import mmap
 import os
 import struct
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -389,9 +391,13 @@ def ensure_graph(packed_path: Path) -> Path:
         raise MissingExtra(f"cannot create {out.parent} for the e5 model's graph ({exc}); set "
                            "XDG_CACHE_HOME to a writable folder") from None
     build(packed_path, out)
-    for old in out.parent.glob(f"{packed_path.stem}-int8-*"):  # earlier builds, killed builds
+    for old in out.parent.glob(f"{packed_path.stem}-int8-*"):  # earlier builds
         if old.name not in (out.name, _sidecar(out).name):
             old.unlink(missing_ok=True)
+    for old in out.parent.glob(f".{packed_path.stem}-int8-*"):  # killed builds' temporary files
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > 3600:
+                old.unlink()
     return out
 
 
