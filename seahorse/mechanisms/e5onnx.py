@@ -387,10 +387,10 @@ def ensure_graph(packed_path: Path) -> Path:
         log.warning("the e5 ONNX graph %s does not match its hash; rebuilding it", out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MissingExtra(f"cannot create {out.parent} for the e5 model's graph ({exc}); set "
-                           "XDG_CACHE_HOME to a writable folder") from None
-    build(packed_path, out)
+        build(packed_path, out)
+    except OSError as exc:  # not a folder, read-only, full
+        raise MissingExtra(f"cannot write the e5 model's graph in {out.parent} ({exc}); set "
+                           "XDG_CACHE_HOME to a writable folder with ~0.3 GB free") from None
     for old in out.parent.glob(f"{packed_path.stem}-int8-*"):  # earlier builds
         if old.name not in (out.name, _sidecar(out).name):
             old.unlink(missing_ok=True)
