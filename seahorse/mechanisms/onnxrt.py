@@ -119,6 +119,19 @@ def make_session(model_path: str | os.PathLike[str], threads: int | None = None)
             "the model file") from None
 
 
+def file_fingerprint(path: Path) -> str:
+    """12 hex digits from the size and the first and last MiB: cheap, and stable across copies."""
+    h = hashlib.sha256()
+    size = path.stat().st_size
+    h.update(str(size).encode())
+    with path.open("rb") as f:
+        h.update(f.read(1 << 20))
+        if size > 2 << 20:
+            f.seek(-(1 << 20), os.SEEK_END)
+            h.update(f.read())
+    return h.hexdigest()[:12]
+
+
 def folded_model(model_path: str | os.PathLike[str]) -> Path:
     """The model with its constants folded once, kept in the user's cache (``$XDG_CACHE_HOME``
     or ``~/.cache``, ``seahorse/onnx/``), or the model itself when that cannot be written.
@@ -226,8 +239,17 @@ def _same_file(a: Path, b: Path) -> bool:
     return b.exists() and os.path.samefile(a, b)
 
 
-def quantize_dynamic_int8(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> dict[str, Any]:
+class _DropAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing" not in record.getMessage()
+
+
+def quantize_dynamic_int8(src: str | os.PathLike[str], dst: str | os.PathLike[str],
+                          op_types: list[str] | None = None,
+                          exclude: list[str] | None = None, per_channel: bool = False) -> dict[str, Any]:
     """Write an INT8 (dynamic quantization, QInt8 weights) copy of *src* to *dst*, atomically.
+    *op_types* limits the operators quantized (default: all onnxruntime can), *exclude* names
+    nodes left in float; *per_channel* gives each output column of a weight its own scale.
 
     Returns ``{"src": path, "dst": path, "src_bytes": n, "dst_bytes": m, "ratio": m / n}``.
     The result is first written to a temporary file in *dst*'s folder and then moved over
@@ -249,14 +271,23 @@ def quantize_dynamic_int8(src: str | os.PathLike[str], dst: str | os.PathLike[st
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dst_p.name}.", suffix=".tmp.onnx", dir=dst_p.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    # onnxruntime logs advice on the root logger (and logging.warning would configure it): a
+    # NullHandler keeps the configuration as it was, the filter drops the advice.
+    root, guard, advice = logging.getLogger(), logging.NullHandler(), _DropAdvice()
+    root.addHandler(guard)
+    root.addFilter(advice)
     try:
-        quantize_dynamic(str(src_p), str(tmp), weight_type=QuantType.QInt8)
+        quantize_dynamic(str(src_p), str(tmp), weight_type=QuantType.QInt8,
+                         op_types_to_quantize=op_types, nodes_to_exclude=exclude,
+                         per_channel=per_channel)
         os.replace(tmp, dst_p)
     except Exception as exc:
         raise InvalidInput(
             f"could not quantize {src_p} ({type(exc).__name__}: {exc}); check that it is a "
             "valid float ONNX model") from None
     finally:
+        root.removeFilter(advice)
+        root.removeHandler(guard)
         tmp.unlink(missing_ok=True)
     src_bytes, dst_bytes = src_p.stat().st_size, dst_p.stat().st_size
     log.info("quantized %s (%d bytes) to %s (%d bytes)", src_p, src_bytes, dst_p, dst_bytes)
