@@ -222,12 +222,18 @@ class Synonyms:
         (cosine >= the threshold). Call inside the write's transaction; the caller bumps the
         version once after."""
         if not new_ids:
+            # No phrase to add: a cache that is current stays whole at the version the caller
+            # bumps to (else every write without new phrases would reload it).
+            cache = self.rt.phrase_cache
+            if cache is not None and cache.version == self.store.graph_version():
+                self.store.on_undo(self._drop_hook(cache))
+                cache.version += 1
             return 0
         cache = self.state()
         # The cache gains rows for phrases this transaction writes: if it rolls back, they
         # are gone and the cache must go with them (or another writer's phrases, committed
         # at the version this one claims, would be missing from it).
-        self.store.on_undo(lambda: self._drop(cache))
+        self.store.on_undo(self._drop_hook(cache))
         settings = self.rt.settings
         k, threshold = settings.synonym_neighbours, settings.synonym_threshold
         made: set[tuple[int, int]] = set()
@@ -255,6 +261,14 @@ class Synonyms:
             self._put(self._search(vecs, ids, cache.centroids, k, threshold), made)
         cache.version = self.store.graph_version() + 1  # the caller bumps once after
         return len(made)
+
+    def _drop_hook(self, cache: PhraseMatrix | CellIndex):
+        """One undo hook per cache (the store keeps a hook once per level, so the writes of
+        a long import do not pile up hooks)."""
+        hook = getattr(cache, "drop_hook", None)
+        if hook is None:
+            hook = cache.drop_hook = lambda: self._drop(cache)  # type: ignore[union-attr]
+        return hook
 
     def _drop(self, cache: PhraseMatrix | CellIndex) -> None:
         if self.rt.phrase_cache is cache:
