@@ -112,6 +112,69 @@ class Spool:
         self._head, self._tail = [], []
 
 
+class Staged:
+    """Documents embedded and waiting for their write (:meth:`Ingest.stage`): pickled, in
+    order, to one anonymous temporary file beside the database (not /tmp, which may be RAM),
+    each document's passages ``SPOOL_PARTS`` at a time; ``results`` holds one slot per item
+    (None: staged, to be written). Reading back gives each document with a fresh
+    :class:`Spool`, so memory holds one document's first passages at a time."""
+
+    FIELDS = ("source", "title", "text", "digest", "metadata", "node_kind", "event_time",
+              "norm_hash", "tags", "extractor", "embed_tokens")
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self.results: list[IndexResult | None] = []
+        self.count = 0
+        self._file: IO[bytes] | None = None
+
+    def _out(self) -> IO[bytes]:
+        if self._file is None:
+            try:
+                self._file = tempfile.TemporaryFile(prefix="seahorse-stage-", dir=self.folder)
+            except OSError:  # no such folder, or not ours to write: the system's temporary one
+                self._file = tempfile.TemporaryFile(prefix="seahorse-stage-")
+        return self._file
+
+    def put(self, prep: "Prepared") -> None:
+        """Set an embedded document aside (its spool is read out and closed)."""
+        assert prep.parts is not None, "embed() the document first"
+        out = self._out()
+        head = {name: getattr(prep, name) for name in self.FIELDS}
+        head["text"] = ""  # written from its passages; the whole text is not needed again
+        pickle.dump((head, prep.parts.count), out, protocol=pickle.HIGHEST_PROTOCOL)
+        chunk_: list[Part] = []
+        for part in prep.parts:
+            chunk_.append(part)
+            if len(chunk_) == SPOOL_PARTS:
+                pickle.dump(chunk_, out, protocol=pickle.HIGHEST_PROTOCOL)
+                chunk_ = []
+        if chunk_:
+            pickle.dump(chunk_, out, protocol=pickle.HIGHEST_PROTOCOL)
+        prep.parts.close()
+        self.count += 1
+
+    def __iter__(self) -> Iterator["Prepared"]:
+        if self._file is None:
+            return
+        f = self._file
+        f.flush()
+        f.seek(0)
+        for _ in range(self.count):
+            head, n = pickle.load(f)
+            prep = Prepared(**head)
+            prep.parts = Spool(self.folder)
+            while prep.parts.count < n:
+                for part in pickle.load(f):
+                    prep.parts.append(part)
+            yield prep
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 @dataclass
 class Prepared:
     """A document validated and chunked; after :meth:`Ingest.embed` its passages wait in
@@ -160,6 +223,17 @@ class Ingest:
         self.rt = rt
         self.store = rt.store
         self.synonyms = Synonyms(rt)
+        # While ahead() is open: vectors embedded before a write transaction, by what was
+        # embedded (text and fact spans), found again by the write instead of running the model.
+        self._ahead: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+
+    def ahead(self):
+        """Within this context, every passage :meth:`embed` embeds is remembered, and a later
+        embedding of the same input (title, passage, fact spans) is that one again: a writer
+        that must run its own code inside one transaction (an import replaying memories
+        through upsert) embeds its texts first, outside it, and the model never runs while
+        the writer lock is held."""
+        return _Ahead(self)
 
     # ----- entry points -------------------------------------------------------------------
     def add_file(self, path: str | Path, title: str | None = None,
@@ -217,14 +291,7 @@ class Ingest:
         batch of ``batch_size`` documents). ``dedup``: a text already stored under another
         source (services/lifecycle.py) is not stored again; its result says ``duplicate_of``.
         ``after(item index, doc_id)`` runs inside each document's write transaction."""
-        sources = [check_text("source", src) for _t, src, _ti, _m in items if src is not None]
-        if any(src.startswith("memory:") for src in sources):
-            raise InvalidInput("sources starting with 'memory:' belong to memories; "
-                               "store a memory with upsert_memory, or choose another source",
-                               field="source", code="reserved_source")
-        if len(sources) != len(set(sources)):
-            dup = next(x for x in sources if sources.count(x) > 1)
-            raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once", field="source")
+        _check_sources(items)
         results: list[IndexResult | None] = []
         for start in range(0, len(items), batch_size):
             batch = [self.normalise(*item, limit_mb=limit_mb) for item in items[start:start + batch_size]]
@@ -259,6 +326,65 @@ class Ingest:
                     results[k] = self.write(prep, old, after=hook)
         if not self.rt.indexing_many:
             self.rt.phrase_cache = None  # only worth keeping while indexing
+        return results  # type: ignore[return-value]
+
+    def stage(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
+              limit_mb: float | None = None, progress: Progress | None = None,
+              batch_size: int = PASSAGE_BATCH) -> "Staged":
+        """Everything but the write, outside any transaction: validate, chunk, analyse and
+        embed (text, source, title, metadata) items ``batch_size`` at a time, each finished
+        document set aside in a :class:`Staged` file beside the database (so memory holds one
+        batch, whatever the number of items). A document stored with the same content is
+        "unchanged" here already. ``progress(done, total, source)`` after each batch. Then
+        :meth:`write_staged` writes them, inside the caller's one transaction: the model
+        never runs while the writer lock is held."""
+        _check_sources(items)
+        staged = Staged(self.rt.settings.db_path.parent)
+        try:
+            for start in range(0, len(items), batch_size):
+                todo = []
+                for item in items[start:start + batch_size]:
+                    prep = self.normalise(*item, limit_mb=limit_mb)
+                    old = self.store.document_by_source(prep.source)
+                    if old is not None and old[3] == prep.digest:
+                        staged.results.append(IndexResult(old[0], prep.source, "unchanged",
+                                                          self.store.passage_count(old[0])))
+                        continue
+                    staged.results.append(None)
+                    todo.append(self.analyse(prep, 0))  # chunk only: embed() analyses
+                self.embed(todo)
+                for prep in todo:
+                    staged.put(prep)
+                if progress:
+                    done = min(start + batch_size, len(items))
+                    progress(done, len(items), items[done - 1][1] or "")
+        except BaseException:
+            staged.close()
+            raise
+        return staged
+
+    def write_staged(self, staged: "Staged", progress: Progress | None = None) -> list[IndexResult]:
+        """Write what :meth:`stage` set aside, one document after another, inside the
+        caller's transaction (call within ``store.atomic()`` for all or nothing); the results
+        in the order of the staged items. ``progress(done, total, source)`` every
+        ``PASSAGE_BATCH`` documents."""
+        results = staged.results
+        total = sum(r is None for r in results)
+        done = 0
+        try:
+            prepared = iter(staged)
+            for k, r in enumerate(results):
+                if r is not None:
+                    continue
+                prep = next(prepared)
+                results[k] = self.write(prep, None)
+                done += 1
+                if progress and (done % PASSAGE_BATCH == 0 or done == total):
+                    progress(done, total, prep.source)
+        finally:
+            staged.close()
+        if not self.rt.indexing_many:
+            self.rt.phrase_cache = None
         return results  # type: ignore[return-value]
 
     # ----- pipeline ---------------------------------------------------------------------
@@ -379,7 +505,7 @@ class Ingest:
             owners.append(len(parts))
             parts.append(None)
         if texts:
-            vecs, pooled = _embed_once(embedder, texts, spans)
+            vecs, pooled = self._vectors(embedder, texts, spans)
             for at, v, f in zip(owners, vecs, pooled):
                 prep, k, _r = batch[at]
                 parts[at] = Part(prep.passages[k], prep.phrases[k], prep.facts[k], v,
@@ -389,6 +515,19 @@ class Ingest:
             prep.parts.append(part)
             prep.phrases[k], prep.facts[k] = [], []  # the spool holds them now
         release_free_memory()  # the model's freed buffers, before the next batch fragments them
+
+    def _vectors(self, embedder, texts: list[str], spans: list) -> tuple[np.ndarray, list]:
+        """:func:`_embed_once`, through the :meth:`ahead` memory when it is open."""
+        ahead = self._ahead
+        if ahead is None:
+            return _embed_once(embedder, texts, spans)
+        keys = [content_hash(f"{t}\x00{s!r}") for t, s in zip(texts, spans)]
+        miss = [i for i, k in enumerate(keys) if k not in ahead]
+        if miss:
+            vecs, pooled = _embed_once(embedder, [texts[i] for i in miss], [spans[i] for i in miss])
+            for i, v, f in zip(miss, vecs, pooled):
+                ahead[keys[i]] = (v, f)
+        return np.stack([ahead[k][0] for k in keys]), [ahead[k][1] for k in keys]
 
     def write(self, prep: Prepared, old: tuple | None, after=None) -> IndexResult:
         """One transaction: the document, its passages, phrases, edges, facts and vectors, the
@@ -519,6 +658,20 @@ class Ingest:
         return out
 
 
+class _Ahead:
+    def __init__(self, ingest: Ingest) -> None:
+        self.ingest = ingest
+
+    def __enter__(self) -> None:
+        self.outer = self.ingest._ahead
+        if self.outer is None:
+            self.ingest._ahead = {}
+
+    def __exit__(self, *exc) -> None:
+        if self.outer is None:
+            self.ingest._ahead = None
+
+
 class _Many:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
@@ -531,6 +684,19 @@ class _Many:
         self.rt.indexing_many = self.outer
         if not self.outer:
             self.rt.phrase_cache = None
+
+
+def _check_sources(items: Sequence[tuple]) -> None:
+    """No source of the memories' own, none twice in one call."""
+    sources = [check_text("source", src) for _t, src, _ti, _m in items if src is not None]
+    if any(src.startswith("memory:") for src in sources):
+        raise InvalidInput("sources starting with 'memory:' belong to memories; "
+                           "store a memory with upsert_memory, or choose another source",
+                           field="source", code="reserved_source")
+    if len(sources) != len(set(sources)):
+        seen: set[str] = set()
+        dup = next(x for x in sources if x in seen or seen.add(x))  # type: ignore[func-returns-value]
+        raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once", field="source")
 
 
 def embed_input(title: str | None, passage: str, tokens: int | None = None) -> tuple[str, int]:

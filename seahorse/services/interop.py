@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from ..errors import InvalidInput
 
 if TYPE_CHECKING:  # the CLI reads the format names without loading the engine
-    from .ingest import Ingest
+    from .ingest import Ingest, Progress
     from .runtime import Runtime
 
 
@@ -405,13 +405,19 @@ def parse_fields(pairs: Iterable[str] | dict | None) -> dict[str, str]:
 
 
 # ----- writing: one transaction ------------------------------------------------------------------
+def _step(progress, what: str):
+    """``progress(done, total, what)`` for one step of an import (None: no progress)."""
+    return None if progress is None else (lambda n, total, _source: progress(n, total, what))
+
+
 class Interop:
     def __init__(self, rt: "Runtime", ingest: "Ingest") -> None:
         self.rt = rt
         self.store = rt.store
         self.ingest = ingest
 
-    def import_from(self, fmt: str, path: str | Path, fields: Iterable[str] | dict | None = None) -> dict:
+    def import_from(self, fmt: str, path: str | Path, fields: Iterable[str] | dict | None = None,
+                    progress: "Progress | None" = None) -> dict:
         if fmt not in READERS:
             raise InvalidInput(f"--from must be one of {', '.join(IMPORT_FORMATS)}", field="from")
         wanted = parse_fields(fields)
@@ -419,7 +425,8 @@ class Interop:
             raise InvalidInput("fields are named only for jsonl and csv", field="field")
         plan = READERS[fmt](path, wanted) if fmt in ("jsonl", "csv") else READERS[fmt](path)
         self._validate(plan)
-        results = self._write(plan.items)
+        items, plan.items = plan.items, []
+        results = self._write(items, progress)
         status: dict[str, int] = {}
         for r in results:
             status[r.status] = status.get(r.status, 0) + 1
@@ -441,10 +448,15 @@ class Interop:
             where.append(at)
         plan.items, plan.where = keep, where
 
-    def _write(self, items: list[Item]) -> list:
+    def _write(self, items: list[Item], progress: "Progress | None" = None) -> list:
+        """Embed every item first (no transaction: a writer beside us waits for nothing),
+        then write them all in one transaction."""
+        if not items:
+            return []
+        staged = self.ingest.stage(items, progress=_step(progress, "embedded"))
         try:
             with self.ingest.many(), self.store.atomic():
-                results = self.ingest.add_many(items) if items else []
+                results = self.ingest.write_staged(staged, progress=_step(progress, "written"))
         except BaseException:
             self.rt.phrase_cache = None  # it may hold phrases the rollback took back
             raise
