@@ -28,9 +28,9 @@ class Ticker:
 
     def __init__(self, say: Callable[[str], None], unit: str, *, every: int = 500,
                  brief: bool = False, draw: Callable[[int, int, str], None] | None = None,
-                 period: float = PROGRESS_EVERY_S) -> None:
+                 period: float | None = None) -> None:
         self.say, self.unit, self.every, self.brief, self.draw = say, unit, every, brief, draw
-        self.period = period
+        self.period = PROGRESS_EVERY_S if period is None else period
         self.t0 = self.last_line = time.monotonic()
         self.n = self.total = 0
         self.calls = 0

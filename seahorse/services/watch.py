@@ -12,6 +12,7 @@ it on Ctrl-C (SIGINT) or SIGTERM, so the batch in progress finishes and the comm
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,14 @@ from ..config import DbUrl
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.repo import SKIP_DIRS, hook_paths
 from ..store import Store
+from ..text import clean, file_title
 from .codeindex import CodeIndex
-from .ingest import TEXT_SUFFIXES, Ingest
+from .ingest import TEXT_SUFFIXES, Ingest, Progress, read_text_file
+from .progress import Ticker
 from .runtime import check_int, check_path
+
+log = logging.getLogger("seahorse")
+PENDING_MAX = 10_000  # a failed batch's changes kept to try again, at most
 
 MODES = ("auto", "repo", "docs")
 
@@ -35,6 +41,7 @@ class Target:
     git: bool
     changes: int = 0
     seen: set = field(default_factory=set)
+    pending: list = field(default_factory=list)  # changes of a failed batch, tried again
 
 
 class Watcher:
@@ -77,44 +84,79 @@ class Watcher:
         return str(path) in self.own or any(x in SKIP_DIRS or x.startswith(".") for x in parts[:-1]) \
             or (bool(parts) and parts[-1] in SKIP_DIRS)
 
-    def index(self, target: Target, changed: list[tuple[str, Path]]) -> dict:
-        """One target's changes; the caller holds the transaction. ``changed`` is empty for
-        the first index of a path."""
+    def index(self, target: Target, changed: list[tuple[str, Path]],
+              progress: Progress | None = None) -> dict:
+        """One target's changes (``changed`` is empty for the first index of a path). The
+        model never runs inside a transaction: a checkout is indexed as ``index --repo`` does
+        (each file embedded, then written in its own short transaction); a folder's first
+        index as ``index --dir``; a batch of changed documents is embedded first, then its
+        deletions and writes land in one transaction (all or nothing)."""
         if target.mode == "repo":
-            out = self.code_index.index_repo(target.root, worktree=target.git, history=target.git)
+            out = self.code_index.index_repo(target.root, worktree=target.git, history=target.git,
+                                             progress=progress)
             return {k: out[k] for k in ("added", "updated", "removed")}
         counts = {"added": 0, "updated": 0, "removed": 0}
         if not changed:
-            results, _skipped = self.ingest.add_dir(target.root)
+            results, _skipped = self.ingest.add_dir(target.root, progress=progress)
             for r in results:
                 if r.status in counts:
                     counts[r.status] += 1
             return counts
-        for kind, p in changed:
+        max_mb = self.ingest.rt.settings.max_file_mb
+        items: dict[str, tuple] = {}
+        gone: list[str] = []
+        for p in dict.fromkeys(p for _kind, p in changed):  # each path once, in order
             if p.suffix.lower() not in TEXT_SUFFIXES:
                 continue
-            if kind == "deleted" or not p.is_file():
+            if not p.is_file():
                 if self.store.document_by_source(str(p)) is not None:
-                    self.ingest.delete(str(p))
-                    counts["removed"] += 1
+                    gone.append(str(p))
                 continue
             try:
-                r = self.ingest.add_file(p)
+                text = read_text_file(p, max_mb)
             except (InvalidInput, NotFound):
-                continue  # emptied, vanished or unreadable since the event
-            if r.status in counts:
-                counts[r.status] += 1
+                continue  # vanished or unreadable since the event
+            if not clean(text).strip():
+                continue  # emptied
+            source = str(p.resolve())
+            items[source] = (text, source, file_title(text), None)
+        staged = self.ingest.stage(list(items.values()), limit_mb=max_mb, progress=progress)
+        try:
+            with self.store.atomic():  # the rows only: everything was embedded above
+                for source in gone:
+                    self.ingest.delete(source)
+                    counts["removed"] += 1
+                for r in self.ingest.write_staged(staged):
+                    if r.status in counts:
+                        counts[r.status] += 1
+        finally:
+            staged.close()
         return counts
+
+    def _batch(self, by_target: dict[int, list[tuple[str, Path]]], progress: Progress) -> dict:
+        totals = {"added": 0, "updated": 0, "removed": 0}
+        for i, changed in by_target.items():
+            target = self.targets[i]
+            changed = [*target.pending, *changed]  # a failed batch's changes are tried again
+            target.pending = []
+            try:
+                for k, v in self.index(target, changed, progress).items():
+                    totals[k] += v
+            except BaseException:
+                target.pending = changed[-PENDING_MAX:]
+                raise
+            target.changes += len(changed)
+        return totals
 
     def run(self, initial: bool = True, stop=None) -> dict:
         import watchfiles  # only here: the other commands never load it
 
-        batches = 0
+        batches = failed = 0
         if initial:
             for t in self.targets:
                 t0 = time.perf_counter()
-                with self.store.atomic():
-                    c = self.index(t, [])
+                with Ticker(self.say, "files", every=100, brief=True) as show:
+                    c = self.index(t, [], show)
                 self.say(f"indexed {t.root} as {t.mode}: {c['added']} added, {c['updated']} updated, "
                          f"{c['removed']} removed in {time.perf_counter() - t0:.1f} s")
         roots = [t.root for t in self.targets]
@@ -131,15 +173,19 @@ class Watcher:
             if not by_target:
                 continue
             t0 = time.perf_counter()
-            totals = {"added": 0, "updated": 0, "removed": 0}
-            with self.store.atomic():  # one transaction per batch
-                for i, changed in by_target.items():
-                    self.targets[i].changes += len(changed)
-                    for k, v in self.index(self.targets[i], changed).items():
-                        totals[k] += v
             batches += 1
             n = sum(len(c) for c in by_target.values())
+            try:
+                with Ticker(self.say, "files", every=100, brief=True) as show:
+                    totals = self._batch(by_target, show)
+            except Exception as exc:  # one bad batch must not end the watch
+                failed += 1
+                log.debug("watch batch failed", exc_info=True)
+                why = str(exc) or type(exc).__name__
+                self.say(f"batch {batches}: {n} change(s) FAILED after {time.perf_counter() - t0:.1f} s "
+                         f"({why}); still watching, its changes are tried again with the next batch")
+                continue
             self.say(f"batch {batches}: {n} change(s) -> {totals['added']} added, {totals['updated']} "
                      f"updated, {totals['removed']} removed in {time.perf_counter() - t0:.1f} s")
         return {"paths": [str(t.root) for t in self.targets], "modes": [t.mode for t in self.targets],
-                "batches": batches, "changes": sum(t.changes for t in self.targets)}
+                "batches": batches, "failed": failed, "changes": sum(t.changes for t in self.targets)}
