@@ -379,3 +379,30 @@ def test_an_import_stays_linear(gate: Gate, tmp_path: Path, monkeypatch) -> None
     assert out["added"] == 400 and len(hooks) >= 400
     assert loads["n"] <= 2, f"the phrase matrix was loaded {loads['n']} times"
     assert max(hooks) <= 3, f"undo hooks piled up to {max(hooks)}"
+
+
+def test_a_checkouts_batch_lists_only_what_changed(gate: Gate, tmp_path: Path) -> None:
+    """A batch of a repo watch hashes the files it names, not the whole checkout (before: every
+    batch re-listed and re-hashed everything, so an edit no event named was indexed too)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(4):
+        (repo / f"m{i}.py").write_text(f"def f{i}(x):\n    return x * {i}\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    with Engine(Settings(db_path=gate.db, embedder=NAME, usage=False), create=False) as eng:
+        from seahorse.services.watch import Watcher
+
+        w = Watcher(eng.code_index, eng.ingest, eng.store, [repo], mode="repo")
+        target = w.targets[0]
+        assert w.index(target, [])["added"] == 4
+        (repo / "m1.py").write_text("def f1(x):\n    return x + 1\n")
+        (repo / "m2.py").write_text("def f2(x):\n    return x + 2\n")  # no event names it
+        (repo / "m3.py").unlink()
+        (repo / "new.py").write_text("def g(x):\n    return -x\n")
+        out = w.index(target, [("modified", repo / "m1.py"), ("deleted", repo / "m3.py"),
+                               ("added", repo / "new.py")])
+        assert out == {"added": 1, "updated": 1, "removed": 1}
+        assert w.index(target, [("head", repo / ".git" / "HEAD")])["updated"] == 1  # m2: whole listing

@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 from ..config import DbUrl
 from ..errors import InvalidInput, NotFound
+from ..mechanisms.code import file_kind
 from ..mechanisms.repo import SKIP_DIRS, hook_paths
 from ..store import Store
 from ..text import clean, file_title
@@ -30,6 +31,7 @@ from .runtime import check_int, check_path
 
 log = logging.getLogger("seahorse")
 PENDING_MAX = 10_000  # a failed batch's changes kept to try again, at most
+PATHS_MAX = 500  # a batch changing more files lists the whole checkout
 
 MODES = ("auto", "repo", "docs")
 
@@ -93,7 +95,7 @@ class Watcher:
         deletions and writes land in one transaction (all or nothing)."""
         if target.mode == "repo":
             out = self.code_index.index_repo(target.root, worktree=target.git, history=target.git,
-                                             progress=progress)
+                                             progress=progress, paths=_repo_paths(target, changed))
             return {k: out[k] for k in ("added", "updated", "removed")}
         counts = {"added": 0, "updated": 0, "removed": 0}
         if not changed:
@@ -167,6 +169,9 @@ class Watcher:
             for change, path in events:
                 p = Path(path)
                 for i, t in enumerate(self.targets):
+                    if t.git and _moves_head(p, t.root):  # a commit, checkout or reset
+                        by_target.setdefault(i, []).append(("head", p))
+                        break
                     if (p == t.root or t.root in p.parents) and not self._ignored(p, t.root):
                         by_target.setdefault(i, []).append((change.name, p))
                         break
@@ -189,3 +194,29 @@ class Watcher:
                      f"updated, {totals['removed']} removed in {time.perf_counter() - t0:.1f} s")
         return {"paths": [str(t.root) for t in self.targets], "modes": [t.mode for t in self.targets],
                 "batches": batches, "failed": failed, "changes": sum(t.changes for t in self.targets)}
+
+
+def _moves_head(p: Path, root: Path) -> bool:
+    """A change of the checkout's HEAD or branches (its files' committed state moved)."""
+    git = root / ".git"
+    if git not in p.parents:
+        return False
+    rel = p.relative_to(git).parts
+    return rel[0] in ("HEAD", "packed-refs") or rel[:2] == ("refs", "heads")
+
+
+def _repo_paths(target: Target, changed: list[tuple[str, Path]]) -> list[str] | None:
+    """The checkout's files a batch changed (relative paths), to list and hash only those;
+    None (list the whole checkout) for the first index, a commit or checkout, a folder made,
+    moved or deleted, or a batch too large to name on a command line."""
+    if not changed or len(changed) > PATHS_MAX:
+        return None
+    rels = []
+    for kind, p in changed:
+        if kind == "head" or p.is_dir():
+            return None
+        rel = p.relative_to(target.root).as_posix()
+        if not p.exists() and file_kind(rel) is None:  # maybe a folder that is gone
+            return None
+        rels.append(rel)
+    return rels
