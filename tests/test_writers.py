@@ -193,8 +193,13 @@ def test_import_of_an_export_embeds_before_its_transaction(gate: Gate, tmp_path:
         assert eng.store.memory("global", "beside") is not None
 
 
-def test_an_import_that_fails_writes_nothing(gate: Gate, tmp_path: Path, capsys) -> None:
-    """All or nothing still: a failure while writing rolls every row back."""
+@pytest.mark.parametrize("slice_s", [0.0, 0.5])
+def test_an_import_that_fails_writes_nothing(gate: Gate, tmp_path: Path, monkeypatch, slice_s) -> None:
+    """All or nothing still: a failure while writing takes every row back, those of slices
+    committed before it too (0.0: each document its own slice)."""
+    from seahorse.services import interop
+
+    monkeypatch.setattr(interop, "WRITE_SLICE_S", slice_s)
     src = _entities(tmp_path / "memory.jsonl", 100)
     gate.thread = threading.get_ident()
     with Engine(Settings(db_path=gate.db, embedder=NAME, usage=False), create=False) as eng:
@@ -254,6 +259,35 @@ class Watching:
 def _stored(db: Path, source: Path) -> bool:
     with Engine(Settings(db_path=db, embedder=NAME, usage=False), create=False) as eng:
         return eng.store.document_by_source(str(source.resolve())) is not None
+
+
+def test_a_writer_beside_an_import_waits_a_slice_at_most(gate: Gate, tmp_path: Path) -> None:
+    """While an import writes its rows (not only while it embeds), another Engine on the
+    file upserts every 50 ms: none waits long (before: the rows of the whole import were one
+    transaction, so an upsert waited for all of them)."""
+    src = _entities(tmp_path / "memory.jsonl", 1200)
+    waits: list[float] = []
+    done = threading.Event()
+    out: dict = {}
+
+    def run() -> None:
+        with Engine(Settings(db_path=gate.db, embedder=NAME, usage=False), create=False) as eng:
+            out["report"] = eng.import_from("server-memory", src)
+        done.set()
+
+    t = threading.Thread(target=run)
+    t.start()
+    with Engine(Settings(db_path=gate.db, embedder=NAME, usage=False), create=False) as other:
+        i = 0
+        while not done.is_set():
+            t0 = time.monotonic()
+            other.upsert_memory(f"beside{i}", f"Written beside the import, {i}.")
+            waits.append(time.monotonic() - t0)
+            i += 1
+            time.sleep(0.05)
+    t.join(60)
+    assert out["report"]["added"] == 1200
+    assert len(waits) > 5 and max(waits) < 2.0, f"{len(waits)} upserts, the slowest {max(waits):.1f} s"
 
 
 def test_watch_embeds_before_its_transaction(gate: Gate, tmp_path: Path) -> None:

@@ -12,9 +12,11 @@ document holds the write lock only while its rows are written."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterator, Sequence
@@ -35,6 +37,8 @@ from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, re
 
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
+SLICE_PAUSE_S = 0.12  # between two slices of a sliced write: SQLite's busy handler retries a
+# waiting writer at least every 100 ms, so it gets its turn
 SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go to a file
 Progress = Callable[[int, int, str], None]
 Fact = tuple[int, str, list[str]]  # (sentence index, sentence, phrase keys)
@@ -115,6 +119,8 @@ class Staged:
         self.folder = folder
         self.results: list[IndexResult | None] = []
         self.count = 0
+        self.updates = 0  # staged documents that replace a stored one
+        self.added: list[int] = []  # doc ids a sliced write committed as new
         self._file: IO[bytes] | None = None
 
     def _out(self) -> IO[bytes]:
@@ -340,6 +346,7 @@ class Ingest:
                                                           self.store.passage_count(old[0])))
                         continue
                     staged.results.append(None)
+                    staged.updates += old is not None
                     todo.append(self.analyse(prep, 0))  # chunk only: embed() analyses
                 self.embed(todo)
                 for prep in todo:
@@ -352,26 +359,47 @@ class Ingest:
             raise
         return staged
 
-    def write_staged(self, staged: "Staged", progress: Progress | None = None) -> list[IndexResult]:
-        """Write what :meth:`stage` set aside, one document after another, inside the
-        caller's transaction (call within ``store.atomic()`` for all or nothing); the results
-        in the order of the staged items. ``progress(done, total, source)`` every
-        ``PASSAGE_BATCH`` documents."""
+    def write_staged(self, staged: "Staged", progress: Progress | None = None,
+                     slice_s: float | None = None) -> list[IndexResult]:
+        """Write what :meth:`stage` set aside, one document after another; the results in the
+        order of the staged items. Without ``slice_s``, inside the caller's transaction (call
+        within ``store.atomic()`` for all or nothing). With it, in transactions of about
+        ``slice_s`` seconds each, ``SLICE_PAUSE_S`` apart, so another writer (an MCP server's
+        upsert) waits a slice at most, not the whole write; the documents added by committed
+        slices are in ``staged.added`` (the caller takes them back if a later slice fails).
+        ``progress(done, total, source)`` every ``PASSAGE_BATCH`` documents."""
         results = staged.results
         total = sum(r is None for r in results)
         done = 0
-        try:
-            prepared = iter(staged)
-            for k, r in enumerate(results):
-                if r is not None:
-                    continue
-                prep = next(prepared)
-                results[k] = self.write(prep, None)
-                done += 1
-                if progress and (done % PASSAGE_BATCH == 0 or done == total):
-                    progress(done, total, prep.source)
-        finally:
-            staged.close()
+        slice_: list[int] = []
+        in_slice = False
+        with contextlib.ExitStack() as txn:
+            try:
+                prepared = iter(staged)
+                started = time.monotonic()
+                for k, r in enumerate(results):
+                    if r is not None:
+                        continue
+                    prep = next(prepared)
+                    if slice_s is not None and not in_slice:
+                        txn.enter_context(self.store.atomic())
+                        in_slice, started = True, time.monotonic()
+                    results[k] = res = self.write(prep, None)
+                    if res.status == "added":
+                        slice_.append(res.doc_id)
+                    done += 1
+                    if progress and (done % PASSAGE_BATCH == 0 or done == total):
+                        progress(done, total, prep.source)
+                    if slice_s is not None and time.monotonic() - started >= slice_s:
+                        txn.close()  # commit this slice
+                        in_slice = False
+                        staged.added += slice_
+                        slice_ = []
+                        time.sleep(SLICE_PAUSE_S)  # another writer's turn
+                txn.close()
+                staged.added += slice_
+            finally:
+                staged.close()
         if not self.rt.indexing_many:
             self.rt.phrase_cache = None
         return results  # type: ignore[return-value]

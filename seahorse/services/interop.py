@@ -31,12 +31,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..errors import InvalidInput
+
+log = logging.getLogger("seahorse")
 
 if TYPE_CHECKING:  # the CLI reads the format names without loading the engine
     from .ingest import Ingest, Progress
@@ -60,6 +63,10 @@ FIELD_NAMES = {
     "tags": ("tags",),
 }
 SKIPPED_SHOWN = 50  # skipped records listed one by one in a report; the count is always whole
+# An import of new documents writes them in transactions of about this long each (another
+# writer, an MCP server's upsert, waits one slice at most); a failure takes back what the
+# committed slices added. One that replaces stored documents writes in one transaction.
+WRITE_SLICE_S = 0.5
 Item = tuple[str, str, str | None, dict]  # (text, source, title, metadata) for Ingest.add_many
 
 
@@ -454,16 +461,31 @@ class Interop:
         if not items:
             return []
         staged = self.ingest.stage(items, progress=_step(progress, "embedded"))
+        written = _step(progress, "written")
         try:
-            with self.ingest.many(), self.store.atomic():
-                results = self.ingest.write_staged(staged, progress=_step(progress, "written"))
+            with self.ingest.many():
+                if staged.updates:  # a replaced document cannot be taken back: one transaction
+                    with self.store.atomic():
+                        results = self.ingest.write_staged(staged, progress=written)
+                else:  # new documents only: slices, another writer's turn between them
+                    results = self.ingest.write_staged(staged, progress=written, slice_s=WRITE_SLICE_S)
         except BaseException:
             self.rt.phrase_cache = None  # it may hold phrases the rollback took back
+            self._take_back(staged.added)
             raise
         if items:
             self.store.optimize()
             self.rt.after_write()
         return results
+
+    def _take_back(self, doc_ids: list[int]) -> None:
+        """A sliced import failed: delete the documents its committed slices added (newest
+        first, each in its own short transaction), so the store is as it was."""
+        for doc_id in reversed(doc_ids):
+            try:
+                self.ingest.delete(doc_id)
+            except Exception:  # the failure that stopped the import is the one to report
+                log.warning("could not take back document %s of a failed import", doc_id, exc_info=True)
 
     # ----- exports ---------------------------------------------------------------------------
     def export_server_memory(self, records: Iterable[dict]) -> Iterator[dict]:
