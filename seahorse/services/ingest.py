@@ -325,21 +325,24 @@ class Ingest:
 
     def stage(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
               limit_mb: float | None = None, progress: Progress | None = None,
-              batch_size: int = PASSAGE_BATCH) -> "Staged":
+              batch_size: int = PASSAGE_BATCH, consume: bool = False) -> "Staged":
         """Everything but the write, outside any transaction: validate, chunk, analyse and
         embed (text, source, title, metadata) items ``batch_size`` at a time, each finished
         document set aside in a :class:`Staged` file beside the database (so memory holds one
         batch, whatever the number of items). A document stored with the same content is
         "unchanged" here already. ``progress(done, total, source)`` after each batch. Then
-        :meth:`write_staged` writes them, inside the caller's one transaction: the model
-        never runs while the writer lock is held."""
+        :meth:`write_staged` writes them: the model never runs while the writer lock is
+        held. ``consume``: each item of the list ``items`` is let go (set to None) once
+        staged, so an import holds its input and one batch, not the input twice."""
         _check_sources(items)
         staged = Staged(self.rt.settings.db_path.parent)
         try:
             for start in range(0, len(items), batch_size):
                 todo = []
-                for item in items[start:start + batch_size]:
-                    prep = self.normalise(*item, limit_mb=limit_mb)
+                for at in range(start, min(start + batch_size, len(items))):
+                    prep = self.normalise(*items[at], limit_mb=limit_mb)
+                    if consume:
+                        items[at] = None  # type: ignore[index]
                     old = self.store.document_by_source(prep.source)
                     if old is not None and old[3] == prep.digest:
                         staged.results.append(IndexResult(old[0], prep.source, "unchanged",
@@ -353,7 +356,7 @@ class Ingest:
                     staged.put(prep)
                 if progress:
                     done = min(start + batch_size, len(items))
-                    progress(done, len(items), items[done - 1][1] or "")
+                    progress(done, len(items), todo[-1].source if todo else "")
         except BaseException:
             staged.close()
             raise

@@ -460,7 +460,7 @@ class Interop:
         then write them all in one transaction."""
         if not items:
             return []
-        staged = self.ingest.stage(items, progress=_step(progress, "embedded"))
+        staged = self.ingest.stage(items, progress=_step(progress, "embedded"), consume=True)
         written = _step(progress, "written")
         try:
             with self.ingest.many():
