@@ -37,6 +37,7 @@ from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, re
 
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
+WRITE_SLICE_S = 0.5  # a sliced write (import --from, watch) commits about this often
 SLICE_PAUSE_S = 0.12  # between two slices of a sliced write: SQLite's busy handler retries a
 # waiting writer at least every 100 ms, so it gets its turn
 SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go to a file

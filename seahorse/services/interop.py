@@ -63,10 +63,10 @@ FIELD_NAMES = {
     "tags": ("tags",),
 }
 SKIPPED_SHOWN = 50  # skipped records listed one by one in a report; the count is always whole
-# An import of new documents writes them in transactions of about this long each (another
+# An import of new documents writes them in transactions of WRITE_SLICE_S each (another
 # writer, an MCP server's upsert, waits one slice at most); a failure takes back what the
 # committed slices added. One that replaces stored documents writes in one transaction.
-WRITE_SLICE_S = 0.5
+WRITE_SLICE_S = 0.5  # as ingest.WRITE_SLICE_S (this module does not load ingest for the CLI)
 Item = tuple[str, str, str | None, dict]  # (text, source, title, metadata) for Ingest.add_many
 
 

@@ -1,7 +1,12 @@
 """``watch PATH...``: keep folders and checkouts indexed as their files change.
 
 File events come from watchfiles (the only module importing it), debounced: a burst of saves
-is one batch, and each batch is indexed in one transaction. A path is watched as a **repo**
+is one batch. The model never runs inside a transaction: a batch of documents is embedded
+first, then written in short transactions (``WRITE_SLICE_S``, so a burst never holds the
+writer lock for long); a checkout's files are embedded, then written, one file a transaction,
+as by ``index --repo``, listing and hashing only the files the batch names. A batch that fails
+is said (``FAILED``) and its changes are tried again with the next: the watch goes on. A path
+is watched as a **repo**
 (``index --repo``: code, docs and text, with a checkout's uncommitted edits marked dirty; only
 changed blobs are parsed, deleted files are dropped) or as **docs** (``index --dir``: text
 documents; a deleted file's document is deleted). ``auto`` picks repo for a git checkout or a
@@ -25,7 +30,7 @@ from ..mechanisms.repo import SKIP_DIRS, hook_paths
 from ..store import Store
 from ..text import clean, file_title
 from .codeindex import CodeIndex
-from .ingest import TEXT_SUFFIXES, Ingest, Progress, read_text_file
+from .ingest import TEXT_SUFFIXES, WRITE_SLICE_S, Ingest, Progress, read_text_file
 from .progress import Ticker
 from .runtime import check_int, check_path
 
@@ -92,7 +97,7 @@ class Watcher:
         model never runs inside a transaction: a checkout is indexed as ``index --repo`` does
         (each file embedded, then written in its own short transaction); a folder's first
         index as ``index --dir``; a batch of changed documents is embedded first, then its
-        deletions and writes land in one transaction (all or nothing)."""
+        deletions and writes land in short transactions."""
         if target.mode == "repo":
             out = self.code_index.index_repo(target.root, worktree=target.git, history=target.git,
                                              progress=progress, paths=_repo_paths(target, changed))
@@ -128,9 +133,11 @@ class Watcher:
                 for source in gone:
                     self.ingest.delete(source)
                     counts["removed"] += 1
-                for r in self.ingest.write_staged(staged):
-                    if r.status in counts:
-                        counts[r.status] += 1
+            # A burst is written in slices (another writer waits one at most); a batch that
+            # fails half-way is tried again whole with the next batch (re-indexing is idempotent).
+            for r in self.ingest.write_staged(staged, slice_s=WRITE_SLICE_S):
+                if r.status in counts:
+                    counts[r.status] += 1
         finally:
             staged.close()
         return counts
