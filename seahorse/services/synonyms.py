@@ -250,10 +250,12 @@ class Synonyms:
                 self._put(nearest_pairs(vecs, ids, cache, k, threshold), made)
                 if len(cache) >= IVF_MIN:  # from here on: cells
                     cache = self.rt.phrase_cache = self._train(cache.version)
+                    self.store.on_undo(self._drop_hook(cache))  # the new cache goes too
                 continue
             if cache.full(len(part)):
                 self.store.set_phrase_features(zip(part, features))
                 cache = self.rt.phrase_cache = self._train(cache.version)
+                self.store.on_undo(self._drop_hook(cache))  # the new cache goes too
             else:
                 self.store.set_phrase_features(zip(part, features),
                                                nearest_cells(vecs, cache.centroids, 1)[:, 0])
