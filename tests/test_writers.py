@@ -381,10 +381,16 @@ def test_a_log_sees_progress_at_least_every_period(gate: Gate, tmp_path: Path, c
 def test_ticker_says_where_a_stalled_step_is() -> None:
     lines: list[str] = []
     with progress_mod.Ticker(lines.append, "records", period=0.2) as tick:
+        time.sleep(0.3)  # reading the input before the first step
         tick(64, 1000, "embedded")
         time.sleep(0.75)  # no step finishes: the heartbeat speaks
-    assert len(lines) >= 3, lines
-    assert all(x.startswith("[64/1000] records embedded, ") for x in lines), lines
+        tick(1000, 1000, "embedded")
+        tick(64, 1000, "written")
+        time.sleep(0.5)  # the next step stalls: the heartbeat speaks again
+    assert len(lines) >= 5, lines
+    assert all(x.startswith("[64/1000] records embedded, ") for x in lines[:3]), lines
+    assert all(float(x.split(", ")[1].removesuffix("/s").replace(",", "")) < 1000 for x in lines), lines
+    assert lines[-1].startswith("[64/1000] records written, ")
 
 
 def test_an_import_stays_linear(gate: Gate, tmp_path: Path, monkeypatch) -> None:

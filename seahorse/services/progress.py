@@ -49,7 +49,9 @@ class Ticker:
         with self._lock:
             now = time.monotonic()
             if what in STEPS and f"{self.unit} {what}" != self.what:  # a new step: its own rate
-                self.what, self.t0, self.n = f"{self.unit} {what}", now, 0
+                if self.what != self.unit:  # the first step counts from the start, the next from here
+                    self.t0 = now
+                self.what, self.n = f"{self.unit} {what}", 0
             before, self.n, self.total = self.n, n, total
             self.calls += 1
             if self.brief and self.calls == 1 and n >= total:
@@ -60,17 +62,18 @@ class Ticker:
                 self._say(now)
             if n >= total:
                 self._stop.set()
-            elif self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._beat, name="seahorse-progress", daemon=True)
+            elif self._thread is None or self._stop.is_set():  # (again) a heartbeat of its own
+                self._stop = threading.Event()
+                self._thread = threading.Thread(target=self._beat, args=(self._stop,),
+                                                name="seahorse-progress", daemon=True)
                 self._thread.start()
 
     def _say(self, now: float) -> None:
         self.last_line = now
         self.say(self.line())
 
-    def _beat(self) -> None:
-        while not self._stop.wait(min(1.0, self.period)):
+    def _beat(self, stop: threading.Event) -> None:
+        while not stop.wait(min(1.0, self.period)):
             with self._lock:
                 now = time.monotonic()
                 if self.n < self.total and now - self.last_line >= self.period:
