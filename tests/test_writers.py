@@ -11,8 +11,11 @@ an Event, so a second Engine on the same SQLite file writes while the import is 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -446,3 +449,37 @@ def test_a_checkouts_batch_lists_only_what_changed(gate: Gate, tmp_path: Path) -
                                ("added", repo / "new.py")])
         assert out == {"added": 1, "updated": 1, "removed": 1}
         assert w.index(target, [("head", repo / ".git" / "HEAD")])["updated"] == 1  # m2: whole listing
+
+
+def test_kill_during_an_import_leaves_whole_documents_and_a_rerun_finishes(tmp_path: Path) -> None:
+    """kill -9 while `import --from` writes its slices: the store is whole (integrity, every
+    document with its nodes, text index and vectors), and the same import again writes the rest."""
+    from conftest import _clean_env
+    from test_crash import _consistent
+
+    n = 1500
+    src = _entities(tmp_path / "memory.jsonl", n)
+    db = tmp_path / "kill.db"
+    env = _clean_env() | {"SEAHORSE_DB": str(db), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_USAGE": "0"}
+    cmd = [sys.executable, "-m", "seahorse", "import", "--from", "server-memory", str(src)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    written = 0
+    while time.monotonic() < deadline and proc.poll() is None:  # until some slices committed
+        time.sleep(0.1)
+        try:
+            con = sqlite3.connect(db, timeout=0)
+            written = con.execute("SELECT count(*) FROM documents "
+                                  "WHERE source LIKE 'server-memory:%'").fetchone()[0]
+            con.close()
+        except sqlite3.OperationalError:
+            continue
+        if written >= 50:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    before = _consistent(db)
+    assert 50 <= before["documents"] < n, "the kill should land mid-write"
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert _consistent(db)["documents"] == n
