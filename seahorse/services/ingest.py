@@ -222,6 +222,9 @@ class Ingest:
         # While ahead() is open: vectors embedded before a write transaction, by what was
         # embedded (text and fact spans), found again by the write instead of running the model.
         self._ahead: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+        # While write_staged runs: the new phrases of the documents written since the last
+        # group was linked (None: each write links its own).
+        self._deferred: list[int] | None = None
 
     def ahead(self):
         """Within this context, every passage :meth:`embed` embeds is remembered, and a later
@@ -378,6 +381,7 @@ class Ingest:
         slice_: list[int] = []
         in_slice = False
         with contextlib.ExitStack() as txn:
+            self._deferred = []
             try:
                 prepared = iter(staged)
                 started = time.monotonic()
@@ -392,7 +396,12 @@ class Ingest:
                     if res.status == "added":
                         slice_.append(res.doc_id)
                     done += 1
-                    if progress and (done % PASSAGE_BATCH == 0 or done == total):
+                    if done % PASSAGE_BATCH and done != total:
+                        continue
+                    # Every PASSAGE_BATCH documents (whatever the time: the same edges on every
+                    # run), their new phrases' synonyms in one search, not one per document.
+                    self._link_deferred()
+                    if progress:
                         progress(done, total, prep.source)
                     if slice_s is not None and time.monotonic() - started >= slice_s:
                         txn.close()  # commit this slice
@@ -400,13 +409,24 @@ class Ingest:
                         staged.added += slice_
                         slice_ = []
                         time.sleep(SLICE_PAUSE_S)  # another writer's turn
+                self._link_deferred()
                 txn.close()
                 staged.added += slice_
             finally:
+                self._deferred = None
                 staged.close()
         if not self.rt.indexing_many:
             self.rt.phrase_cache = None
         return results  # type: ignore[return-value]
+
+    def _link_deferred(self) -> None:
+        """Link the new phrases of the documents written since the last call (inside their
+        transaction), as one more write."""
+        new, self._deferred = self._deferred or [], []
+        if new:
+            with self.store.atomic():
+                self.synonyms.link(new)
+                self.store.bump_version()
 
     # ----- pipeline ---------------------------------------------------------------------
     def prepare(self, text: str, source: str | None, title: str | None, metadata: dict | None,
@@ -593,7 +613,11 @@ class Ingest:
                 store.add_facts(
                     (pid, n, _span(part.text, text), [ids[key] for key in keys], part.fact_vectors[n])
                     for n, (_i, text, keys) in enumerate(part.facts))
-            self.synonyms.link(new_phrases)
+            if self._deferred is not None:  # write_staged links a group of documents at once
+                self.synonyms.link([])  # (keeps a current phrase cache current)
+                self._deferred += new_phrases
+            else:
+                self.synonyms.link(new_phrases)
             if after is not None:
                 after(doc_id)
             store.bump_version()
