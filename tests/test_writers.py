@@ -483,3 +483,38 @@ def test_kill_during_an_import_leaves_whole_documents_and_a_rerun_finishes(tmp_p
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert _consistent(db)["documents"] == n
+
+
+def test_a_writer_beside_a_watch_burst_waits_a_slice_at_most(gate: Gate, tmp_path: Path) -> None:
+    """A burst of 600 saves under a docs watch, while another Engine upserts every 50 ms:
+    none waits long (before: embedding and writing the whole batch were one transaction)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nHerons.\n", encoding="utf-8")
+    waits: list[float] = []
+    with Engine(Settings(db_path=gate.db, embedder=NAME, usage=False), create=False) as eng:
+        w = Watching(eng, gate, [notes], "docs")
+        try:
+            for i in range(600):
+                (notes / f"burst{i}.md").write_text(
+                    f"# Burst {i}\n\nKestrel {i} hovers over field {i % 13}.\n", encoding="utf-8")
+            with Engine(Settings(db_path=gate.db, embedder=NAME, usage=False), create=False) as other:
+                deadline = time.monotonic() + 120
+                i = 0
+                while _added(w.lines) < 600:
+                    assert time.monotonic() < deadline, w.lines
+                    t0 = time.monotonic()
+                    other.upsert_memory(f"beside{i}", f"Written beside the burst, {i}.")
+                    waits.append(time.monotonic() - t0)
+                    i += 1
+                    time.sleep(0.05)
+        finally:
+            result = w.close()
+    assert len(waits) > 5 and max(waits) < 2.0, f"{len(waits)} upserts, the slowest {max(waits):.1f} s"
+    assert result["failed"] == 0
+
+
+def _added(lines: list[str]) -> int:
+    """Documents the watch's batches added, from its lines (``batch 2: 9 change(s) -> 9 added, ...``)."""
+    return sum(int(x.split("-> ")[1].split(" added")[0]) for x in lines
+               if x.startswith("batch ") and "-> " in x)
