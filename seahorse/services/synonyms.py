@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidInput, MissingExtra
+from ..mechanisms.graph import analyse
 from ..mechanisms.numeric import quantise
 from .runtime import Runtime
 
@@ -216,6 +218,39 @@ class Synonyms:
                 cache = PhraseMatrix.load(self.store, self.rt.phrase_embedder)
             self.rt.phrase_cache = cache
         return cache
+
+    def optimize(self, threshold: float | None = None) -> dict:
+        """Rebuild every synonym edge at ``threshold`` (default: the setting, which also links
+        every new phrase; the threshold used is recorded in meta for ``stats``) and drop
+        orphan phrases."""
+        threshold = self.rt.settings.synonym_threshold if threshold is None else threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
+                or not 0.0 < threshold <= 1.0:
+            raise InvalidInput("threshold must be in (0, 1]", field="threshold")
+        store = self.store
+        before = store.counts()
+        with store.atomic():
+            removed = store.delete_edges("synonym")
+            orphans = store.delete_orphan_phrases()
+            made = self.rebuild(threshold)
+            store.set_meta(synonym_threshold=str(threshold))
+            store.bump_version()
+        self.rt.after_write()
+        self.rt.phrase_cache = None
+        store.optimize()
+        try:  # igraph's analyses come with the `analysis` extra; without it, graph is None
+            graph = analyse(store.load_nodes(), store.load_edges())
+        except MissingExtra:
+            graph = None
+        out = {"threshold": threshold, "synonym_edges_removed": removed,
+                "synonym_edges_added": made, "orphan_phrases_removed": orphans,
+                "before": before, "after": store.counts(), "graph": graph}
+        setting = self.rt.settings.synonym_threshold
+        if threshold != setting:
+            out["notice"] = (f"phrases indexed from now on link at the synonym_threshold setting "
+                             f"({setting:g}), not {threshold:g}; set "
+                             f"SEAHORSE_SYNONYM_THRESHOLD={threshold:g} to keep linking at it")
+        return out
 
     def link(self, new_ids: list[int]) -> int:
         """Embed and store the vectors of new phrases, and link each to its nearest neighbours
