@@ -292,20 +292,25 @@ class Engine:
         with self._lock:
             yield from self.records.export()
 
-    def import_records(self, lines: Iterable[str], any_embedder: bool = False) -> dict:
+    def import_records(self, lines: Iterable[str], any_embedder: bool = False,
+                       progress: Progress | None = None) -> dict:
         """Records from :meth:`export` (JSONL lines): an exact round trip. Every record is
         checked before anything is written (a bad one refuses the import, naming its line);
         then one transaction; a record already stored unchanged is skipped (a second import
         of the same file changes nothing). ``any_embedder`` accepts an export of a store
-        embedded by another model."""
-        return self.importer.import_lines(lines, any_embedder)
+        embedded by another model. ``progress(done, total, step)`` as records are embedded,
+        then written."""
+        return self.importer.import_lines(lines, any_embedder, progress)
 
-    def import_from(self, fmt: str, path: str | Path, fields: Sequence[str] | dict | None = None) -> dict:
+    def import_from(self, fmt: str, path: str | Path, fields: Sequence[str] | dict | None = None,
+                    progress: Progress | None = None) -> dict:
         """Import another tool's file in one transaction (``server-memory``, ``basic-memory``
         folder, ``jsonl``, ``csv``; ``fields`` names a row's columns, ``["text=body"]``): every
         record is checked first; the report says what was imported and what was skipped and
-        why. Seahorse's own export goes through :meth:`import_records`."""
-        return self.interop.import_from(fmt, path, fields)
+        why. Every text is embedded before the one write transaction; ``progress(done, total,
+        step)`` as records are embedded, then written. Seahorse's own export goes through
+        :meth:`import_records`."""
+        return self.interop.import_from(fmt, path, fields, progress)
 
     def export_to(self, fmt: str) -> Iterator[dict]:
         """The records of :meth:`export` in another tool's shape: ``server-memory`` lines

@@ -28,6 +28,7 @@ from .cli_memory import human as memory_human  # noqa: E402
 from .cli_tools import add_parsers as add_tool_parsers  # noqa: E402
 from .cli_tools import commands as tool_commands  # noqa: E402
 from .cli_tools import human as tool_human  # noqa: E402
+from .progress import for_args as _progress  # noqa: E402
 
 log = logging.getLogger("seahorse")
 
@@ -261,14 +262,6 @@ def _engine(args: argparse.Namespace, *, create: bool = False, reembedding: bool
     return undone_if_empty(eng, settings.db_path, new_dir) if fresh else eng
 
 
-def _progress(n: int, total: int, path: str) -> None:
-    if sys.stderr.isatty():
-        print(f"\r[{n}/{total}] {path[-60:]:<60}", end="" if n < total else "\n",
-              file=sys.stderr, flush=True)
-    elif n == total or n % 100 == 0:
-        print(f"[{n}/{total}] files", file=sys.stderr, flush=True)
-
-
 def cmd_index(args: argparse.Namespace) -> Any:
     if args.text is not None:
         return cmd_add_document(args)
@@ -279,10 +272,10 @@ def cmd_index(args: argparse.Namespace) -> Any:
         return COMMANDS["add-conversation"](args)
     with _engine(args, create=True) as eng:
         if args.file is not None:
-            return eng.index_file(args.file, title=args.title,
-                                  progress=None if args.json else _bar("passages", brief=True)).as_dict()
-        results, skipped = eng.index_dir(args.dir, progress=None if args.json else _progress,
-                                         exclude=args.exclude)
+            with _progress(args, "passages", brief=True) as show:
+                return eng.index_file(args.file, title=args.title, progress=show).as_dict()
+        with _progress(args, "files", every=100) as show:
+            results, skipped = eng.index_dir(args.dir, progress=show, exclude=args.exclude)
         counts: dict[str, int] = {}
         for r in results:
             counts[r.status] = counts.get(r.status, 0) + 1
@@ -291,9 +284,8 @@ def cmd_index(args: argparse.Namespace) -> Any:
 
 def cmd_add_document(args: argparse.Namespace) -> Any:
     text = _stdin_text() if args.text == "-" else args.text
-    with _engine(args, create=True) as eng:
-        return eng.add_document(text, source=args.source, title=args.title,
-                                progress=None if args.json else _bar("passages", brief=True)).as_dict()
+    with _engine(args, create=True) as eng, _progress(args, "passages", brief=True) as show:
+        return eng.add_document(text, source=args.source, title=args.title, progress=show).as_dict()
 
 
 def _stdin_text() -> str:
@@ -309,10 +301,9 @@ def cmd_index_repo(args: argparse.Namespace) -> Any:
 
 
 def _index_repo(args: argparse.Namespace, path: str) -> Any:
-    with _engine(args, create=True) as eng:
+    with _engine(args, create=True) as eng, _progress(args, "files", every=100) as show:
         return eng.index_repo(path, worktree=args.worktree, history=not args.no_history,
-                              max_commits=args.max_commits, exclude=args.exclude,
-                              progress=None if args.json else _progress)
+                              max_commits=args.max_commits, exclude=args.exclude, progress=show)
 
 
 def cmd_search(args: argparse.Namespace) -> Any:
@@ -641,29 +632,8 @@ def cmd_migrate(args: argparse.Namespace) -> Any:
 
 
 def cmd_reembed(args: argparse.Namespace) -> Any:
-    with _engine(args, reembedding=True) as eng:
-        return eng.reembed(progress=None if args.json else _bar("passages"))
-
-
-def _bar(unit: str, brief: bool = False):
-    """A progress callback drawing on stderr: a bar on a terminal, else a line every 500
-    ``unit`` and at the end. ``brief``: say nothing when the work was done in one step (a
-    short note needs no progress)."""
-    last = 0
-
-    def show(n: int, total: int, _what: str) -> None:
-        nonlocal last
-        if brief and last == 0 and n == total:
-            return
-        if sys.stderr.isatty():
-            width = 30
-            full = width * n // max(total, 1)
-            print(f"\r[{'#' * full}{'.' * (width - full)}] {n}/{total} {unit}", end="" if n < total else "\n",
-                  file=sys.stderr, flush=True)
-        elif n == total or n // 500 > last // 500:
-            print(f"[{n}/{total}] {unit}", file=sys.stderr, flush=True)
-        last = n
-    return show
+    with _engine(args, reembedding=True) as eng, _progress(args, "passages") as show:
+        return eng.reembed(progress=show)
 
 
 def cmd_run(args: argparse.Namespace) -> Any:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ..errors import InvalidInput, StorageError
 from ..services.interop import EXPORT_FORMATS, IMPORT_FORMATS, SKIPPED_SHOWN
+from .progress import for_args as progress_for
 
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
 
@@ -179,8 +180,8 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
         if args.fmt != "seahorse":
             if args.file == "-":
                 raise InvalidInput(f"--from {args.fmt} reads a file, not stdin", field="file")
-            with open_engine(args, create=True) as eng:
-                return eng.import_from(args.fmt, args.file, args.field)
+            with open_engine(args, create=True) as eng, progress_for(args, "records") as show:
+                return eng.import_from(args.fmt, args.file, args.field, progress=show)
         if args.field:
             raise InvalidInput("--field is for --from jsonl or csv", field="field")
         with open_engine(args, create=True) as eng:
@@ -189,7 +190,8 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
             except OSError as exc:
                 raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from None
             try:
-                return eng.import_records(src, any_embedder=args.any_embedder)
+                with progress_for(args, "records") as show:
+                    return eng.import_records(src, any_embedder=args.any_embedder, progress=show)
             except UnicodeDecodeError as exc:
                 raise InvalidInput(f"{args.file} is not UTF-8 text (byte {exc.start}); an export is "
                                    "UTF-8 JSONL; nothing was imported", field="file") from None

@@ -383,9 +383,20 @@ class Repo:
         return got
 
     # ----- listing ------------------------------------------------------------------
-    def list_files(self, *, worktree: bool = False) -> Listing:
+    def list_files(self, *, worktree: bool = False, paths: Sequence[str] | None = None) -> Listing:
+        """Every file to index; ``paths`` (relative to the root): only those, listed and hashed
+        as they would be in the whole listing (``watch`` lists what changed, not the checkout)."""
         listing = Listing(self.root, self.is_git, self.head())
-        if self.is_git and listing.head:
+        if paths is not None:
+            wanted = sorted({p for p in paths if _safe_rel(p)})
+            if self.is_git and listing.head:
+                if wanted:
+                    self._list_git(listing, worktree, ["--", *(f":(literal){p}" for p in wanted)])
+            else:
+                for p in wanted:
+                    if all(walk_skip(d) is None for d in PurePosixPath(p).parts[:-1]) and file_kind(p):
+                        self._add_disk_file(p, listing, dirty=False)
+        elif self.is_git and listing.head:
             self._list_git(listing, worktree)
         else:
             if self.toplevel is not None and not self.is_git:
@@ -433,8 +444,8 @@ class Repo:
         """--exclude patterns: a folder or file prefix (``docs``) or a glob (``*.min.js``)."""
         return excluded(path, self.exclude)
 
-    def _list_git(self, listing: Listing, worktree: bool) -> None:
-        out = self._git("ls-tree", "-r", "-z", "--long", "--full-tree", "HEAD")
+    def _list_git(self, listing: Listing, worktree: bool, only: Sequence[str] = ()) -> None:
+        out = self._git("ls-tree", "-r", "-z", "--long", "--full-tree", "HEAD", *only)
         for entry in out.split(b"\0"):
             if not entry:
                 continue
@@ -455,9 +466,9 @@ class Repo:
             if kind:
                 listing.files.append(RepoFile(path, sha.decode(), kind, False, int(size)))
         if worktree:
-            self._overlay_worktree(listing)
+            self._overlay_worktree(listing, only)
 
-    def _overlay_worktree(self, listing: Listing) -> None:
+    def _overlay_worktree(self, listing: Listing, only: Sequence[str] = ()) -> None:
         """Tracked files whose bytes on disk hash to another blob (and untracked files) are
         read from disk and marked dirty; tracked files missing on disk are dropped.
 
@@ -473,7 +484,7 @@ class Repo:
             kept.append(f if sha == f.blob else RepoFile(f.path, sha, f.kind, True, len(data), ident))
         listing.files = kept
         tracked = {f.path for f in kept}
-        out = self._git("ls-files", "-z", "--others", "--exclude-standard")
+        out = self._git("ls-files", "-z", "--others", "--exclude-standard", *only)
         for raw in out.split(b"\0"):
             try:
                 path = raw.decode("utf-8")

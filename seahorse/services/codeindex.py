@@ -21,7 +21,7 @@ import re
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..mechanisms.code import PARSER_VERSION, SECONDARY_PATH, Symbol, language_for, parse_symbols, symbol_text
 from ..mechanisms.extract import Phrase
@@ -82,10 +82,13 @@ class CodeIndex:
 
     def index_repo(self, root: str | Path, *, worktree: bool = False, history: bool = True,
                    max_commits: int = 1000, exclude: tuple[str, ...] = (),
-                   progress: Callable[[int, int, str], None] | None = None) -> dict:
+                   progress: Callable[[int, int, str], None] | None = None,
+                   paths: Sequence[str] | None = None) -> dict:
+        """``paths`` (relative to the root): look at those files only (``watch``: what changed),
+        not the whole checkout; a path no longer there is removed."""
         t0 = time.perf_counter()
         repo = Repo(root, max_file_mb=self.rt.settings.max_file_mb, exclude=exclude)
-        listing = repo.list_files(worktree=worktree)
+        listing = repo.list_files(worktree=worktree, paths=paths)
         repo_id, history_doc = self.store.code.ensure_repo(str(repo.root), repo.root.name, repo.is_git,
                                                          listing.head)
         known = self.store.code.repo_files(repo_id)
@@ -94,7 +97,7 @@ class CodeIndex:
         # changed (an edit committed as it was: same bytes, no longer uncommitted).
         todo = [f for f in listing.files if known.get(f.path, (None, None, None))[1:] != (f.blob, f.dirty)
                 or self._stale(known[f.path][0])]
-        removed = [p for p in known if p not in present]
+        removed = [p for p in (known if paths is None else set(paths) & set(known)) if p not in present]
         skipped = list(listing.skipped)
         counts = {"added": 0, "updated": 0, "unchanged": len(listing.files) - len(todo),
                   "removed": len(removed)}

@@ -6,7 +6,9 @@ no text, a history entry without kind, a turn without its conversation), a date 
 holds, a header from a newer schema or from a store embedded by another model — any of them
 refuses the whole import, naming the line, and the store is untouched.
 
-Then the whole import is one transaction: a failure, or a kill, leaves the store as it was,
+Then every text to store is embedded, outside any transaction (the vectors wait in
+``Ingest.ahead``), and the whole import is written in one transaction, so another writer waits
+only for the rows, never for the model: a failure, or a kill, leaves the store as it was,
 and running it again starts from there. Importing the same file twice changes nothing: a
 record the store would export exactly so is skipped ("already stored"); a memory whose stored
 versions are the record's first ones gets only the versions after them (no version is
@@ -21,7 +23,7 @@ from ..errors import InvalidInput
 from ..store import SCHEMA_VERSION
 from ..text import parse_json
 from .conversation import add_conversation
-from .ingest import Ingest
+from .ingest import PASSAGE_BATCH, Ingest, Progress
 from .lifecycle import check_tags
 from .memory import MEMORY_KINDS, Memories, check_fields
 from .records import document_record, memory_record
@@ -40,26 +42,66 @@ class Importer:
         self.ingest = ingest
         self.memories = memories
 
-    def import_lines(self, lines: Iterable[str], any_embedder: bool = False) -> dict:
-        """Check every record, then write them all in one transaction; what was imported and
-        what was skipped. ``any_embedder``: accept an export of a store embedded by another
-        model (its texts are embedded again here)."""
+    def import_lines(self, lines: Iterable[str], any_embedder: bool = False,
+                     progress: Progress | None = None) -> dict:
+        """Check every record, embed the texts of those to write (outside any transaction),
+        then write them all in one transaction; what was imported and what was skipped.
+        ``any_embedder``: accept an export of a store embedded by another model (its texts
+        are embedded again here). ``progress(done, total, step)`` as records are embedded,
+        then written."""
         records = self._read(lines, any_embedder)
         report: dict = {"documents": 0, "memories": 0, "skipped": 0, "skips": []}
         store = self.store
-        with self.ingest.many(), store.atomic():
-            for n, rec in records:
-                written = self._document(rec) if rec["type"] == "document" else self._memory(rec)
-                if written:
-                    report["documents" if rec["type"] == "document" else "memories"] += 1
-                    continue
-                report["skipped"] += 1
-                if len(report["skips"]) < SKIPS_LISTED:
-                    report["skips"].append({"line": n, "type": rec["type"], "name": _name(rec),
-                                            "reason": "already stored, unchanged"})
+        with self.ingest.many(), self.ingest.ahead():
+            self._embed_ahead(records, progress)
+            with store.atomic():
+                self._write(records, report, progress)
         if report["documents"] or report["memories"]:
             store.optimize()
         return report
+
+    def _embed_ahead(self, records: list[tuple[int, dict]], progress: Progress | None) -> None:
+        """Embed every text the write will store (each document, each memory version), before
+        its transaction: the write finds the vectors in ``ingest.ahead()``."""
+        ingest, batch = self.ingest, []
+        for done, (_n, rec) in enumerate(records, 1):
+            if rec["type"] == "document":
+                if not _same(self._stored_by_source(rec["source"]), rec):
+                    batch.append(ingest.normalise(rec["text"], rec["source"],
+                                                  None if rec["turn"] else rec["title"], None))
+            else:
+                stored = self._stored_memory(rec["scope"], rec["key"])
+                if stored is None or not _same(stored, rec):
+                    source = f"memory:{rec['scope']}:{rec['key']}"
+                    batch += [ingest.normalise(v["value"], source, rec["key"], None)
+                              for v in [*rec["history"], rec]]
+            if len(batch) >= PASSAGE_BATCH or done == len(records):
+                for prep in batch:
+                    ingest.analyse(prep, 0)
+                ingest.embed(batch)
+                for prep in batch:
+                    if prep.parts is not None:
+                        prep.parts.close()
+                batch = []
+                if progress:
+                    progress(done, len(records), "embedded")
+
+    def _stored_by_source(self, source: str) -> dict | None:
+        old = self.store.document_by_source(source)
+        return None if old is None else self._stored_document(old[0])
+
+    def _write(self, records: list[tuple[int, dict]], report: dict, progress: Progress | None) -> None:
+        for done, (n, rec) in enumerate(records, 1):
+            if progress and (done % PASSAGE_BATCH == 0 or done == len(records)):
+                progress(done, len(records), "written")
+            written = self._document(rec) if rec["type"] == "document" else self._memory(rec)
+            if written:
+                report["documents" if rec["type"] == "document" else "memories"] += 1
+                continue
+            report["skipped"] += 1
+            if len(report["skips"]) < SKIPS_LISTED:
+                report["skips"].append({"line": n, "type": rec["type"], "name": _name(rec),
+                                        "reason": "already stored, unchanged"})
 
     # ----- reading and checking -------------------------------------------------------------
     def _read(self, lines: Iterable[str], any_embedder: bool) -> list[tuple[int, dict]]:

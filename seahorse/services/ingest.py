@@ -12,40 +12,33 @@ document holds the write lock only while its rows are written."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
-import stat
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, MissingExtra, NotFound, echo
+from ..errors import InvalidInput, NotFound, echo
 from ..mechanisms.budget import release_free_memory
 from ..mechanisms.embed import cap_tokens
 from ..mechanisms.extract import Phrase
-from ..mechanisms.graph import analyse
-from ..mechanisms.repo import Refused, exclude_patterns, excluded, read_inside, walk_skip
-from ..text import chunk, clean, content_hash, decode_text, file_title, split_sentences
+from ..mechanisms.repo import Refused, read_inside
+from ..text import chunk, clean, content_hash, file_title, split_sentences
 from .lifecycle import check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
 from .runtime import Runtime, check_text
 from .synonyms import Synonyms
+from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, read_text_file  # noqa: F401
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
-# Files a person may expect `index --dir` to read, listed as skipped with why (other kinds of
-# file, code and data, are not documents and pass unlisted).
-NOT_INDEXED = {
-    **dict.fromkeys((".html", ".htm", ".xhtml"),
-                    "HTML is not indexed; convert it to Markdown or text (e.g. pandoc -t gfm)"),
-    **dict.fromkeys((".gz", ".bz2", ".xz", ".zst", ".zip", ".tgz", ".tar", ".7z"),
-                    "compressed or archived; unpack it to index the text inside"),
-    **dict.fromkeys((".pdf", ".doc", ".docx", ".odt", ".rtf", ".epub"),
-                    "a binary document format; convert it to text or Markdown to index it"),
-}
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
+WRITE_SLICE_S = 0.5  # a sliced write (import --from, watch) commits about this often
+SLICE_PAUSE_S = 0.12  # between two slices of a sliced write: SQLite's busy handler retries a
+# waiting writer at least every 100 ms, so it gets its turn
 SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go to a file
 Progress = Callable[[int, int, str], None]
 Fact = tuple[int, str, list[str]]  # (sentence index, sentence, phrase keys)
@@ -112,6 +105,71 @@ class Spool:
         self._head, self._tail = [], []
 
 
+class Staged:
+    """Documents embedded and waiting for their write (:meth:`Ingest.stage`): pickled, in
+    order, to one anonymous temporary file beside the database (not /tmp, which may be RAM),
+    each document's passages ``SPOOL_PARTS`` at a time; ``results`` holds one slot per item
+    (None: staged, to be written). Reading back gives each document with a fresh
+    :class:`Spool`, so memory holds one document's first passages at a time."""
+
+    FIELDS = ("source", "title", "text", "digest", "metadata", "node_kind", "event_time",
+              "norm_hash", "tags", "extractor", "embed_tokens")
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self.results: list[IndexResult | None] = []
+        self.count = 0
+        self.updates = 0  # staged documents that replace a stored one
+        self.added: list[int] = []  # doc ids a sliced write committed as new
+        self._file: IO[bytes] | None = None
+
+    def _out(self) -> IO[bytes]:
+        if self._file is None:
+            try:
+                self._file = tempfile.TemporaryFile(prefix="seahorse-stage-", dir=self.folder)
+            except OSError:  # no such folder, or not ours to write: the system's temporary one
+                self._file = tempfile.TemporaryFile(prefix="seahorse-stage-")
+        return self._file
+
+    def put(self, prep: "Prepared") -> None:
+        """Set an embedded document aside (its spool is read out and closed)."""
+        assert prep.parts is not None, "embed() the document first"
+        out = self._out()
+        head = {name: getattr(prep, name) for name in self.FIELDS}
+        head["text"] = ""  # written from its passages; the whole text is not needed again
+        pickle.dump((head, prep.parts.count), out, protocol=pickle.HIGHEST_PROTOCOL)
+        chunk_: list[Part] = []
+        for part in prep.parts:
+            chunk_.append(part)
+            if len(chunk_) == SPOOL_PARTS:
+                pickle.dump(chunk_, out, protocol=pickle.HIGHEST_PROTOCOL)
+                chunk_ = []
+        if chunk_:
+            pickle.dump(chunk_, out, protocol=pickle.HIGHEST_PROTOCOL)
+        prep.parts.close()
+        self.count += 1
+
+    def __iter__(self) -> Iterator["Prepared"]:
+        if self._file is None:
+            return
+        f = self._file
+        f.flush()
+        f.seek(0)
+        for _ in range(self.count):
+            head, n = pickle.load(f)
+            prep = Prepared(**head)
+            prep.parts = Spool(self.folder)
+            while prep.parts.count < n:
+                for part in pickle.load(f):
+                    prep.parts.append(part)
+            yield prep
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 @dataclass
 class Prepared:
     """A document validated and chunked; after :meth:`Ingest.embed` its passages wait in
@@ -160,6 +218,20 @@ class Ingest:
         self.rt = rt
         self.store = rt.store
         self.synonyms = Synonyms(rt)
+        # While ahead() is open: vectors embedded before a write transaction, by what was
+        # embedded (text and fact spans), found again by the write instead of running the model.
+        self._ahead: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+        # While write_staged runs: the new phrases of the documents written since the last
+        # group was linked (None: each write links its own).
+        self._deferred: list[int] | None = None
+
+    def ahead(self):
+        """Within this context, every passage :meth:`embed` embeds is remembered, and a later
+        embedding of the same input (title, passage, fact spans) is that one again: a writer
+        that must run its own code inside one transaction (an import replaying memories
+        through upsert) embeds its texts first, outside it, and the model never runs while
+        the writer lock is held."""
+        return _Ahead(self)
 
     # ----- entry points -------------------------------------------------------------------
     def add_file(self, path: str | Path, title: str | None = None,
@@ -217,14 +289,7 @@ class Ingest:
         batch of ``batch_size`` documents). ``dedup``: a text already stored under another
         source (services/lifecycle.py) is not stored again; its result says ``duplicate_of``.
         ``after(item index, doc_id)`` runs inside each document's write transaction."""
-        sources = [check_text("source", src) for _t, src, _ti, _m in items if src is not None]
-        if any(src.startswith("memory:") for src in sources):
-            raise InvalidInput("sources starting with 'memory:' belong to memories; "
-                               "store a memory with upsert_memory, or choose another source",
-                               field="source", code="reserved_source")
-        if len(sources) != len(set(sources)):
-            dup = next(x for x in sources if sources.count(x) > 1)
-            raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once", field="source")
+        _check_sources(items)
         results: list[IndexResult | None] = []
         for start in range(0, len(items), batch_size):
             batch = [self.normalise(*item, limit_mb=limit_mb) for item in items[start:start + batch_size]]
@@ -260,6 +325,107 @@ class Ingest:
         if not self.rt.indexing_many:
             self.rt.phrase_cache = None  # only worth keeping while indexing
         return results  # type: ignore[return-value]
+
+    def stage(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
+              limit_mb: float | None = None, progress: Progress | None = None,
+              batch_size: int = PASSAGE_BATCH, consume: bool = False) -> "Staged":
+        """Everything but the write, outside any transaction: validate, chunk, analyse and
+        embed (text, source, title, metadata) items ``batch_size`` at a time, each finished
+        document set aside in a :class:`Staged` file beside the database (so memory holds one
+        batch, whatever the number of items). A document stored with the same content is
+        "unchanged" here already. ``progress(done, total, source)`` after each batch. Then
+        :meth:`write_staged` writes them: the model never runs while the writer lock is
+        held. ``consume``: each item of the list ``items`` is let go (set to None) once
+        staged, so an import holds its input and one batch, not the input twice."""
+        _check_sources(items)
+        staged = Staged(self.rt.settings.db_path.parent)
+        try:
+            for start in range(0, len(items), batch_size):
+                todo = []
+                for at in range(start, min(start + batch_size, len(items))):
+                    prep = self.normalise(*items[at], limit_mb=limit_mb)
+                    if consume:
+                        items[at] = None  # type: ignore[index]
+                    old = self.store.document_by_source(prep.source)
+                    if old is not None and old[3] == prep.digest:
+                        staged.results.append(IndexResult(old[0], prep.source, "unchanged",
+                                                          self.store.passage_count(old[0])))
+                        continue
+                    staged.results.append(None)
+                    staged.updates += old is not None
+                    todo.append(self.analyse(prep, 0))  # chunk only: embed() analyses
+                self.embed(todo)
+                for prep in todo:
+                    staged.put(prep)
+                if progress:
+                    done = min(start + batch_size, len(items))
+                    progress(done, len(items), todo[-1].source if todo else "")
+        except BaseException:
+            staged.close()
+            raise
+        return staged
+
+    def write_staged(self, staged: "Staged", progress: Progress | None = None,
+                     slice_s: float | None = None) -> list[IndexResult]:
+        """Write what :meth:`stage` set aside, one document after another; the results in the
+        order of the staged items. Without ``slice_s``, inside the caller's transaction (call
+        within ``store.atomic()`` for all or nothing). With it, in transactions of about
+        ``slice_s`` seconds each, ``SLICE_PAUSE_S`` apart, so another writer (an MCP server's
+        upsert) waits a slice at most, not the whole write; the documents added by committed
+        slices are in ``staged.added`` (the caller takes them back if a later slice fails).
+        ``progress(done, total, source)`` every ``PASSAGE_BATCH`` documents."""
+        results = staged.results
+        total = sum(r is None for r in results)
+        done = 0
+        slice_: list[int] = []
+        in_slice = False
+        with contextlib.ExitStack() as txn:
+            self._deferred = []
+            try:
+                prepared = iter(staged)
+                started = time.monotonic()
+                for k, r in enumerate(results):
+                    if r is not None:
+                        continue
+                    prep = next(prepared)
+                    if slice_s is not None and not in_slice:
+                        txn.enter_context(self.store.atomic())
+                        in_slice, started = True, time.monotonic()
+                    results[k] = res = self.write(prep, None)
+                    if res.status == "added":
+                        slice_.append(res.doc_id)
+                    done += 1
+                    if done % PASSAGE_BATCH and done != total:
+                        continue
+                    # Every PASSAGE_BATCH documents (whatever the time: the same edges on every
+                    # run), their new phrases' synonyms in one search, not one per document.
+                    self._link_deferred()
+                    if progress:
+                        progress(done, total, prep.source)
+                    if slice_s is not None and time.monotonic() - started >= slice_s:
+                        txn.close()  # commit this slice
+                        in_slice = False
+                        staged.added += slice_
+                        slice_ = []
+                        time.sleep(SLICE_PAUSE_S)  # another writer's turn
+                self._link_deferred()
+                txn.close()
+                staged.added += slice_
+            finally:
+                self._deferred = None
+                staged.close()
+        if not self.rt.indexing_many:
+            self.rt.phrase_cache = None
+        return results  # type: ignore[return-value]
+
+    def _link_deferred(self) -> None:
+        """Link the new phrases of the documents written since the last call (inside their
+        transaction), as one more write."""
+        new, self._deferred = self._deferred or [], []
+        if new:
+            with self.store.atomic():
+                self.synonyms.link(new)
+                self.store.bump_version()
 
     # ----- pipeline ---------------------------------------------------------------------
     def prepare(self, text: str, source: str | None, title: str | None, metadata: dict | None,
@@ -380,7 +546,7 @@ class Ingest:
             owners.append(len(parts))
             parts.append(None)
         if texts:
-            vecs, pooled = _embed_once(embedder, texts, spans)
+            vecs, pooled = self._vectors(embedder, texts, spans)
             for at, v, f in zip(owners, vecs, pooled):
                 prep, k, _r = batch[at]
                 parts[at] = Part(prep.passages[k], prep.phrases[k], prep.facts[k], v,
@@ -390,6 +556,19 @@ class Ingest:
             prep.parts.append(part)
             prep.phrases[k], prep.facts[k] = [], []  # the spool holds them now
         release_free_memory()  # the model's freed buffers, before the next batch fragments them
+
+    def _vectors(self, embedder, texts: list[str], spans: list) -> tuple[np.ndarray, list]:
+        """:func:`_embed_once`, through the :meth:`ahead` memory when it is open."""
+        ahead = self._ahead
+        if ahead is None:
+            return _embed_once(embedder, texts, spans)
+        keys = [content_hash(f"{t}\x00{s!r}") for t, s in zip(texts, spans)]
+        miss = [i for i, k in enumerate(keys) if k not in ahead]
+        if miss:
+            vecs, pooled = _embed_once(embedder, [texts[i] for i in miss], [spans[i] for i in miss])
+            for i, v, f in zip(miss, vecs, pooled):
+                ahead[keys[i]] = (v, f)
+        return np.stack([ahead[k][0] for k in keys]), [ahead[k][1] for k in keys]
 
     def write(self, prep: Prepared, old: tuple | None, after=None) -> IndexResult:
         """One transaction: the document, its passages, phrases, edges, facts and vectors, the
@@ -434,7 +613,11 @@ class Ingest:
                 store.add_facts(
                     (pid, n, _span(part.text, text), [ids[key] for key in keys], part.fact_vectors[n])
                     for n, (_i, text, keys) in enumerate(part.facts))
-            self.synonyms.link(new_phrases)
+            if self._deferred is not None:  # write_staged links a group of documents at once
+                self.synonyms.link([])  # (keeps a current phrase cache current)
+                self._deferred += new_phrases
+            else:
+                self.synonyms.link(new_phrases)
             if after is not None:
                 after(doc_id)
             store.bump_version()
@@ -487,37 +670,22 @@ class Ingest:
 
     # ----- synonyms ---------------------------------------------------------------------
     def optimize_graph(self, threshold: float | None = None) -> dict:
-        """Rebuild every synonym edge at ``threshold`` (default: the setting, which also links
-        every new phrase; the threshold used is recorded in meta for ``stats``) and drop
-        orphan phrases."""
-        threshold = self.rt.settings.synonym_threshold if threshold is None else threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
-                or not 0.0 < threshold <= 1.0:
-            raise InvalidInput("threshold must be in (0, 1]", field="threshold")
-        store = self.store
-        before = store.counts()
-        with store.atomic():
-            removed = store.delete_edges("synonym")
-            orphans = store.delete_orphan_phrases()
-            made = self.synonyms.rebuild(threshold)
-            store.set_meta(synonym_threshold=str(threshold))
-            store.bump_version()
-        self.rt.after_write()
-        self.rt.phrase_cache = None
-        store.optimize()
-        try:  # igraph's analyses come with the `analysis` extra; without it, graph is None
-            graph = analyse(store.load_nodes(), store.load_edges())
-        except MissingExtra:
-            graph = None
-        out = {"threshold": threshold, "synonym_edges_removed": removed,
-                "synonym_edges_added": made, "orphan_phrases_removed": orphans,
-                "before": before, "after": store.counts(), "graph": graph}
-        setting = self.rt.settings.synonym_threshold
-        if threshold != setting:
-            out["notice"] = (f"phrases indexed from now on link at the synonym_threshold setting "
-                             f"({setting:g}), not {threshold:g}; set "
-                             f"SEAHORSE_SYNONYM_THRESHOLD={threshold:g} to keep linking at it")
-        return out
+        """Rebuild every synonym edge (:meth:`Synonyms.optimize`)."""
+        return self.synonyms.optimize(threshold)
+
+
+class _Ahead:
+    def __init__(self, ingest: Ingest) -> None:
+        self.ingest = ingest
+
+    def __enter__(self) -> None:
+        self.outer = self.ingest._ahead
+        if self.outer is None:
+            self.ingest._ahead = {}
+
+    def __exit__(self, *exc) -> None:
+        if self.outer is None:
+            self.ingest._ahead = None
 
 
 class _Many:
@@ -532,6 +700,19 @@ class _Many:
         self.rt.indexing_many = self.outer
         if not self.outer:
             self.rt.phrase_cache = None
+
+
+def _check_sources(items: Sequence[tuple]) -> None:
+    """No source of the memories' own, none twice in one call."""
+    sources = [check_text("source", src) for _t, src, _ti, _m in items if src is not None]
+    if any(src.startswith("memory:") for src in sources):
+        raise InvalidInput("sources starting with 'memory:' belong to memories; "
+                           "store a memory with upsert_memory, or choose another source",
+                           field="source", code="reserved_source")
+    if len(sources) != len(set(sources)):
+        seen: set[str] = set()
+        dup = next(x for x in sources if x in seen or seen.add(x))  # type: ignore[func-returns-value]
+        raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once", field="source")
 
 
 def embed_input(title: str | None, passage: str, tokens: int | None = None) -> tuple[str, int]:
@@ -600,100 +781,3 @@ def _span(passage: str, sentence: str) -> tuple[int, int]:
 def _wants_vector(p: Phrase) -> bool:
     """Synonym candidates: entities and multi-word concepts (single words would be O(n^2))."""
     return p.kind == "entity" or " " in p.key
-
-
-def _text_files(root: Path, exclude: Sequence[str] = ()
-                ) -> tuple[list[tuple[Path, str, tuple[int, int]]], list[dict]]:
-    """The text files under ``root``: (path, path relative to the root, (device, inode)).
-    Symlinks are never followed, to files or to folders; the file is read later by
-    :func:`read_inside`, which refuses anything that is no longer that same file. Folders
-    the ``index --repo`` walk skips (:func:`walk_skip`) and ``exclude`` patterns (matched
-    on the path relative to the root, as for --repo) are skipped, each with its reason."""
-    root_real = root.resolve()
-    patterns = exclude_patterns(exclude)
-    files, skipped = [], []
-
-    def why_excluded(rel: str) -> str | None:
-        hit = next((e for e in patterns if excluded(rel, (e,))), None)
-        return None if hit is None else f"excluded (--exclude {hit})"
-
-    for dirpath, dirnames, filenames in os.walk(root_real, followlinks=False):
-        keep = []
-        for name in sorted(dirnames):
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full):  # os.walk lists a symlinked folder and never enters it: say so
-                reason: str | None = "symlink (not followed)"
-            else:
-                rel = Path(full).relative_to(root_real).as_posix()
-                reason = walk_skip(name) or why_excluded(rel)
-            if reason is None:
-                keep.append(name)
-            else:
-                skipped.append({"path": full.encode("utf-8", "replace").decode(), "reason": reason})
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            if p.suffix.lower() not in TEXT_SUFFIXES:
-                why = NOT_INDEXED.get(p.suffix.lower())
-                if why is not None:
-                    skipped.append({"path": str(p).encode("utf-8", "replace").decode(), "reason": why})
-                continue
-            if patterns:
-                reason = why_excluded(p.relative_to(root_real).as_posix())
-                if reason is not None:
-                    skipped.append({"path": str(p).encode("utf-8", "replace").decode(), "reason": reason})
-                    continue
-            try:
-                str(p).encode("utf-8")
-            except UnicodeEncodeError:
-                skipped.append({"path": str(p).encode("utf-8", "replace").decode(),
-                                "reason": "file name is not valid UTF-8"})
-                continue
-            try:
-                st = p.lstat()
-            except OSError:
-                continue  # vanished
-            if stat.S_ISLNK(st.st_mode):
-                skipped.append({"path": str(p), "reason": "symlink (not followed)"})
-                continue
-            if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read; a device, a socket...
-                skipped.append({"path": str(p), "reason": f"not a regular file ({_file_type(st.st_mode)})"})
-                continue
-            files.append((p, p.relative_to(root_real).as_posix(), (st.st_dev, st.st_ino)))
-    return files, skipped
-
-
-def _file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "not a plain file"
-
-
-def read_text_file(p: Path, max_mb: float) -> str:
-    """Read a UTF-8 text file, refusing missing, huge, binary or malformed input clearly."""
-    try:
-        if not p.exists():
-            raise NotFound(f"{p} does not exist", field="path")
-        if p.is_dir():
-            raise InvalidInput(f"{p} is a directory", field="path",
-                               code="is_a_directory")
-        size = p.stat().st_size
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {p}: {exc.strerror or exc}", field="path") from None
-    if size > max_mb * 1024 * 1024:
-        raise InvalidInput(f"{p} is {size / 1048576:.1f} MB, over the {max_mb:g} MB limit; "
-                           "split it or raise SEAHORSE_MAX_FILE_MB", field="path", code="too_large")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {p}: {exc.strerror}", field="path") from None
-    return _decode_file(p, data)
-
-
-def _decode_file(p: Path, data: bytes) -> str:
-    text, why = decode_text(data)
-    if text is None:
-        raise InvalidInput(f"{p} is {why}" if why.startswith("not") else f"{p}: {why}", field="path")
-    return text

@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -42,8 +43,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from ..errors import ECHO_CHARS, InvalidInput, bounded, echo
 from ..text import parse_json
 
+log = logging.getLogger("seahorse")
+
 if TYPE_CHECKING:  # the CLI reads the format names without loading the engine
-    from .ingest import Ingest
+    from .ingest import Ingest, Progress
     from .runtime import Runtime
 
 
@@ -64,6 +67,10 @@ FIELD_NAMES = {
     "tags": ("tags",),
 }
 SKIPPED_SHOWN = 50  # skipped records listed one by one in a report; the count is always whole
+# An import of new documents writes them in transactions of WRITE_SLICE_S each (another
+# writer, an MCP server's upsert, waits one slice at most); a failure takes back what the
+# committed slices added. One that replaces stored documents writes in one transaction.
+WRITE_SLICE_S = 0.5  # as ingest.WRITE_SLICE_S (this module does not load ingest for the CLI)
 Item = tuple[str, str, str | None, dict]  # (text, source, title, metadata) for Ingest.add_many
 
 
@@ -517,13 +524,19 @@ def parse_fields(pairs: Iterable[str] | dict | None) -> dict[str, str]:
 
 
 # ----- writing: one transaction ------------------------------------------------------------------
+def _step(progress, what: str):
+    """``progress(done, total, what)`` for one step of an import (None: no progress)."""
+    return None if progress is None else (lambda n, total, _source: progress(n, total, what))
+
+
 class Interop:
     def __init__(self, rt: "Runtime", ingest: "Ingest") -> None:
         self.rt = rt
         self.store = rt.store
         self.ingest = ingest
 
-    def import_from(self, fmt: str, path: str | Path, fields: Iterable[str] | dict | None = None) -> dict:
+    def import_from(self, fmt: str, path: str | Path, fields: Iterable[str] | dict | None = None,
+                    progress: "Progress | None" = None) -> dict:
         if fmt not in READERS:
             raise InvalidInput(f"--from must be one of {', '.join(IMPORT_FORMATS)}", field="from")
         wanted = parse_fields(fields)
@@ -531,7 +544,8 @@ class Interop:
             raise InvalidInput("fields are named only for jsonl and csv", field="field")
         plan = READERS[fmt](path, wanted) if fmt in ("jsonl", "csv") else READERS[fmt](path)
         self._validate(plan)
-        results = self._write(plan.items)
+        items, plan.items = plan.items, []
+        results = self._write(items, progress)
         status: dict[str, int] = {}
         for r in results:
             status[r.status] = status.get(r.status, 0) + 1
@@ -553,17 +567,37 @@ class Interop:
             where.append(at)
         plan.items, plan.where = keep, where
 
-    def _write(self, items: list[Item]) -> list:
+    def _write(self, items: list[Item], progress: "Progress | None" = None) -> list:
+        """Embed every item first (no transaction: a writer beside us waits for nothing),
+        then write them all in one transaction."""
+        if not items:
+            return []
+        staged = self.ingest.stage(items, progress=_step(progress, "embedded"), consume=True)
+        written = _step(progress, "written")
         try:
-            with self.ingest.many(), self.store.atomic():
-                results = self.ingest.add_many(items) if items else []
+            with self.ingest.many():
+                if staged.updates:  # a replaced document cannot be taken back: one transaction
+                    with self.store.atomic():
+                        results = self.ingest.write_staged(staged, progress=written)
+                else:  # new documents only: slices, another writer's turn between them
+                    results = self.ingest.write_staged(staged, progress=written, slice_s=WRITE_SLICE_S)
         except BaseException:
             self.rt.phrase_cache = None  # it may hold phrases the rollback took back
+            self._take_back(staged.added)
             raise
         if items:
             self.store.optimize()
             self.rt.after_write()
         return results
+
+    def _take_back(self, doc_ids: list[int]) -> None:
+        """A sliced import failed: delete the documents its committed slices added (newest
+        first, each in its own short transaction), so the store is as it was."""
+        for doc_id in reversed(doc_ids):
+            try:
+                self.ingest.delete(doc_id)
+            except Exception:  # the failure that stopped the import is the one to report
+                log.warning("could not take back document %s of a failed import", doc_id, exc_info=True)
 
     # ----- exports ---------------------------------------------------------------------------
     def export_server_memory(self, records: Iterable[dict],

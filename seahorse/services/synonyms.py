@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidInput, MissingExtra
+from ..mechanisms.graph import analyse
 from ..mechanisms.numeric import quantise
 from .runtime import Runtime
 
@@ -217,17 +219,56 @@ class Synonyms:
             self.rt.phrase_cache = cache
         return cache
 
+    def optimize(self, threshold: float | None = None) -> dict:
+        """Rebuild every synonym edge at ``threshold`` (default: the setting, which also links
+        every new phrase; the threshold used is recorded in meta for ``stats``) and drop
+        orphan phrases."""
+        threshold = self.rt.settings.synonym_threshold if threshold is None else threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
+                or not 0.0 < threshold <= 1.0:
+            raise InvalidInput("threshold must be in (0, 1]", field="threshold")
+        store = self.store
+        before = store.counts()
+        with store.atomic():
+            removed = store.delete_edges("synonym")
+            orphans = store.delete_orphan_phrases()
+            made = self.rebuild(threshold)
+            store.set_meta(synonym_threshold=str(threshold))
+            store.bump_version()
+        self.rt.after_write()
+        self.rt.phrase_cache = None
+        store.optimize()
+        try:  # igraph's analyses come with the `analysis` extra; without it, graph is None
+            graph = analyse(store.load_nodes(), store.load_edges())
+        except MissingExtra:
+            graph = None
+        out = {"threshold": threshold, "synonym_edges_removed": removed,
+                "synonym_edges_added": made, "orphan_phrases_removed": orphans,
+                "before": before, "after": store.counts(), "graph": graph}
+        setting = self.rt.settings.synonym_threshold
+        if threshold != setting:
+            out["notice"] = (f"phrases indexed from now on link at the synonym_threshold setting "
+                             f"({setting:g}), not {threshold:g}; set "
+                             f"SEAHORSE_SYNONYM_THRESHOLD={threshold:g} to keep linking at it")
+        return out
+
     def link(self, new_ids: list[int]) -> int:
         """Embed and store the vectors of new phrases, and link each to its nearest neighbours
         (cosine >= the threshold). Call inside the write's transaction; the caller bumps the
         version once after."""
         if not new_ids:
+            # No phrase to add: a cache that is current stays whole at the version the caller
+            # bumps to (else every write without new phrases would reload it).
+            cache = self.rt.phrase_cache
+            if cache is not None and cache.version == self.store.graph_version():
+                self.store.on_undo(self._drop_hook(cache))
+                cache.version += 1
             return 0
         cache = self.state()
         # The cache gains rows for phrases this transaction writes: if it rolls back, they
         # are gone and the cache must go with them (or another writer's phrases, committed
         # at the version this one claims, would be missing from it).
-        self.store.on_undo(lambda: self._drop(cache))
+        self.store.on_undo(self._drop_hook(cache))
         settings = self.rt.settings
         k, threshold = settings.synonym_neighbours, settings.synonym_threshold
         made: set[tuple[int, int]] = set()
@@ -244,10 +285,12 @@ class Synonyms:
                 self._put(nearest_pairs(vecs, ids, cache, k, threshold), made)
                 if len(cache) >= IVF_MIN:  # from here on: cells
                     cache = self.rt.phrase_cache = self._train(cache.version)
+                    self.store.on_undo(self._drop_hook(cache))  # the new cache goes too
                 continue
             if cache.full(len(part)):
                 self.store.set_phrase_features(zip(part, features))
                 cache = self.rt.phrase_cache = self._train(cache.version)
+                self.store.on_undo(self._drop_hook(cache))  # the new cache goes too
             else:
                 self.store.set_phrase_features(zip(part, features),
                                                nearest_cells(vecs, cache.centroids, 1)[:, 0])
@@ -255,6 +298,14 @@ class Synonyms:
             self._put(self._search(vecs, ids, cache.centroids, k, threshold), made)
         cache.version = self.store.graph_version() + 1  # the caller bumps once after
         return len(made)
+
+    def _drop_hook(self, cache: PhraseMatrix | CellIndex):
+        """One undo hook per cache (the store keeps a hook once per level, so the writes of
+        a long import do not pile up hooks)."""
+        hook = getattr(cache, "drop_hook", None)
+        if hook is None:
+            hook = cache.drop_hook = lambda: self._drop(cache)  # type: ignore[union-attr]
+        return hook
 
     def _drop(self, cache: PhraseMatrix | CellIndex) -> None:
         if self.rt.phrase_cache is cache:

@@ -505,13 +505,31 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
                 raise self._translate(exc) from None
             raise
         # Committed: nothing to undo any more. Released: the enclosing level's undo undoes it.
-        self._undo_hooks = [] if outer else [(min(d, level - 1), fn) for d, fn in self._undo_hooks]
+        if outer:
+            self._undo_hooks = []
+        else:
+            self._lift_undo_hooks(level)
+
+    def _lift_undo_hooks(self, level: int) -> None:
+        """A savepoint at ``level`` was released: its hooks (the list's tail: every hook
+        added since it opened, the only ones at ``level`` or deeper) now belong to the level
+        around it, and one already there is not kept twice. Only that tail is touched, so a
+        long import of many nested writes stays linear."""
+        hooks = self._undo_hooks
+        start = len(hooks)
+        while start and hooks[start - 1][0] >= level:
+            start -= 1
+        tail = hooks[start:]
+        del hooks[start:]
+        for _d, fn in tail:
+            if not (hooks and hooks[-1][0] == level - 1 and hooks[-1][1] is fn):
+                hooks.append((level - 1, fn))
 
     def on_undo(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` if the transaction (or savepoint) in progress is rolled back: a cache
         changed inside a write (e.g. the synonym phrase matrix) is dropped with the rows it
         mirrors. Outside a transaction there is nothing to undo."""
-        if self._depth:
+        if self._depth and not (self._undo_hooks and self._undo_hooks[-1] == (self._depth, fn)):
             self._undo_hooks.append((self._depth, fn))
 
     def _run_undo_hooks(self, level: int) -> None:
