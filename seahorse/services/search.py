@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..config import TOP_K_MAX
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import Budget, compute_budget, note_activity, release_free_memory_soon
 from ..mechanisms.rerank import CrossEncoder, rerank
@@ -75,7 +76,7 @@ class Search:
         """One page of hits; ``info["next_cursor"]`` asks for the next page (None on the last).
         A page past the first is the same question ranked again, deeper (not a new turn of a
         session); one row past the page says whether another follows."""
-        check_int("top_k", top_k, 1, 1000)
+        check_int("top_k", top_k, 1, TOP_K_MAX)
         offset = 0 if cursor is None else page_offset(cursor, query)
         if offset + top_k > PAGE_DEPTH_MAX:
             raise InvalidInput(f"pages end at hit {PAGE_DEPTH_MAX}; ask a narrower question",
