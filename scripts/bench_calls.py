@@ -45,9 +45,9 @@ import benchlib  # noqa: E402
 
 import seahorse  # noqa: E402
 from seahorse import __version__  # noqa: E402
+from seahorse.code.index import Resolver, ref_targets  # noqa: E402
 from seahorse.mechanisms.code import PARSER_VERSION  # noqa: E402
 from seahorse.mechanisms.repo import Repo  # noqa: E402
-from seahorse.services.codeindex import Resolver, ref_targets  # noqa: E402
 from seahorse.store import open_store  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

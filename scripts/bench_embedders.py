@@ -45,9 +45,9 @@ import benchlib  # noqa: E402
 from bench_multihop import DEFAULT_BENCH, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
+from seahorse.ingest.pipeline import embed_input, fact_spans  # noqa: E402
 from seahorse.mechanisms.budget import process_rss  # noqa: E402
-from seahorse.mechanisms.embed import make_embedders, query_vector  # noqa: E402
-from seahorse.services.ingest import embed_input, fact_spans  # noqa: E402
+from seahorse.mechanisms.models.embed import make_embedders, query_vector  # noqa: E402
 
 
 def sample(bench_dir: Path, n_passages: int, n_queries: int):
@@ -77,7 +77,7 @@ def bench_tier(tier: str, threads: int, texts, spans, questions) -> dict:
     if tier == "none":  # the floor: the sample prepared, no model loaded
         return {"tier": tier, "name": "-", "peak_mb": round(benchlib.peak_rss_mb(), 1)}
     if tier == "e5":  # the graph is built once per machine, before any clock
-        from seahorse.mechanisms import e5onnx
+        from seahorse.mechanisms.models import e5onnx
 
         e5onnx.ensure_graph(make_embedders(tier, None, threads)[0].model_path)
     rss0 = process_rss()

@@ -51,7 +51,7 @@ STEPS = ("cold", "again", "touched")
 COUNT_TOKENS = """
 import json, sys, tempfile
 from seahorse import Engine, Settings
-from seahorse.mechanisms.embed import HashEmbedder, minilm
+from seahorse.mechanisms.models.embed import HashEmbedder, minilm
 seen = []
 real = HashEmbedder.embed_spans
 def spy(self, texts, spans):

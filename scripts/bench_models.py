@@ -34,7 +34,7 @@ import benchlib  # noqa: E402
 from bench_multihop import DEFAULT_BENCH, DEV, TEST, doc_ranking, load_hotpot, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
-from seahorse.mechanisms.embed import MINILM_TOKENIZER, _distribution_file  # noqa: E402
+from seahorse.mechanisms.models.embed import MINILM_TOKENIZER, _distribution_file  # noqa: E402
 
 RERANK_VARS = ("RERANK_ENABLED", "RERANK_MODEL_PATH", "RERANK_TOKENIZER_PATH", "RERANK_TOP_N")
 
@@ -68,7 +68,7 @@ def float32_and_int8(packaged_ce: Path, folder: Path) -> tuple[Path, Path]:
     MatMuls): fold them into a float32 model, then quantize that for real (MatMulInteger)."""
     import onnxruntime as ort
 
-    from seahorse.services.models import quantize
+    from seahorse.core.models import quantize
 
     f32 = folder / "minilm-ce-f32.onnx"
     opts = ort.SessionOptions()
@@ -125,7 +125,7 @@ def bench_tier(tier: str, docs, questions, splits, rerankers: dict, emb_path: Pa
 
 def time_reranker(label: str, env: dict[str, str], docs, questions) -> dict:
     """Milliseconds to score 20 real candidates (MuSiQue passages) with the cross-encoder."""
-    from seahorse.mechanisms.rerank import CrossEncoder
+    from seahorse.mechanisms.models.rerank import CrossEncoder
 
     enc = CrossEncoder.from_settings(load_settings(env={**env, "RERANK_ENABLED": "1"}).rerank)
     passages = [f"{title}\n{text}" for _s, title, text in docs]
@@ -179,7 +179,7 @@ def main() -> None:
                "RERANK_TOKENIZER_PATH": str(args.reranker_tokenizer)}
         rerankers["ppr+rerank"] = env
         timed.append(("given reranker", env))
-        from seahorse.services.models import quantize
+        from seahorse.core.models import quantize
 
         q = quantize(args.reranker, Path(work.name) / "given.int8.onnx", runs=5)
         timed.append(("given reranker, INT8 by `models quantize`",

@@ -31,9 +31,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
-from seahorse.mechanisms import int8dot  # noqa: E402
+from seahorse.mechanisms.models import int8dot  # noqa: E402
 from seahorse.mechanisms.numeric import quantise  # noqa: E402
-from seahorse.services.state import DENSE_SHORTLIST  # noqa: E402
+from seahorse.retrieval.state import DENSE_SHORTLIST  # noqa: E402
 from seahorse.store.dialect import inserted_id  # noqa: E402
 
 BLOCK = 2000

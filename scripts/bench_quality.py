@@ -67,7 +67,7 @@ from bench_memory import CATEGORIES, gold_of, turns_of  # noqa: E402
 from bench_multihop import doc_ranking, load_hotpot, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
-from seahorse.mechanisms import embed as embed_mod  # noqa: E402
+from seahorse.mechanisms.models import embed as embed_mod  # noqa: E402
 from seahorse.text import fts_match, query_terms  # noqa: E402
 
 BENCH = HERE.parent.parent / "shared" / "bench" / "memory"
@@ -405,7 +405,7 @@ def tiny_sets(d: Path):
 
 def run_tiny(args, folder: Path, report: dict) -> None:
     out = report["rulers"]["tiny"] = {}
-    from seahorse.mechanisms.gliner import make_extractor
+    from seahorse.mechanisms.models.gliner import make_extractor
 
     # One model for the hundred stores (an Engine would load its own each time).
     models = embed_mod.make_embedders(KW.get("embedder", "minilm"))

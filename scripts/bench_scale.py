@@ -226,7 +226,7 @@ def db_tables(db: Path, top: int = 8) -> dict[str, int]:
 
 
 def snapshot_bytes(db: Path) -> int:
-    """What the graph snapshot beside the store holds on disk (services/snapshot.py)."""
+    """What the graph snapshot beside the store holds on disk (retrieval/snapshot.py)."""
     root = Path(f"{db}-graph")
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
 
@@ -313,7 +313,7 @@ def committed(db: Path) -> int | None:
 def embed_alone(corpus: Corpus) -> dict:
     """Seconds to embed every passage as the engine embeds it, with its embedder, nothing else."""
     from seahorse import load_settings
-    from seahorse.mechanisms.embed import make_embedders
+    from seahorse.mechanisms.models.embed import make_embedders
     from seahorse.text import chunk, clean
 
     settings = load_settings()

@@ -25,8 +25,8 @@ CORPUS = HERE.parent.parent / "shared" / "bench" / "memory" / "musique_train_cor
 
 
 def _child(spin: str, passages: int, queries: int) -> dict:
-    from seahorse.mechanisms import onnxrt
-    from seahorse.mechanisms.embed import minilm
+    from seahorse.mechanisms.models import onnxrt
+    from seahorse.mechanisms.models.embed import minilm
 
     onnxrt.SPINNING = spin == "on"
 

@@ -36,7 +36,7 @@ sys.path[:0] = [str(HERE), str(ROOT)]  # this checkout's seahorse, whatever is i
 import benchlib  # noqa: E402
 
 from seahorse import Engine, Settings  # noqa: E402
-from seahorse.services import synonyms  # noqa: E402
+from seahorse.ingest import synonyms  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "benchdata" / "scale" / "corpora" / "scale-100k" / "passages.jsonl"
 BANDS = (0.8, 0.85, 0.9, 0.95)

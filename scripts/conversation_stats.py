@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE))
 import benchlib  # noqa: E402
 from bench_memory import CATEGORIES, gold_of, turns_of  # noqa: E402
 
-from seahorse.services.timeline import dates_in  # noqa: E402
+from seahorse.core.timeline import dates_in  # noqa: E402
 
 DATA = HERE.parent.parent / "shared" / "bench" / "memory" / "locomo_dev.json"
 

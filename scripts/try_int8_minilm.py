@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 import benchlib  # noqa: E402
 from bench_multihop import doc_ranking, load_musique  # noqa: E402
 
-from seahorse.mechanisms.embed import MINILM_TOKENIZER, OnnxEmbedder, minilm  # noqa: E402
+from seahorse.mechanisms.models.embed import MINILM_TOKENIZER, OnnxEmbedder, minilm  # noqa: E402
 
 BENCH = HERE.parent.parent / "shared" / "bench" / "memory"
 

@@ -54,7 +54,7 @@ DEFAULT_W_PPR = 0.7
 DEFAULT_W_RERANK = 0.3
 SPECIAL_TOKENS_PER_PAIR = 3  # [CLS], [SEP], [SEP]
 # Hits one search returns, the same on every face: CLI --top-k, MCP top_k, Engine.search (whose
-# check in services/search.py is this bound; paging with a cursor ends at the same depth).
+# check in retrieval/search.py is this bound; paging with a cursor ends at the same depth).
 TOP_K_MAX = 1000
 MAX_RRF_K = 100_000  # beyond this, adjacent RRF scores differ by less than the rounding step
 

@@ -1,7 +1,7 @@
 """The engine facade: the one public entry point the CLI and the MCP server call.
 
 One short method per verb of the vocabulary (TECH_SPEC.md, "Vocabulary"); the work is done by
-the services in :mod:`seahorse.services`, which never import this module.
+the feature packages (core, ingest, retrieval, memory, code, interop), which never import this module.
 """
 
 from __future__ import annotations
@@ -12,16 +12,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .config import Settings, load_settings
-from .errors import InvalidInput, ReadOnlyDatabase, SeahorseError, StorageError
-from .mechanisms.budget import Budget
-from .mechanisms.embed import Embedder, make_embedders
-from .mechanisms.extract import Extractor
-from .mechanisms.gliner import make_extractor
-from .services import hooks
-from .services.analysis import analyze
-from .services.codeindex import CodeIndex
-from .services.codequery import (
+from .code import hooks
+from .code.analysis import analyze
+from .code.impact import Impact
+from .code.index import CodeIndex
+from .code.query import (
     CodeQueries,
     also_named,
     check_id,
@@ -29,23 +24,28 @@ from .services.codequery import (
     check_snippet_chars,
     check_token_budget,
 )
-from .services.conversation import add_conversation, read_jsonl
-from .services.impact import Impact
-from .services.importing import Importer
-from .services.ingest import IndexResult, Ingest
-from .services.interop import Interop
-from .services.lookup import Lookup
-from .services.memory import Memories
-from .services.neighbours import neighbourhood
-from .services.records import Records
-from .services.reembed import reembed
-from .services.retrieval import RetrievalIndex, SearchResult
-from .services.runtime import Runtime, check_int, check_path, check_text
-from .services.search import Search
-from .services.timeline import Window
-from .services.usage import Usage
-from .services.usage import report as usage_report
-from .services.versions import Versions
+from .code.versions import Versions
+from .config import Settings, load_settings
+from .core.runtime import Runtime, check_int, check_path, check_text
+from .core.timeline import Window
+from .core.usage import Usage
+from .core.usage import report as usage_report
+from .errors import InvalidInput, ReadOnlyDatabase, SeahorseError, StorageError
+from .ingest.pipeline import IndexResult, Ingest
+from .interop.formats import Interop
+from .interop.importing import Importer
+from .interop.reembed import reembed
+from .mechanisms.budget import Budget
+from .mechanisms.extract import Extractor
+from .mechanisms.models.embed import Embedder, make_embedders
+from .mechanisms.models.gliner import make_extractor
+from .memory.conversation import add_conversation, read_jsonl
+from .memory.lookup import Lookup
+from .memory.memories import Memories
+from .memory.records import Records
+from .retrieval.neighbours import neighbourhood
+from .retrieval.search import Search
+from .retrieval.walk import RetrievalIndex, SearchResult
 from .store import Store, open_store
 
 Progress = Callable[[int, int, str], None]
@@ -317,7 +317,7 @@ class Engine:
         (entities, then relations) or ``jsonl``/``csv`` rows (source, title, text, time, tags,
         metadata), which ``import_from`` reads back. Once iterated, the result's
         ``not_carried`` lists what each record lost on the way (``{"record", "fields"}``)."""
-        from .services.interop import EXPORT_FORMATS, Export, export_rows
+        from .interop.formats import EXPORT_FORMATS, Export, export_rows
 
         if fmt == "seahorse":
             return self.export()
@@ -472,7 +472,7 @@ class Engine:
               stop=None) -> dict:
         """Keep folders and checkouts indexed as their files change, until ``stop`` (a
         threading.Event) is set or Ctrl-C: each debounced batch of changes is one transaction."""
-        from .services.watch import Watcher
+        from .code.watch import Watcher
 
         return Watcher(self.code_index, self.ingest, self.store, paths, mode=mode,
                        debounce_ms=debounce_ms, progress=progress).run(initial=initial, stop=stop)

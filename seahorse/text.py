@@ -221,3 +221,8 @@ def _decoration(line: str) -> bool:
 def _cut(title: str) -> str:
     title = " ".join(title.split())
     return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS - 1].rstrip() + "…"
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens a text costs an agent, roughly: four characters a token."""
+    return max(1, len(text) // 4)

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from seahorse import Engine, Settings
+from seahorse.code.index import EMBED_VERSION, INDEX_VERSION, SECONDARY_EMBED_TOKENS, file_source
 from seahorse.mechanisms.code import PARSER_VERSION, parse_symbols, symbol_text
-from seahorse.mechanisms.embed import _TOKEN, HashEmbedder, cap_tokens
-from seahorse.services.codeindex import EMBED_VERSION, INDEX_VERSION, SECONDARY_EMBED_TOKENS, file_source
+from seahorse.mechanisms.models.embed import _TOKEN, HashEmbedder, cap_tokens
 
 CODE = textwrap.dedent('''\
     def grow(n, factor):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_code_repo import PROJECT, commit, git, make_engine
 
-from seahorse.services.codeindex import MAX_TOUCHED
+from seahorse.code.index import MAX_TOUCHED
 
 
 def test_a_huge_commit_is_recorded_whole(tmp_path: Path) -> None:

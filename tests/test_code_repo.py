@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from seahorse import Engine, Settings
 from seahorse.errors import InvalidInput, NotFound
-from seahorse.services.retrieval import RetrievalIndex, search
+from seahorse.retrieval.walk import RetrievalIndex, search
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -671,8 +671,8 @@ def test_javascript_packages_and_builtins_are_not_the_repositorys_files(tmp_path
     ("a.py", "python", "def grow(\n    n,\n    factor,\n):\n    return n * factor\n", "grow"),
 ])
 def test_compact_snippets_do_not_repeat_the_signature(path, language, source, qual) -> None:
+    from seahorse.code.query import compact_hit
     from seahorse.mechanisms.code import parse_symbols, symbol_text
-    from seahorse.services.codequery import compact_hit
     sym = next(s for s in parse_symbols(source.encode(), language, path) if s.qualname == qual)
     hit = {"id": 1, "symbol": qual, "signature": sym.signature, "text": symbol_text(path, sym, [])}
     snippet = " ".join(compact_hit(hit)["snippet"].split())

@@ -1,4 +1,4 @@
-"""Lexical evidence for code searches (services/coderank.py): identifiers read as words,
+"""Lexical evidence for code searches (code/rank.py): identifiers read as words,
 fields weighted, built from a real store's rows and used by a real repository search."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from seahorse import Engine, Settings
-from seahorse.services.coderank import CodeLexicon, query_tokens, stem, tokens
+from seahorse.code.rank import CodeLexicon, query_tokens, stem, tokens
 
 
 def test_identifiers_split_stemmed_and_noise_dropped() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from seahorse import Engine
-from seahorse.services import retrieval
+from seahorse.retrieval import walk as retrieval
 
 
 def _turn_edges(eng: Engine) -> set[tuple[str, str]]:
@@ -125,6 +125,6 @@ def test_a_question_naming_a_date_ranks_documents_dated_elsewhere_behind(
     ("in May", []), ("in 2023", []), ("Mayday 2023", []), ("", []),
 ])
 def test_the_dates_a_question_names(query: str, windows: list) -> None:
-    from seahorse.services.timeline import dates_in, iso
+    from seahorse.core.timeline import dates_in, iso
 
     assert [(iso(a)[:10], iso(b)[:10]) for a, b in dates_in(query)] == windows

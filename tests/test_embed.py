@@ -14,7 +14,7 @@ from onnx_fixtures import VOCAB, build_tokenizer
 
 from seahorse.config import load_settings
 from seahorse.errors import ConfigError, InvalidInput, MissingExtra
-from seahorse.mechanisms.embed import WordLlamaEmbedder, local_onnx, make_embedders, minilm
+from seahorse.mechanisms.models.embed import WordLlamaEmbedder, local_onnx, make_embedders, minilm
 
 DIM = 8
 
@@ -139,7 +139,7 @@ def test_a_malformed_safetensors_file_is_one_clear_error(tmp_path, damage: bytes
     """The WordLlama table is read from the wheel's safetensors file by hand: a truncated or
     malformed one names the file, never a bare KeyError or JSON error."""
     from seahorse.errors import InvalidInput
-    from seahorse.mechanisms.embed import safetensors_array
+    from seahorse.mechanisms.models.embed import safetensors_array
 
     bad = tmp_path / "w.safetensors"
     bad.write_bytes(damage)
@@ -149,7 +149,7 @@ def test_a_malformed_safetensors_file_is_one_clear_error(tmp_path, damage: bytes
 
 def test_a_safetensors_file_cut_short_is_one_clear_error(tmp_path) -> None:
     from seahorse.errors import InvalidInput
-    from seahorse.mechanisms.embed import safetensors_array
+    from seahorse.mechanisms.models.embed import safetensors_array
 
     header = json.dumps({"embedding.weight": {"dtype": "F16", "shape": [4, 2],
                                               "data_offsets": [0, 16]}}).encode()
@@ -176,7 +176,7 @@ def _resident_kb(array: np.ndarray) -> int:
 def test_a_table_gather_leaves_no_page_of_the_table_mapped(tmp_path) -> None:
     """WordLlama's table is read in place from its file; after a call the process holds
     none of its pages (the page cache does), and the next call reads the same values."""
-    from seahorse.mechanisms.embed import WordLlamaPhrases, drop_pages
+    from seahorse.mechanisms.models.embed import WordLlamaPhrases, drop_pages
 
     phrases = WordLlamaPhrases()
     first = phrases.embed(["the lighthouse keeper", "zram on a Raspberry Pi"])

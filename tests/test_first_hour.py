@@ -18,7 +18,7 @@ from seahorse import Engine, Settings
 from seahorse.adapters import cli
 from seahorse.adapters.cli_help import why
 from seahorse.config import TOP_K_MAX
-from seahorse.services.explain import ORIGINS
+from seahorse.retrieval.explain import ORIGINS
 
 
 @pytest.fixture

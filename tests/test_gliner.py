@@ -22,9 +22,9 @@ import pytest
 from seahorse import Engine, Settings
 from seahorse.config import load_settings
 from seahorse.errors import ConfigError, InvalidInput
-from seahorse.mechanisms import gliner
 from seahorse.mechanisms.extract import Extractor, RuleExtractor
-from seahorse.mechanisms.gliner import DEFAULT_LABELS, GlinerExtractor, GlinerSettings, auto_setup
+from seahorse.mechanisms.models import gliner
+from seahorse.mechanisms.models.gliner import DEFAULT_LABELS, GlinerExtractor, GlinerSettings, auto_setup
 
 
 def gliner_settings(env: dict[str, str]) -> GlinerSettings:

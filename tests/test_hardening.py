@@ -286,7 +286,7 @@ def test_synonym_cache_goes_with_a_rolled_back_write(engine, hash_settings):
 
 
 def test_search_state_is_built_aside(engine, monkeypatch):
-    from seahorse.services.state import RetrievalIndex
+    from seahorse.retrieval.state import RetrievalIndex
 
     engine.add_document("Raspberry Pi 5 users enable zram to keep pages in memory.", source="a")
     engine.search("zram", refuse=False)

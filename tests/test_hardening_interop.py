@@ -312,7 +312,7 @@ def test_basic_memory_import_never_follows_a_symlink(tmp_path: Path, cli) -> Non
 
 
 def test_watch_never_follows_a_symlink(tmp_path: Path) -> None:
-    from seahorse.services.watch import Watcher
+    from seahorse.code.watch import Watcher
 
     notes, outside = _folder_with_links(tmp_path)
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:

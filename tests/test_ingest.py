@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from seahorse import Engine, Settings
-from seahorse.mechanisms.embed import HashEmbedder, HashPhrases
-from seahorse.services import ingest
+from seahorse.ingest import pipeline as ingest
+from seahorse.mechanisms.models.embed import HashEmbedder, HashPhrases
 from seahorse.store import SCHEMA_VERSION
 from seahorse.store.sqlite import _from_blobs
 

@@ -10,9 +10,9 @@ import pytest
 from test_code_repo import commit, git, make_engine
 
 from seahorse.errors import InvalidInput
+from seahorse.ingest import pipeline as ingest_mod
 from seahorse.mechanisms import repo as repo_mod
 from seahorse.mechanisms.repo import Repo
-from seahorse.services import ingest as ingest_mod
 
 
 def _two_repos(tmp_path: Path) -> tuple[Path, Path]:
@@ -231,7 +231,7 @@ def test_library_ids_and_limits_beyond_int64(tmp_path: Path) -> None:
 
 # ----- bounded memory per text, progress per small batch -----------------------------------
 def test_long_lines_are_windowed_by_characters_too() -> None:
-    from seahorse.services.codeindex import line_windows
+    from seahorse.code.index import line_windows
 
     lines = ["short", "y" * 9000, "z", "w"]
     got = [(a, b, len(t)) for a, b, t in line_windows(lines, 40, 4000)]
@@ -241,7 +241,7 @@ def test_long_lines_are_windowed_by_characters_too() -> None:
 
 
 def test_every_tier_caps_the_characters_it_reads() -> None:
-    from seahorse.mechanisms.embed import CHARS_PER_TOKEN, MAX_TOKENS, HashEmbedder
+    from seahorse.mechanisms.models.embed import CHARS_PER_TOKEN, MAX_TOKENS, HashEmbedder
 
     huge = "garden " * 1_000_000
     head = huge[:MAX_TOKENS * CHARS_PER_TOKEN]
@@ -251,7 +251,7 @@ def test_every_tier_caps_the_characters_it_reads() -> None:
 
 def test_wordllama_reads_at_most_max_tokens() -> None:
     pytest.importorskip("wordllama")
-    from seahorse.mechanisms.embed import MAX_TOKENS, WordLlamaEmbedder
+    from seahorse.mechanisms.models.embed import MAX_TOKENS, WordLlamaEmbedder
 
     emb = WordLlamaEmbedder()
     vec = emb.embed(['{"a": 1}, ' * 300_000])
@@ -260,7 +260,7 @@ def test_wordllama_reads_at_most_max_tokens() -> None:
 
 
 def test_a_killed_run_keeps_the_batches_it_committed(tmp_path: Path, monkeypatch) -> None:
-    from seahorse.services import codeindex
+    from seahorse.code import index as codeindex
 
     root = tmp_path / "r"
     root.mkdir()

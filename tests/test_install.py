@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from seahorse.mechanisms import code, embed
+from seahorse.mechanisms import code
+from seahorse.mechanisms.models import embed
 from seahorse.version import __version__
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seahorse.mechanisms import int8dot
+from seahorse.mechanisms.models import int8dot
 from seahorse.mechanisms.numeric import quantise
 
 

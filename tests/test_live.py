@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from seahorse import Engine, Settings
-from seahorse.services.state import RetrievalIndex
+from seahorse.retrieval.state import RetrievalIndex
 
 TEXTS = [
     "Raspberry Pi 5 users often enable zram to keep compressed pages in memory.",
@@ -178,7 +178,7 @@ def test_resident_vectors_are_int8_and_score_as_the_stored_ones(engine: Engine) 
     """The state holds passage vectors as int8 + a scale per row (a quarter of float32) and
     scores a query against them in blocks: each cosine within 1e-2 of the stored vector's,
     the order of the clear winners unchanged, and what it holds a quarter of float32's."""
-    from seahorse.services import state as state_module
+    from seahorse.retrieval import state as state_module
 
     for k, text in enumerate(TEXTS):
         engine.add_document(text, source=f"doc:{k}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_server import serve
 
-import seahorse.services.timeline as timeline
+import seahorse.core.timeline as timeline
 from seahorse import Engine
 from seahorse.errors import InvalidInput, NotFound
 

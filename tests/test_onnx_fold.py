@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seahorse.mechanisms import embed
-from seahorse.mechanisms.onnxrt import folded_model
+from seahorse.mechanisms.models import embed
+from seahorse.mechanisms.models.onnxrt import folded_model
 
 TEXTS = ["who founded the company that makes the Raspberry Pi", "zram keeps pages compressed in RAM"]
 

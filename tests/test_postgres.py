@@ -15,7 +15,7 @@ from conftest import _clean_env, new_pg_database
 
 from seahorse import Engine, Settings, text
 from seahorse.errors import InvalidInput, MissingExtra, SchemaMismatch, StorageError
-from seahorse.services.lifecycle import norm_hash
+from seahorse.ingest.lifecycle import norm_hash
 from seahorse.store import MIGRATIONS, open_store
 from seahorse.store.pg_migrations import PG_MIGRATIONS
 from seahorse.store.postgres import PostgresStore

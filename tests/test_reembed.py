@@ -11,7 +11,7 @@ from test_embed import build_embedder
 
 from seahorse import Engine, Settings
 from seahorse.errors import InvalidInput, SchemaMismatch
-from seahorse.mechanisms.embed import HashEmbedder, HashPhrases, register_embedder
+from seahorse.mechanisms.models.embed import HashEmbedder, HashPhrases, register_embedder
 
 DOCS = [("Zram is a compressed swap device in RAM. It helps a Raspberry Pi under memory pressure.",
          "zram"),
@@ -84,7 +84,7 @@ def test_a_crash_half_way_changes_nothing(tmp_path: Path) -> None:
                 raise KeyboardInterrupt  # as if killed between batches
             return super().embed_spans(texts, spans)
 
-    import seahorse.services.reembed as rm
+    import seahorse.interop.reembed as rm
 
     old_batch, rm.BATCH = rm.BATCH, 1
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from test_code_repo import commit, git, make_engine
 
+from seahorse.code.index import HISTORY_PARSER
 from seahorse.mechanisms.repo import Repo
-from seahorse.services.codeindex import HISTORY_PARSER
 
 
 def _hostile_repo(tmp_path: Path) -> tuple[Path, Path]:

@@ -21,8 +21,8 @@ from onnx_fixtures import VOCAB, build_model, build_tokenizer, expected_score
 
 from seahorse.config import load_settings
 from seahorse.errors import ConfigError, InvalidInput, MissingExtra
-from seahorse.mechanisms import onnxrt
-from seahorse.mechanisms.rerank import (
+from seahorse.mechanisms.models import onnxrt
+from seahorse.mechanisms.models.rerank import (
     CrossEncoder,
     RerankedHit,
     RerankSettings,

@@ -13,8 +13,8 @@ from onnx_fixtures import build_model, build_tokenizer
 from seahorse import Engine, Settings, load_settings
 from seahorse.config import ENV_VARS, GlinerSettings, RerankSettings
 from seahorse.errors import ConfigError
-from seahorse.mechanisms.embed import make_embedders
-from seahorse.mechanisms.gliner import GlinerExtractor
+from seahorse.mechanisms.models.embed import make_embedders
+from seahorse.mechanisms.models.gliner import GlinerExtractor
 
 DOCS = {
     "plain": "The pi board has a cpu and swap memory. The pi board is the board.",

@@ -1,4 +1,4 @@
-"""The graph snapshot beside a SQLite store (services/snapshot.py): written after a full load,
+"""The graph snapshot beside a SQLite store (retrieval/snapshot.py): written after a full load,
 memory-mapped by the next process and caught up from there, written again after the patched
 adjacency is compacted, and never used when it is not of this store's history (a backup
 restored, a damaged file): the state is always what a fresh load of the file gives."""
@@ -14,7 +14,7 @@ from test_live import TEXTS, _fresh, _hits, _state
 
 from seahorse import Engine, Settings
 from seahorse.mechanisms import csr
-from seahorse.services import snapshot
+from seahorse.retrieval import snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -230,7 +230,7 @@ def test_stats_names_the_snapshot_and_whether_it_is_mapped(tmp_path) -> None:
 def test_pruning_keeps_a_newer_snapshot_of_the_same_history(tmp_path) -> None:
     """A process writing a snapshot of an older change (it loaded before another process's
     writes) removes the older ones, never a newer one of this store's history."""
-    from seahorse.services.state import CATCH_UP_MAX
+    from seahorse.retrieval.state import CATCH_UP_MAX
 
     db = tmp_path / "s.db"
     _written(db, TEXTS[:3], search=True)

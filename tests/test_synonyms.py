@@ -7,9 +7,9 @@ import pytest
 from test_engine import assert_consistent
 
 from seahorse import Engine, Settings
+from seahorse.ingest import synonyms
+from seahorse.ingest.synonyms import PhraseMatrix, nearest_pairs
 from seahorse.mechanisms.numeric import quantise
-from seahorse.services import synonyms
-from seahorse.services.synonyms import PhraseMatrix, nearest_pairs
 
 
 def reference(queries, query_ids, ids, mat, k, threshold):

@@ -24,10 +24,10 @@ import pytest
 
 from seahorse import Engine, Settings
 from seahorse.adapters.cli import main
+from seahorse.core import progress as progress_mod
 from seahorse.errors import SeahorseError
-from seahorse.mechanisms.embed import HashEmbedder, HashPhrases, register_embedder
-from seahorse.services import progress as progress_mod
-from seahorse.services.synonyms import PhraseMatrix
+from seahorse.ingest.synonyms import PhraseMatrix
+from seahorse.mechanisms.models.embed import HashEmbedder, HashPhrases, register_embedder
 
 NAME = "held-hash"
 
@@ -200,7 +200,7 @@ def test_import_of_an_export_embeds_before_its_transaction(gate: Gate, tmp_path:
 def test_an_import_that_fails_writes_nothing(gate: Gate, tmp_path: Path, monkeypatch, slice_s) -> None:
     """All or nothing still: a failure while writing takes every row back, those of slices
     committed before it too (0.0: each document its own slice)."""
-    from seahorse.services import interop
+    from seahorse.interop import formats as interop
 
     monkeypatch.setattr(interop, "WRITE_SLICE_S", slice_s)
     src = _entities(tmp_path / "memory.jsonl", 100)
@@ -436,7 +436,7 @@ def test_a_checkouts_batch_lists_only_what_changed(gate: Gate, tmp_path: Path) -
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
     with Engine(Settings(db_path=gate.db, embedder=NAME, usage=False), create=False) as eng:
-        from seahorse.services.watch import Watcher
+        from seahorse.code.watch import Watcher
 
         w = Watcher(eng.code_index, eng.ingest, eng.store, [repo], mode="repo")
         target = w.targets[0]

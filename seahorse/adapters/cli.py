@@ -611,7 +611,7 @@ def _record(out: dict) -> str:
 
 def cmd_models(args: argparse.Namespace) -> Any:
     from ..config import load_settings
-    from ..services import models
+    from ..core import models
 
     if args.models_command == "quantize":
         return models.quantize(args.src, args.dst, runs=args.runs)
@@ -620,13 +620,13 @@ def cmd_models(args: argparse.Namespace) -> Any:
 
 def cmd_doctor(args: argparse.Namespace) -> Any:
     from ..config import load_settings
-    from ..services import models
+    from ..core import models
 
     return models.doctor(load_settings(db_path=args.db))
 
 
 def cmd_migrate(args: argparse.Namespace) -> Any:
-    from ..services.transfer import migrate
+    from ..interop.transfer import migrate
 
     return migrate(args.src, args.dst)
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-# evidence.paths[].origin (services/explain.py) in words: the question's own or reached through it
+# evidence.paths[].origin (retrieval/explain.py) in words: the question's own or reached through it
 ORIGIN_WORDS = {"fact": "reached through a matching sentence", "context": "from the session's earlier turns",
                 "match": "close to the question"}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidInput, StorageError
-from ..services.interop import EXPORT_FORMATS, IMPORT_FORMATS, SKIPPED_SHOWN
+from ..interop.formats import EXPORT_FORMATS, IMPORT_FORMATS, SKIPPED_SHOWN
 from .progress import for_args as progress_for
 
 Opener = Callable[..., Any]  # cli._engine(args, create=...)
@@ -251,7 +251,7 @@ def _write_file(records, out: Path, to: str = "seahorse") -> dict:
 
 def _write(records, out, to: str = "seahorse") -> dict:
     if to == "csv":
-        from ..services.interop import write_csv
+        from ..interop.formats import write_csv
 
         counts = {"rows": write_csv(records, out)}
     elif to == "seahorse":

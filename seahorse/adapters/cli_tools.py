@@ -88,7 +88,7 @@ def commands(opener: Opener) -> dict[str, Callable[[argparse.Namespace], Any]]:
         with opener(args) as eng:
             out = eng.gain(since=args.since)
         if args.html:
-            from ..services.usage import write_html
+            from ..core.usage import write_html
 
             out["html"] = write_html(out, args.html)
         return out

@@ -1,4 +1,4 @@
-"""Progress of long commands on stderr (``services/progress.py`` decides when a line is due)."""
+"""Progress of long commands on stderr (``core/progress.py`` decides when a line is due)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import sys
 
-from ..services.progress import Ticker
+from ..core.progress import Ticker
 
 
 def ticker(unit: str, brief: bool = False, every: int = 500) -> Ticker:

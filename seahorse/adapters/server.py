@@ -349,7 +349,7 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
                                              "values included)")] = None,
                cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchResult:
         """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included). next_cursor, passed back as cursor with the same query, gives the next page (null on the last)."""
-        from ..services.codequery import SNIPPET_CHARS  # here: the handshake imports no engine
+        from ..code.query import SNIPPET_CHARS
 
         if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
             raise ToolError(f"top_k is at most {MCP_TOP_K_MAX}; page with cursor, or narrow the question "
@@ -452,7 +452,7 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
                    max_commits: Annotated[int, P("newest commits indexed")] = 1000) -> R.IndexRepoResult:
         """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty. Only folders under the client's roots (or the server's working folder, and folders the user allowed with --allow / SEAHORSE_ALLOW) may be indexed."""
         from ..config import load_settings
-        from ..services.runtime import check_path
+        from ..core.runtime import check_path
 
         try:
             check_path("path", path)

@@ -769,7 +769,7 @@ def split_identifier(name: str) -> list[str]:
 def symbol_text(path: str, sym: Symbol, children: list[str]) -> str:
     """What gets embedded and indexed for full-text search: names spelt out as words,
     the signature, the doc, and the body (or, for a class, the names of its members). A test's
-    or example's declaration is embedded by its first tokens only (services/codeindex.py)."""
+    or example's declaration is embedded by its first tokens only (code/index.py)."""
     words = " ".join(split_identifier(sym.qualname))
     head = f"{sym.kind} {sym.qualname} ({words}) in {path}"
     parts = [head, sym.signature]

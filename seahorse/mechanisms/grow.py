@@ -1,7 +1,7 @@
 """Per-vertex arrays that grow at the end without a copy.
 
 A write's catch-up builds the next search state beside the current one and swaps it in whole
-(services/state.py): every per-vertex array of the next state used to be a new one, a
+(retrieval/state.py): every per-vertex array of the next state used to be a new one, a
 concatenation of the old and the new vertices' values. At 100k passages (1.3M vertices) that
 was ~100 MB of fresh pages per write, most of the first search after it. :func:`extended`
 instead writes the new values into spare room after the old ones and hands out a longer view

@@ -345,7 +345,7 @@ class Store(Protocol):
     def node_phrase_keys(self, node_ids: Sequence[int]) -> dict[int, set[str]]:
         ...
 
-    # ----- whole-repository analyses and usage analytics (store/analysis.py) --------------
+    # ----- whole-repository analyses and usage analytics (store/code/analysis.py) --------------
     def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
         ...
 

@@ -357,7 +357,7 @@ def _m0009_time_lifecycle(db: sqlite3.Connection) -> None:
 
 
 def _m0010_code_versions(db: sqlite3.Connection) -> None:
-    """Versions of a checkout beside its HEAD index (issue 24, ``store/versions.py``): the
+    """Versions of a checkout beside its HEAD index (issue 24, ``store/code/versions.py``): the
     commits indexed as versions, each one's code files by blob, and the declarations of each
     (blob, path) once, whatever number of versions hold it. No node, edge or text-index row:
     the HEAD index and its search are untouched by a version."""
@@ -434,7 +434,7 @@ def _m0011_usage(db: sqlite3.Connection) -> None:
 
 
 def _m0012_phrase_cells(db: sqlite3.Connection) -> None:
-    """Synonym search through cells (issue 23, services/synonyms.py): past ``IVF_MIN`` phrases
+    """Synonym search through cells (issue 23, ingest/synonyms.py): past ``IVF_MIN`` phrases
     each phrase belongs to the cell of its nearest centroid, and a new phrase is compared with
     the phrases of its nearest cells only, read through the index on ``cell``. NULL until a
     store grows past that size."""
@@ -454,7 +454,7 @@ def _m0012_phrase_cells(db: sqlite3.Connection) -> None:
 def _m0013_server_vectors(db: sqlite3.Connection) -> None:
     """Nothing in a SQLite file: its twin gives a PostgreSQL store pgvector's copy of the
     passage vectors (``dense_vectors``), which the server scores so that a process holds none
-    of them; a SQLite store's vectors are scored in the process (services/state.py)."""
+    of them; a SQLite store's vectors are scored in the process (retrieval/state.py)."""
 
 
 def _m0014_compact_rows(db: sqlite3.Connection) -> None:

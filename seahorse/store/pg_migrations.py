@@ -359,7 +359,7 @@ CREATE TABLE phrase_cells(
 """
 
 # pgvector's copy of the passage vectors (the stored values as float32), scored by the server:
-# a process keeps no vector of a PostgreSQL store (services/state.py). Filled from ``vectors``
+# a process keeps no vector of a PostgreSQL store (retrieval/state.py). Filled from ``vectors``
 # by PostgresStore.fill_dense_vectors when this runs (the blobs are decoded in Python)
 # and written beside ``vectors`` by set_vectors from then on.
 _M0013 = """

@@ -28,9 +28,9 @@ from psycopg.types.numeric import FloatDumper, IntDumper
 
 from ..config import DbUrl
 from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, SeahorseError, StorageError
-from .code import _REPO_DOCS
+from .code.facet import SQLiteCode
+from .code.tables import _REPO_DOCS
 from .codec import _from_blobs, _to_blobs, recode
-from .codestore import SQLiteCode
 from .dialect import PostgresSQL, numbered
 from .pg_migrations import PG_MIGRATIONS
 from .sqlite import BUSY_TIMEOUT_S, SQLiteStore

@@ -31,9 +31,9 @@ from ..errors import (
     SeahorseError,
     StorageError,
 )
-from .analysis import AnalysisTables
-from .codec import _from_blobs, _to_blob, _to_blobs, pack_ids, recode  # noqa: F401  (_to_blob: imported from here)
-from .codestore import SQLiteCode
+from .code.analysis import AnalysisTables
+from .code.facet import SQLiteCode
+from .codec import _to_blobs, pack_ids, recode
 from .dialect import SQLiteSQL, inserted_id
 from .docrows import DocumentRows
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
@@ -200,7 +200,7 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
 
     @cached_property
     def code(self) -> SQLiteCode:
-        """The code facet: repositories, symbols, links, history, versions (store/codestore.py)."""
+        """The code facet: repositories, symbols, links, history, versions (store/code/facet.py)."""
         return self._code_facet(self)
 
     # ----- connection -------------------------------------------------------------------

@@ -1,0 +1,428 @@
+"""The read side of code: repositories by reference, declarations by name, bodies, callers,
+references, history, recent changes, refusal for code searches, and the compact, token-budgeted
+form of hits that both adapters hand to agents."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from pathlib import Path
+from typing import Callable
+
+from ..core.runtime import check_int, check_path, check_text
+from ..errors import InvalidInput, NotFound
+from ..mechanisms.code import split_identifier
+from ..store import Store
+from ..text import estimate_tokens, query_terms
+
+COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
+MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
+MANY_ABSENT, MIN_COVERAGE_MANY = 2, 0.75  # ... or two or more are absent and over a quarter
+MIN_DENSE = 0.1  # refuse when no top hit is similar in meaning either (cosine)
+# A repository search with a distinctive word the repository lacks is answered when, and only
+# when, a top hit is this close in meaning (the user's words need not be the code's). Chosen
+# on the dev halves of the code rulers and the absent questions (README, Code retrieval).
+DENSE_VOUCH = 0.42
+# ... or when one top hit holds this many of the question's own words (identifiers split,
+# stemmed): the words the repository has meet in one declaration, so the subject is there and
+# the missing word is the user's, not a missing subject. On the dev halves no absent question's
+# top-3 hit held more than 2 and 9 of 17 answerable ones with a missing word held 3 or more
+# (README, Code retrieval); it does not lean on the embedder's cosine scale.
+LEXICAL_VOUCH = 3
+ID_MAX = 2**63 - 1
+# A date in a question says when, not what: stores keep time as metadata (a turn's session
+# date, a memory's time) more often than in their text, so a missing month, weekday, day
+# number, ordinal or year is not a missing subject (found, it still counts).
+_MONTHS = ("january february march april may june july august september october november "
+           "december jan feb mar apr jun jul aug sep sept oct nov dec")
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
+TIME_WORDS = frozenset((_MONTHS + " " + _DAYS + " st nd rd th").split())
+_TIME_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th)?|[12]\d{3}s?")
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s\b")  # Caroline's -> Caroline
+_NEGATION = re.compile(r"\b\w+n['\u2019]t\b")  # hadn't, wouldn't: function words
+_TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only: café stays whole
+
+
+class CodeQueries:
+    """Read-only lookups over the code tables (symbols, references, commits)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # ----- repositories ---------------------------------------------------------------
+    def repo_row(self, ref: str | Path | None) -> tuple:
+        """(id, root, name, is_git, head, history_doc) of an indexed repository: by path, by
+        name, or the only one there is."""
+        rows = self.store.code.repo_rows()
+        if ref is None:
+            if len(rows) == 1:
+                return rows[0]
+            if not rows:
+                raise NotFound("no repository is indexed", code="no_repo")
+            names = ", ".join(r[2] for r in rows)
+            raise InvalidInput(f"{len(rows)} repositories are indexed ({names}), which one is meant",
+                               field="repo", code="ambiguous_repo", repos=[r[2] for r in rows])
+        want = check_path("repo", ref)
+        try:
+            resolved = str(Path(want).expanduser().resolve())
+        except (OSError, ValueError):
+            resolved = want
+        for r in rows:
+            if r[1] == resolved:
+                return r
+        named = [r for r in rows if r[2] == want]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            roots = ", ".join(r[1] for r in named)
+            raise InvalidInput(f"{len(named)} indexed repositories are named {want!r} ({roots})",
+                               field="repo", code="ambiguous_repo_name", repos=[r[1] for r in named])
+        raise NotFound(f"repository {want!r} is not indexed", field="repo",
+                       code="repo_not_indexed", repo=want)
+
+    def code_fields(self, node_ids: list[int]) -> dict[int, dict]:
+        syms, commits = self.store.code.code_rows(node_ids)
+        out: dict[int, dict] = {}
+        for node, path, qual, kind, a, b, sig, doc, dirty, lang, repo in syms:
+            is_decl = kind not in ("doc", "window", "file")
+            out[node] = {"path": path, "symbol": qual if is_decl else None, "symbol_kind": kind,
+                         "start_line": a, "end_line": b, "signature": sig if is_decl else None,
+                         "language": lang, "repo": repo, "dirty": bool(dirty),
+                         "doc": (doc.split("\n\n")[0][:300] if doc else None)}
+        for node, sha, subject, date, author in commits:
+            out[node] = {"commit": sha, "subject": subject, "date": date, "author": author,
+                         "path": None, "symbol": None, "start_line": None, "end_line": None}
+        return out
+
+    # ----- refusal ------------------------------------------------------------------
+    def refusal(self, terms: list[str], top_dense: float | None,
+                counts: Callable[[str], int] | None = None, total: int | None = None,
+                held: int = 0) -> dict | None:
+        """A machine-readable reason to return nothing, or None to answer.
+
+        Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
+        none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
+        are missing and they are over a quarter of them; in a repository search (``counts``
+        given) with hits that have vectors: any is missing, no top hit is DENSE_VOUCH close
+        in meaning and none holds LEXICAL_VOUCH of the question's words (``held``: the most
+        one top hit holds). ``no_match``: the words are there
+        but none of the top hits is close in meaning (``top_dense``, their best cosine, is
+        under MIN_DENSE; None when no top hit has a vector, as commits have none).
+
+        ``counts`` (a term's matching units) and ``total`` (the units) say what is searched:
+        one repository's documents (see :meth:`repo_term_count`); by default the whole store."""
+        if not terms:
+            return None
+        scoped = counts is not None
+        if counts is None:
+            def counts(t: str) -> int:
+                return self.store.text_matches(fts_term(t))
+        total = (total if total is not None else self.store.text_units()) or 1
+        present, absent = [], []
+        for t in terms:
+            n = counts(t)
+            if n == 0:
+                if not is_time_word(t):
+                    absent.append(t)
+            elif n / total <= COMMON_SHARE:
+                present.append(t)
+        distinctive = len(present) + len(absent)
+        coverage = len(present) / distinctive if distinctive else 1.0
+        detail = {"coverage": round(coverage, 3), "missing": absent, "found": present}
+        if scoped and top_dense is not None:
+            if absent and top_dense < DENSE_VOUCH and held < LEXICAL_VOUCH:
+                return {"reason": "absent_terms", "top_dense": round(top_dense, 4), "held": held,
+                        **detail}
+        elif distinctive and (coverage < MIN_COVERAGE
+                              or (len(absent) >= MANY_ABSENT and coverage < MIN_COVERAGE_MANY)):
+            return {"reason": "absent_terms", **detail}
+        if top_dense is not None and top_dense < MIN_DENSE:
+            return {"reason": "no_match", "top_dense": round(top_dense, 4), **detail}
+        return None
+
+    # ----- symbols ------------------------------------------------------------------
+    def find(self, name: str, repo_id: int | None = None, limit: int = 20) -> list[dict]:
+        """Declarations named ``name``: an exact qualified name, a bare name, or a dotted tail
+        (``wsgi_app`` and ``Flask.wsgi_app`` both find ``Flask.wsgi_app``), optionally after
+        ``PATH:`` to pick one file's (``src/a.js:compare``; ``./`` and ``\\`` accepted). C++'s
+        ``ns::f`` is ``ns.f``."""
+        name = name.strip().replace("::", ".")
+        if not name:
+            raise InvalidInput("symbol name is empty", field="name", code="empty")
+        path, sep, rest = name.rpartition(":")
+        if sep and path and rest:
+            name, path = rest, posixpath.normpath(path.replace("\\", "/"))
+        else:
+            path = None
+        # Every declaration of that name, the exact qualified name first, then dotted tails,
+        # then (a bare name) the methods of that name: `get` lists a module's get() and
+        # Session.get, never one hiding the other.
+        ids: list[int] = []
+        for tier in ("qualname", "tail", "name"):
+            if tier == "name" and "." in name:
+                break
+            found = self.store.code.find_symbols(name, repo_id, tier)
+            if path is not None:  # the file's own, whatever other files hold of that name
+                fields = self.code_fields(found)
+                found = [i for i in found if i in fields and fields[i]["path"] == path]
+            seen = set(ids)
+            ids += [i for i in found if i not in seen]
+        fields = self.code_fields(ids[:limit])
+        return [{"id": i, **fields[i]} for i in ids[:limit] if i in fields]
+
+    def repo_id(self, repo: str | Path | None) -> int | None:
+        """The id of ``repo``, or None for all of them; NotFound when none is indexed."""
+        if repo is not None:
+            return self.repo_row(repo)[0]
+        if not self.store.code.repo_rows():
+            raise NotFound("no repository is indexed", code="no_repo")
+        return None
+
+    def named(self, name: str, repo: str | Path | None) -> list[dict]:
+        """Declarations called ``name`` (best first), or NotFound saying what to do."""
+        name = check_text("name", name)
+        repo_id = self.repo_id(repo)
+        found = self.find(name, repo_id)
+        if not found:
+            raise NotFound(f"no symbol {name!r}",
+                           field="name", code="no_symbol", name=name)
+        return found
+
+    def body(self, node_id: int) -> str:
+        row = self.store.code.symbol_span(node_id)
+        if row is None:
+            return ""
+        a, b, content = row
+        return "\n".join(content.split("\n")[a - 1:b])
+
+    def linked(self, node_id: int, kind: str, incoming: bool) -> list[dict]:
+        ids = self.store.code.linked_ids(node_id, kind, incoming)
+        fields = self.code_fields(ids)
+        return [{"id": i, **fields[i]} for i in ids if i in fields]
+
+    def references(self, node_id: int) -> list[dict]:
+        """Every place that names the symbol: resolved calls/imports/inherits, calls by the
+        same name that could not be resolved (marked ``resolved: false``), and docs."""
+        row = self.store.code.symbol_key(node_id)
+        if row is None:
+            return []
+        _path, _qual, name, repo_id = row
+        resolved = self.store.code.links_to(node_id, ("calls", "inherits", "imports", "mentions"))
+        kind_of = {"call": "calls", "inherit": "inherits", "import": "imports"}
+        out = []
+        seen = set()
+        for src, kind, line in self.store.code.refs_named(name, repo_id):
+            if src == node_id:
+                continue
+            seen.add((src, kind_of[kind]))
+            out.append((src, kind_of[kind], line, (src, kind_of[kind]) in resolved))
+        for src, kind in sorted(resolved):
+            if (src, kind) not in seen:
+                out.append((src, kind, None, True))
+        fields = self.code_fields([o[0] for o in out])
+        res = []
+        for src, kind, line, ok in out:
+            if src in fields:
+                f = fields[src]
+                res.append({"id": src, "kind": kind, "resolved": ok, "line": line or f["start_line"],
+                            "path": f["path"], "symbol": f["symbol"], "start_line": f["start_line"],
+                            "end_line": f["end_line"]})
+        return res
+
+    # ----- history ------------------------------------------------------------------
+    def history(self, node_id: int, limit: int = 20) -> list[dict]:
+        """Commits that changed the symbol, newest first: by its qualified name in its file
+        and in every path the file was renamed from."""
+        row = self.store.code.symbol_key(node_id)
+        if row is None:
+            return []
+        path, qual, _name, repo_id = row
+        paths = self.lineage(repo_id, path)
+        return [_commit_dict(r) for r in self.store.code.symbol_commits(repo_id, qual, paths, limit)]
+
+    def history_gap(self, node_id: int) -> dict | None:
+        """Why a symbol's history is empty, by its real cause: ``not_git`` (no history to
+        read), ``history_not_indexed``, ``uncommitted`` (its file is an uncommitted edit),
+        ``older_than_window`` (only the newest commits are indexed: the change is older) or
+        ``no_recorded_change`` (the whole history is indexed and none changed it)."""
+        row = self.store.code.symbol_key(node_id)
+        if row is None:
+            return None
+        _path, _qual, _name, repo_id = row
+        repo = next((r for r in self.store.code.repo_rows() if r[0] == repo_id), None)
+        if repo is None:
+            return None
+        total, cut = self.store.code.history_shape(repo_id)
+        dirty = bool(self.code_fields([node_id]).get(node_id, {}).get("dirty"))
+        if not repo[3]:
+            return {"reason": "not_git", "message": f"{repo[1]} is not a git repository: there is no history"}
+        if total == 0:
+            return {"reason": "history_not_indexed",
+                    "message": "the history is not indexed (index the repository without --no-history)"}
+        if dirty:
+            return {"reason": "uncommitted", "commits": total,
+                    "message": "its file has uncommitted edits: the change is not in any commit yet"}
+        if cut:
+            return {"reason": "older_than_window", "commits": total,
+                    "message": f"none of the {total} newest commits indexed changed it; the commit that did "
+                               "is older (raise --max-commits)"}
+        return {"reason": "no_recorded_change", "commits": total,
+                "message": f"all {total} commits are indexed and none recorded a change to it"}
+
+    def lineage(self, repo_id: int, path: str) -> list[str]:
+        """The path and every earlier name of the file (renames followed back, cycles cut)."""
+        seen = [path]
+        frontier = [path]
+        while frontier:
+            olds = self.store.code.renamed_from(repo_id, frontier)
+            frontier = [p for p in olds if p not in seen]
+            seen += frontier
+        return seen
+
+    def changes(self, repo_id: int, shas: list[str], limit_symbols: int = 30) -> list[dict]:
+        out = []
+        for sha in shas:
+            row = self.store.code.commit_row(repo_id, sha)
+            if row is None:
+                continue
+            c = _commit_dict((*row, None, None))
+            touched, total = self.store.code.commit_touch_list(row[0], limit_symbols)
+            c["symbols"] = [{"path": p, "symbol": q, "change": ch} for p, q, ch in touched]
+            c["symbols_total"] = total
+            out.append(c)
+        return out
+
+
+def _commit_dict(r: tuple) -> dict:
+    node, sha, author, date, message, change, path = r
+    subject = message.partition("\n")[0]
+    out = {"id": node, "commit": sha, "author": author, "date": date, "subject": subject,
+           "message": message}
+    if change is not None:
+        out["change"] = change
+    return out
+
+
+def also_named(others: list[dict]) -> list[dict]:
+    """Other declarations a bare name could mean: the answer is for the first, and says so."""
+    return [{"id": s["id"], "path": s["path"], "symbol": s["symbol"], "start_line": s["start_line"]}
+            for s in others]
+
+
+def check_limit(limit, hi: int = 1000) -> int:
+    return check_int("limit", limit, 1, hi)
+
+
+def check_id(node_id) -> int:
+    if isinstance(node_id, bool) or not isinstance(node_id, int):
+        raise InvalidInput("id must be an integer (the `id` of a search hit)", field="id")
+    if not 0 < node_id <= ID_MAX:
+        raise InvalidInput(f"id must be from 1 to {ID_MAX}", field="id")
+    return node_id
+
+
+# ----- compact hits: snippets, or a token budget (written once, for every face) ---------------
+SNIPPET_CHARS = 400  # MCP `search` cuts each hit's text here (and says so: `truncated`)
+
+
+def snippet_hit(hit: dict, chars: int = SNIPPET_CHARS) -> dict:
+    """A plain hit with its text cut at ``chars`` characters (``…`` marks the cut) and
+    ``truncated`` saying whether it was; ``expand`` returns the whole text."""
+    text = hit["text"]
+    out = dict(hit)
+    out["truncated"] = len(text) > chars
+    out["text"] = text[:chars] + ("…" if out["truncated"] else "")
+    return out
+
+
+def check_token_budget(token_budget) -> int:
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        raise InvalidInput("token_budget must be a positive integer", field="token_budget")
+    return token_budget
+
+
+def check_snippet_chars(chars) -> int:
+    return check_int("snippet_chars", chars, 1, 1_000_000)
+
+
+def compact_view(result: dict, *, snippet_chars: int | None = None,
+                 token_budget: int | None = None) -> dict:
+    """A search result's dict with its hits compacted: under ``token_budget`` tokens
+    (:func:`budget_hits`; adds ``token_budget``, ``tokens_used``, ``truncated``), else each cut
+    at ``snippet_chars`` (:func:`snippet_hit`), else unchanged."""
+    if token_budget is not None:
+        return {**result, **budget_hits(result["hits"], token_budget)}
+    if snippet_chars is not None:
+        return {**result, "hits": [snippet_hit(h, snippet_chars) for h in result["hits"]]}
+    return result
+
+
+def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
+    """What an agent needs to decide whether to expand: what, where, a few lines."""
+    text = hit.get("text", "")
+    keys = ("id", "kind", "score", "confidence", "source", "title", "path", "symbol", "symbol_kind",
+            "start_line", "end_line", "signature", "dirty", "commit", "subject")
+    out = {k: hit.get(k) for k in keys if hit.get(k) is not None}
+    if hit.get("doc"):
+        out["doc"] = hit["doc"]
+    if hit.get("memory"):
+        out["memory"] = {k: hit["memory"].get(k) for k in ("scope", "key", "kind")}
+    lines = [ln for ln in text.splitlines()[1:] if ln.strip()] if hit.get("symbol") else text.splitlines()
+    if hit.get("symbol") and hit.get("signature"):  # the signature is its own field
+        for _ in range(2):  # the text's signature line, then the body's own `def ...:` lines
+            lines = _drop_signature(lines, hit["signature"])
+    out["snippet"] = "\n".join(lines[:snippet_lines])[:600]
+    out["expand"] = {"tool": "expand", "id": hit["id"]}
+    return out
+
+
+def _drop_signature(lines: list[str], signature: str, within: int = 12, slack: int = 12) -> list[str]:
+    """``lines`` without the first run of lines (starting in the first ``within``) that spells
+    ``signature`` whitespace aside, give or take ``slack`` characters (``const``, ``{``, ``:``,
+    ``=>``): a multi-line ``def``, a JS arrow, a Go ``func ... {``."""
+    sig = " ".join(signature.split())
+    for i in range(min(len(lines), within)):
+        acc = ""
+        for j in range(i, len(lines)):
+            acc = " ".join(f"{acc} {lines[j]}".split())
+            if len(acc) > len(sig) + slack:
+                break
+            if sig in acc:
+                return lines[:i] + lines[j + 1:]
+    return lines
+
+
+def budget_hits(hits: list[dict], token_budget: int) -> dict:
+    """Compact hits, best first, while they fit ``token_budget`` (at least one always)."""
+    check_token_budget(token_budget)
+    out, used = [], 0
+    for h in hits:
+        c = compact_hit(h)
+        cost = estimate_tokens(json.dumps(c, ensure_ascii=False))
+        if out and used + cost > token_budget:
+            break
+        out.append(c)
+        used += cost
+    return {"hits": out, "token_budget": token_budget, "tokens_used": used,
+            "truncated": len(out) < len(hits)}
+
+
+def fts_term(term: str) -> str:
+    """One term as an FTS5 phrase (quoted: user text is never FTS syntax)."""
+    return '"' + term.replace('"', "") + '"'
+
+
+def refusal_terms(query: str) -> list[str]:
+    """The query's content words, identifiers spelt out (``open_session`` -> open, session);
+    a hyphenated word counts once, by its parts; a possessive counts as its noun (``Caroline's``
+    -> caroline) and a negated auxiliary (``hadn't``) not at all."""
+    query = _NEGATION.sub(" ", _POSSESSIVE.sub("", query))
+    parts = [p for w in _TOKEN.findall(query) if w.isascii() for p in split_identifier(w)]
+    words = query_terms(" ".join(parts) + " " + query.replace("-", " "))
+    return [t for t in dict.fromkeys(words) if not set("_.-'\u2019") & set(t)]
+
+
+def is_time_word(term: str) -> bool:
+    """A month, weekday, day number, ordinal or year (see TIME_WORDS)."""
+    return term in TIME_WORDS or _TIME_NUMBER.fullmatch(term) is not None

@@ -1,0 +1,355 @@
+"""The code tables of the SQLite store: repositories, files, symbols, references, directed
+code links, the parse cache and git history. Part of the store's code facet, ``store.code``
+(:class:`~seahorse.store.code.tables.facet.SQLiteCode`); every statement about code lives here, so a
+second backend implements these methods and nothing else moves.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Iterable, Sequence
+
+from ..dialect import inserted_id
+from ..inlists import CHUNK, _chunks, _marks
+
+DECL_EXCLUDED = "('doc','window','file')"
+
+
+def _like(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+_REPO_DOCS = ("SELECT doc_id FROM code_files WHERE repo_id=? UNION "
+              "SELECT history_doc FROM repos WHERE id=? AND history_doc IS NOT NULL")
+
+
+class CodeTables:
+    """Methods over the code tables; ``self.db`` is the store's connection and ``self.store``
+    the store (its transaction, and the document and edges of a history)."""
+
+    db: object
+    store: object
+
+    # ----- repositories ---------------------------------------------------------------
+    def repo_rows(self) -> list[tuple]:
+        """(id, root, name, is_git, head, history_doc) of every indexed repository."""
+        return self.db.execute("SELECT id, root, name, is_git, head, history_doc FROM repos "
+                               "ORDER BY id").fetchall()
+
+    def repo_summaries(self) -> list[dict]:
+        """Per repository: files, symbols (declarations: the rows whose node is of kind
+        ``symbol``; a module is its ``file`` node, doc passages and the line windows of
+        other text files are ``passage`` nodes) and commits."""
+        rows = self.db.execute(
+            "SELECT r.id, r.root, r.name, r.is_git, r.head, r.indexed_at, "
+            "(SELECT count(*) FROM code_files f WHERE f.repo_id=r.id), "
+            "(SELECT count(*) FROM symbols s WHERE s.repo_id=r.id "
+            "AND s.kind NOT IN ('file','doc','window')), "
+            "(SELECT count(*) FROM commits c WHERE c.repo_id=r.id) FROM repos r ORDER BY r.id").fetchall()
+        return [{"id": r[0], "root": r[1], "name": r[2], "git": bool(r[3]), "head": r[4],
+                 "indexed_at": r[5], "files": r[6], "symbols": r[7], "commits": r[8]} for r in rows]
+
+    def ensure_repo(self, root: str, name: str, is_git: bool, head: str | None) -> tuple[int, int]:
+        """The repository's id and the id of the document its commits belong to (both made on
+        first sight), in one transaction."""
+        with self.store.atomic():
+            row = self.db.execute("SELECT id, history_doc FROM repos WHERE root=?", (root,)).fetchone()
+            if row is None:
+                row = (inserted_id(self.db.execute(
+                    "INSERT INTO repos(root, name, is_git, head, indexed_at) VALUES (?, ?, ?, ?, ?) "
+                    "RETURNING id", (root, name, int(is_git), head, time.time()))), None)
+            repo_id, history_doc = row
+            if history_doc is None:
+                history_doc = self.store.insert_document(f"{root}#history", f"{name} history", "history",
+                                                   {"repo": root}, extractor="none")
+                self.db.execute("UPDATE repos SET history_doc=?, is_git=? WHERE id=?",
+                                (history_doc, int(is_git), repo_id))
+        return repo_id, history_doc
+
+    def set_repo_head(self, repo_id: int, head: str | None) -> None:
+        self.db.execute("UPDATE repos SET head=?, indexed_at=? WHERE id=?", (head, time.time(), repo_id))
+
+    def repo_files(self, repo_id: int) -> dict[str, tuple[int, str, bool]]:
+        """path -> (doc_id, blob, dirty) of the files indexed for a repository."""
+        return {r[0]: (r[1], r[2], bool(r[3])) for r in self.db.execute(
+            "SELECT path, doc_id, blob, dirty FROM code_files WHERE repo_id=?", (repo_id,))}
+
+    def repo_docs(self, repo_id: int) -> list[int]:
+        rows = self.db.execute("SELECT doc_id FROM code_files WHERE repo_id=? UNION "
+                               "SELECT history_doc FROM repos WHERE id=? AND history_doc IS NOT NULL",
+                               (repo_id, repo_id))
+        return [r[0] for r in rows]
+
+    # ----- files and symbols ----------------------------------------------------------
+    def parsed(self, blob: str, parser: str) -> bytes | None:
+        row = self.db.execute("SELECT data FROM parse_cache WHERE blob=? AND parser=?",
+                              (blob, parser)).fetchone()
+        return row[0] if row else None
+
+    def cache_parse(self, blob: str, parser: str, data: str) -> None:
+        with self.store.atomic():
+            self.db.execute(self._sql.upsert("parse_cache", ("blob", "parser", "data"), ("blob", "parser")),
+                            (blob, parser, data))
+
+    def put_code_file(self, doc_id: int, repo_id: int, path: str, blob: str, kind: str,
+                      language: str | None, dirty: bool, content: str) -> None:
+        """The file row of a document (a file that moved to another document loses the old row)."""
+        self.db.execute("DELETE FROM code_files WHERE repo_id=? AND path=? AND doc_id<>?",
+                        (repo_id, path, doc_id))
+        self.db.execute(
+            self._sql.upsert("code_files", ("doc_id", "repo_id", "path", "blob", "kind", "language",
+                                            "dirty", "content"), ("doc_id",)),
+            (doc_id, repo_id, path, blob, kind, language, int(dirty), content))
+
+    def set_node_kind(self, node_id: int, kind: str) -> None:
+        self.db.execute("UPDATE nodes SET kind=? WHERE id=?", (kind, node_id))
+
+    def add_symbol(self, node_id: int, doc_id: int, repo_id: int, path: str, qualname: str, name: str,
+                   kind: str, start_line: int, end_line: int, signature: str, doc: str,
+                   parent: str | None, refs: Iterable[tuple[str, str, int, bool, str]]) -> None:
+        self.db.execute("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (node_id, doc_id, repo_id, path, qualname, name, kind, start_line, end_line,
+                         signature, doc, parent))
+        self.db.executemany("INSERT INTO symbol_refs(node_id, name, kind, line, self_call, receiver)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                            [(node_id, n, k, line, int(s), r) for n, k, line, s, r in refs])
+
+    def add_code_links(self, links: Sequence[tuple[tuple[int, int, str], float]]) -> None:
+        """Directed code links (callers, callees) and their undirected, weighted graph edges."""
+        self.db.executemany(self._sql.insert_new("code_links", ("src", "dst", "kind")),
+                            [k for k, _w in links])
+        self.store.add_edges((s, d, k, w) for (s, d, k), w in links)
+
+    def clear_repo_links(self, repo_id: int, kinds: Sequence[str]) -> None:
+        """Drop the cross-file links (of ``kinds``) that start in one repository."""
+        repo_nodes = ("SELECT n.id FROM nodes n WHERE n.doc_id IN (SELECT doc_id FROM code_files "
+                      "WHERE repo_id=?) OR n.doc_id=(SELECT history_doc FROM repos WHERE id=?)")
+        for table in ("edges", "code_links"):
+            self.db.execute(f"DELETE FROM {table} WHERE kind IN ({_marks(kinds)}) AND src IN ({repo_nodes})",
+                            (*kinds, repo_id, repo_id))
+
+    def link_symbols(self, repo_id: int) -> list[tuple]:
+        """(node_id, path, qualname, name, kind, parent) of a repository's declarations."""
+        return self.db.execute("SELECT node_id, path, qualname, name, kind, parent FROM symbols "
+                               "WHERE repo_id=? AND kind NOT IN ('doc', 'window')", (repo_id,)).fetchall()
+
+    def repo_symbol_texts(self, repo_id: int) -> list[tuple]:
+        """(node_id, path, qualname, kind, signature, doc, text) of a repository's declarations."""
+        return self.db.execute("SELECT s.node_id, s.path, s.qualname, s.kind, s.signature, s.doc, n.text "
+                               "FROM symbols s JOIN nodes n ON n.id=s.node_id WHERE s.repo_id=? "
+                               "AND s.kind NOT IN ('doc', 'window', 'file')", (repo_id,)).fetchall()
+
+    def repo_symbols_stamp(self, repo_id: int) -> tuple:
+        """What changes whenever a repository's declarations do: their count and highest node
+        id (a re-indexed file's nodes get new, higher ids; a removed one lowers the count)."""
+        return tuple(self.db.execute("SELECT count(*), max(node_id) FROM symbols WHERE repo_id=?",
+                                     (repo_id,)).fetchone())
+
+    def link_refs(self, repo_id: int) -> list[tuple]:
+        """(node_id, name, kind, self_call, receiver) of every reference in a repository."""
+        return self.db.execute("SELECT r.node_id, r.name, r.kind, r.self_call, r.receiver FROM symbol_refs r "
+                               "JOIN symbols s ON s.node_id=r.node_id WHERE s.repo_id=? "
+                               "ORDER BY r.node_id, r.line", (repo_id,)).fetchall()
+
+    def doc_passages(self, repo_id: int) -> list[tuple[int, str]]:
+        return self.db.execute("SELECT n.id, n.text FROM nodes n JOIN code_files f ON f.doc_id=n.doc_id "
+                               "WHERE f.repo_id=? AND f.kind='doc' AND n.kind='passage'",
+                               (repo_id,)).fetchall()
+
+    # ----- history --------------------------------------------------------------------
+    def commit_nodes(self, repo_id: int) -> dict[str, int]:
+        return dict(self.db.execute("SELECT sha, node_id FROM commits WHERE repo_id=?", (repo_id,)))
+
+    def commit_parents(self, repo_id: int) -> list[tuple[int, str]]:
+        return self.db.execute("SELECT node_id, parents FROM commits WHERE repo_id=?", (repo_id,)).fetchall()
+
+    def commit_count(self, repo_id: int) -> int:
+        return self.db.execute("SELECT count(*) FROM commits WHERE repo_id=?", (repo_id,)).fetchone()[0]
+
+    def history_parser(self, repo_id: int) -> str | None:
+        return self.db.execute("SELECT history_parser FROM repos WHERE id=?", (repo_id,)).fetchone()[0]
+
+    def set_history_parser(self, repo_id: int, parser: str) -> None:
+        self.db.execute("UPDATE repos SET history_parser=? WHERE id=?", (parser, repo_id))
+
+    def delete_nodes(self, node_ids: Sequence[int]) -> None:
+        """Nodes with no document of their own (commits): rows, text index, cascades."""
+        self._sql.unindex_texts(self.db, node_ids)
+        self.db.executemany("DELETE FROM nodes WHERE id=?", [(n,) for n in node_ids])
+
+    def add_commit(self, repo_id: int, history_doc: int, sha: str, parents: str, author: str,
+                   email: str, date: str, message: str, text: str) -> int:
+        node = inserted_id(self.db.execute(
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES ('commit', ?, ?, ?, NULL) "
+            "RETURNING id", (f"{repo_id}:{sha}", text, history_doc)))
+        self._sql.index_texts(self.db, [(node, text)])
+        self.db.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (node, repo_id, sha, parents, author, email, date, message))
+        return node
+
+    def set_commit_touches(self, node: int, touches: Sequence[tuple[str, str, str]],
+                           renames: Sequence[tuple[str, str]]) -> None:
+        self.db.execute("DELETE FROM commit_touches WHERE commit_node=?", (node,))
+        self.db.execute("DELETE FROM commit_renames WHERE commit_node=?", (node,))
+        self.db.executemany(self._sql.insert_new("commit_touches", ("commit_node", "path", "qualname",
+                                                                     "change")),
+                            [(node, p, q, ch) for p, q, ch in touches])
+        self.db.executemany(self._sql.insert_new("commit_renames", ("commit_node", "old_path",
+                                                                     "new_path")),
+                            [(node, a, b) for a, b in renames])
+
+    def repo_touches(self, repo_id: int) -> list[tuple[int, str, str]]:
+        return self.db.execute("SELECT t.commit_node, t.path, t.qualname FROM commit_touches t "
+                               "JOIN commits c ON c.node_id=t.commit_node WHERE c.repo_id=?",
+                               (repo_id,)).fetchall()
+
+    def repo_renames(self, repo_id: int) -> dict[str, str]:
+        """old path -> new path, oldest rename first (later ones win)."""
+        return dict(self.db.execute(
+            "SELECT m.old_path, m.new_path FROM commit_renames m JOIN commits c ON c.node_id=m.commit_node "
+            "WHERE c.repo_id=? ORDER BY c.date, c.node_id", (repo_id,)).fetchall())
+
+    def renamed_from(self, repo_id: int, paths: Sequence[str]) -> list[str]:
+        out: dict[str, None] = {}
+        for part in _chunks(paths):
+            out.update((r[0], None) for r in self.db.execute(
+                "SELECT DISTINCT m.old_path FROM commit_renames m JOIN commits c ON "
+                f"c.node_id=m.commit_node WHERE c.repo_id=? AND m.new_path IN ({_marks(part)})",
+                (repo_id, *part)))
+        return list(out)
+
+    def latest_commits(self, repo_id: int, limit: int) -> list[str]:
+        return [r[0] for r in self.db.execute(
+            "SELECT sha FROM commits WHERE repo_id=? ORDER BY date DESC, node_id DESC LIMIT ?",
+            (repo_id, limit))]
+
+    def commit_row(self, repo_id: int, sha: str) -> tuple | None:
+        """(node_id, sha, author, date, message) of one indexed commit."""
+        return self.db.execute("SELECT node_id, sha, author, date, message FROM commits "
+                               "WHERE repo_id=? AND sha=?", (repo_id, sha)).fetchone()
+
+    def commit_touch_list(self, node: int, limit: int) -> tuple[list[tuple[str, str, str]], int]:
+        rows = self.db.execute("SELECT path, qualname, change FROM commit_touches WHERE commit_node=? "
+                               "ORDER BY path, qualname LIMIT ?", (node, limit)).fetchall()
+        total = self.db.execute("SELECT count(*) FROM commit_touches WHERE commit_node=?",
+                                (node,)).fetchone()[0]
+        return rows, total
+
+    def symbol_commits(self, repo_id: int, qualname: str, paths: Sequence[str], limit: int) -> list[tuple]:
+        """(node, sha, author, date, message, change, path) of commits that touched a declaration."""
+        rows: list[tuple] = []
+        for part in _chunks(paths):  # each piece's newest `limit`, then the newest of those
+            rows += self.db.execute(
+                "SELECT c.node_id, c.sha, c.author, c.date, c.message, t.change, t.path FROM "
+                "commit_touches t JOIN commits c ON c.node_id=t.commit_node "
+                f"WHERE c.repo_id=? AND t.qualname=? AND t.path IN ({_marks(part)}) "
+                "ORDER BY c.date DESC, c.node_id DESC LIMIT ?", (repo_id, qualname, *part, limit)).fetchall()
+        if len(paths) > CHUNK:
+            rows.sort(key=lambda r: (r[3], r[0]), reverse=True)
+        return rows[:limit]
+
+    # ----- lookups ----------------------------------------------------------------------
+    def code_rows(self, node_ids: Sequence[int]) -> tuple[list[tuple], list[tuple]]:
+        """Symbol rows (node, path, qualname, kind, start, end, signature, doc, dirty, language,
+        repo name) and commit rows (node, sha, subject, date, author) of the given nodes."""
+        if not node_ids:
+            return [], []
+        syms: list[tuple] = []
+        commits: list[tuple] = []
+        for part in _chunks(node_ids):
+            m = _marks(part)
+            syms += self.db.execute(
+                f"SELECT s.node_id, s.path, s.qualname, s.kind, s.start_line, s.end_line, s.signature, "
+                f"s.doc, f.dirty, f.language, r.name FROM symbols s JOIN code_files f ON f.doc_id=s.doc_id "
+                f"JOIN repos r ON r.id=s.repo_id WHERE s.node_id IN ({m})", part).fetchall()
+            commits += [(node, sha, (message or "").split("\n", 1)[0], date, author)  # the subject
+                        for node, sha, message, date, author in self.db.execute(
+                            f"SELECT node_id, sha, message, date, author FROM commits "
+                            f"WHERE node_id IN ({m})", part)]
+        return syms, commits
+
+    def symbol_paths(self, since: int = 0) -> list[tuple[int, str]]:
+        """(node id, path) of the symbols after node id ``since``."""
+        return self.db.execute("SELECT node_id, path FROM symbols WHERE node_id > ?",
+                               (since,)).fetchall()
+
+    def find_symbols(self, name: str, repo_id: int | None, how: str) -> list[int]:
+        """Declaration node ids by ``how``: ``qualname`` (exact), ``tail`` (a dotted tail of
+        the qualified name) or ``name`` (bare name); by path and line."""
+        scope = " AND s.repo_id=?" if repo_id is not None else ""
+        extra = (repo_id,) if repo_id is not None else ()
+        base = f"SELECT s.node_id FROM symbols s WHERE s.kind NOT IN {DECL_EXCLUDED}" + scope
+        order = " ORDER BY s.path, s.start_line"
+        if how == "qualname":
+            rows = self.db.execute(base + " AND s.qualname=?" + order, (*extra, name))
+        elif how == "tail":
+            tail = name.rsplit(".", 1)[-1]
+            rows = self.db.execute(base + " AND s.name=? AND (s.qualname=? OR s.qualname LIKE ? ESCAPE '\\')"
+                                   + order, (*extra, tail, name, "%." + _like(name)))
+        else:
+            rows = self.db.execute(base + " AND s.name=?" + order, (*extra, name))
+        return [r[0] for r in rows]
+
+    def symbol_span(self, node_id: int) -> tuple[int, int, str] | None:
+        """(start_line, end_line, file content) of a symbol or repository passage."""
+        return self.db.execute("SELECT s.start_line, s.end_line, f.content FROM symbols s JOIN code_files f "
+                               "ON f.doc_id=s.doc_id WHERE s.node_id=?", (node_id,)).fetchone()
+
+    def symbol_key(self, node_id: int) -> tuple[str, str, str, int] | None:
+        """(path, qualname, name, repo_id) of a symbol."""
+        return self.db.execute("SELECT path, qualname, name, repo_id FROM symbols WHERE node_id=?",
+                               (node_id,)).fetchone()
+
+    def linked_ids(self, node_id: int, kind: str, incoming: bool) -> list[int]:
+        col, other = ("dst", "src") if incoming else ("src", "dst")
+        return [r[0] for r in self.db.execute(
+            f"SELECT {other} FROM code_links WHERE {col}=? AND kind=? ORDER BY {other}", (node_id, kind))]
+
+    def links_to(self, node_id: int, kinds: Sequence[str]) -> set[tuple[int, str]]:
+        return {(r[0], r[1]) for r in self.db.execute(
+            f"SELECT src, kind FROM code_links WHERE dst=? AND kind IN ({_marks(kinds)})", (node_id, *kinds))}
+
+    def refs_named(self, name: str, repo_id: int) -> list[tuple[int, str, int]]:
+        """(node, ref kind, first line) of every declaration naming ``name`` in a repository."""
+        return self.db.execute(
+            "SELECT r.node_id, r.kind, min(r.line) FROM symbol_refs r JOIN symbols s ON s.node_id=r.node_id "
+            "WHERE r.name=? AND s.repo_id=? GROUP BY r.node_id, r.kind, s.path ORDER BY s.path, min(r.line)",
+            (name, repo_id)).fetchall()
+
+    def repo_text_units(self, repo_id: int) -> int:
+        """How many full-text rows belong to one repository (its files' nodes, its commits)."""
+        return self.db.execute(
+            f"SELECT count(*) FROM nodes n WHERE n.doc_id IN ({_REPO_DOCS}) AND EXISTS "
+            "(SELECT 1 FROM passages_fts f WHERE f.rowid=n.id)", (repo_id, repo_id)).fetchone()[0]
+
+    def repo_text_matches(self, repo_id: int, match: str) -> int:
+        """How many of one repository's full-text rows match ``match``."""
+        try:
+            return self.db.execute(
+                "SELECT count(*) FROM passages_fts f JOIN nodes n ON n.id=f.rowid WHERE "
+                f"passages_fts MATCH ? AND n.doc_id IN ({_REPO_DOCS})",
+                (match, repo_id, repo_id)).fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+    def commit_fts(self, repo_id: int | None, match: str, limit: int) -> list[tuple[int, float]]:
+        """BM25 over commit messages only (one repository's, or all); higher is better."""
+        if not match:
+            return []
+        try:
+            rows = self.db.execute(
+                "SELECT f.rowid, -bm25(passages_fts) FROM passages_fts f JOIN commits c ON "
+                "c.node_id=f.rowid WHERE passages_fts MATCH ? AND (? IS NULL OR c.repo_id=?) "
+                "ORDER BY bm25(passages_fts) LIMIT ?", (match, repo_id, repo_id, limit)).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def history_shape(self, repo_id: int) -> tuple[int, int]:
+        """(indexed commits, of them those with a parent that is not indexed): the second
+        is over 0 when the history was cut (by --max-commits) or is shallow."""
+        shas = {r[0]: r[1] for r in self.db.execute(
+            "SELECT sha, parents FROM commits WHERE repo_id=?", (repo_id,))}
+        cut = sum(1 for parents in shas.values() if any(p not in shas for p in parents.split()))
+        return len(shas), cut
