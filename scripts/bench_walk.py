@@ -39,7 +39,7 @@ from bench_multihop import DEFAULT_BENCH, DEV, load_hotpot, load_musique  # noqa
 
 from seahorse import Engine, load_settings  # noqa: E402
 from seahorse.mechanisms.budget import PI5_LOADED, compute_budget  # noqa: E402
-from seahorse.retrieval.walk import RETRIEVABLE  # noqa: E402
+from seahorse.retrieval.state import RETRIEVABLE  # noqa: E402
 
 
 def recorded_walks(eng: Engine, questions) -> list[tuple[np.ndarray, float]]:

@@ -16,14 +16,8 @@ from .code import hooks
 from .code.analysis import analyze
 from .code.impact import Impact
 from .code.index import CodeIndex
-from .code.query import (
-    CodeQueries,
-    also_named,
-    check_id,
-    check_limit,
-    check_snippet_chars,
-    check_token_budget,
-)
+from .code.query import CodeQueries, also_named, check_id, check_limit
+from .code.search import CodeSearch
 from .code.versions import Versions
 from .config import Settings, load_settings
 from .core.runtime import Runtime, check_int, check_path, check_text
@@ -43,9 +37,10 @@ from .memory.conversation import add_conversation, read_jsonl
 from .memory.lookup import Lookup
 from .memory.memories import Memories
 from .memory.records import Records
+from .retrieval.hits import SearchResult, check_snippet_chars, check_token_budget
 from .retrieval.neighbours import neighbourhood
 from .retrieval.search import Search
-from .retrieval.walk import RetrievalIndex, SearchResult
+from .retrieval.state import RetrievalIndex
 from .store import Store, open_store
 
 Progress = Callable[[int, int, str], None]
@@ -88,7 +83,7 @@ class Engine:
         self.memories = Memories(rt, self.ingest)
         self.code_queries = CodeQueries(store)
         self.code_index = CodeIndex(rt, self.ingest)
-        self.searcher = Search(rt, self.code_queries)
+        self.searcher = Search(rt, CodeSearch(store, self.code_queries))
         self.lookup = Lookup(store, self.code_queries)
         self.records = Records(rt, self.ingest, self.memories)
         self.versions = Versions(rt, self.code_queries)  # issue 24: versions, impact, map, status

@@ -226,3 +226,11 @@ def _cut(title: str) -> str:
 def estimate_tokens(text: str) -> int:
     """Tokens a text costs an agent, roughly: four characters a token."""
     return max(1, len(text) // 4)
+
+
+_IDENT_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def split_identifier(name: str) -> list[str]:
+    """``SecureCookieSessionInterface.open_session`` -> secure cookie session interface open session."""
+    return [w.lower() for w in _IDENT_WORD.findall(name)]

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from seahorse import Engine, Settings
 from seahorse.errors import InvalidInput, NotFound
-from seahorse.retrieval.walk import RetrievalIndex, search
+from seahorse.retrieval.rank import Scope
+from seahorse.retrieval.search import retrieve
+from seahorse.retrieval.state import RetrievalIndex
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -190,8 +192,9 @@ def test_code_ranking_structure_is_the_whole_graph_pagerank_whatever_the_budget(
         query = "verify the signed cookie payload"
 
         def ranked(idx: RetrievalIndex, budget: int) -> list[tuple[int, float]]:
-            res = search(idx, eng.store, eng.embedder, eng.extractor, eng.settings, query, 5,
-                         budget, doc_filter=docs, code=True)
+            res = retrieve(idx, eng.store, eng.embedder, eng.extractor, eng.settings, query, 5,
+                           budget, scope=Scope(doc_filter=docs),
+                           scorer=eng.searcher.code.scorer(eng.settings, None))
             return [(h.id, round(h.score, 9)) for h in res.hits]
 
         assert n > 12
@@ -362,8 +365,9 @@ def test_incremental_equals_rebuild_on_this_projects_history(tmp_path: Path) -> 
     # now (a move git saw as a rename is followed by both; one it did not see starts a new
     # history for both); the history window reaches back to that commit.
     path = git(clone, "grep", "-l", "def _relink(", "HEAD", "--", "seahorse").split(":", 1)[1]
-    first = git(clone, "log", "--format=%H", "--reverse", "-M", "--follow", "-S", "def _relink(", "--",
-                path).splitlines()[0]
+    # (oldest last: git's --reverse does not combine with --follow across a rename)
+    first = git(clone, "log", "--format=%H", "-M", "--follow", "-S", "def _relink(", "--",
+                path).splitlines()[-1]
     window = git(clone, "rev-list", "HEAD").splitlines().index(first) + 4
     git(clone, "checkout", "-q", "HEAD~3")
     with make_engine(tmp_path, "incremental.db") as eng:
@@ -671,7 +675,7 @@ def test_javascript_packages_and_builtins_are_not_the_repositorys_files(tmp_path
     ("a.py", "python", "def grow(\n    n,\n    factor,\n):\n    return n * factor\n", "grow"),
 ])
 def test_compact_snippets_do_not_repeat_the_signature(path, language, source, qual) -> None:
-    from seahorse.code.query import compact_hit
+    from seahorse.retrieval.hits import compact_hit
     from seahorse.mechanisms.code import parse_symbols, symbol_text
     sym = next(s for s in parse_symbols(source.encode(), language, path) if s.qualname == qual)
     hit = {"id": 1, "symbol": qual, "signature": sym.signature, "text": symbol_text(path, sym, [])}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from seahorse import Engine
-from seahorse.retrieval import walk as retrieval
+from seahorse.retrieval import rank as retrieval
 
 
 def _turn_edges(eng: Engine) -> set[tuple[str, str]]:

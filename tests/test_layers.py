@@ -178,3 +178,12 @@ def test_heavy_dependencies_live_in_one_module():
                     ok = module == home or module.endswith("." + home) or (
                         home.endswith(".*") and module.startswith(home[:-1]))
                     assert ok, f"{name} imported in {module}"
+
+
+def test_prose_retrieval_imports_no_code_module():
+    """The query path runs for prose without the code package: a repository's search brings
+    its code side in (retrieval.search.CodeSide), wired by the Engine."""
+    for module, deps in _graph().items():
+        if module == "retrieval" or module.startswith("retrieval."):
+            code = sorted(d for d in deps if d == "code" or d.startswith("code."))
+            assert not code, f"{module} imports {code}"

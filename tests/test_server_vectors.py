@@ -10,8 +10,8 @@ import pytest
 from test_live import TEXTS
 
 from seahorse import Engine, Settings
+from seahorse.mechanisms.models.embed import query_vector
 from seahorse.retrieval import state as state_module
-from seahorse.retrieval.walk import query_vector
 from seahorse.store.codec import _from_blobs
 from seahorse.store.postgres import _fill_dense_vectors
 
@@ -96,7 +96,7 @@ def test_a_shortlist_below_the_fact_pool_is_refused() -> None:
 
 
 def test_the_default_shortlist_is_the_fact_pool() -> None:
-    from seahorse.retrieval.walk import FACT_POOL
+    from seahorse.retrieval.seed import FACT_POOL
 
     assert state_module.DENSE_SHORTLIST == FACT_POOL
 
@@ -104,7 +104,7 @@ def test_the_default_shortlist_is_the_fact_pool() -> None:
 def test_a_hits_dense_evidence_is_its_own_cosine_past_the_shortlist(backend, monkeypatch) -> None:
     """Seeding stops at the shortlist, but what a hit reports as ``dense`` (and what refusal
     and confidence read) is its own cosine, not the floor the rows past the shortlist seed at."""
-    from seahorse.retrieval import walk as retrieval
+    from seahorse.retrieval import seed as retrieval
 
     engine = _filled(backend)
     try:
@@ -122,7 +122,7 @@ def test_a_hits_dense_evidence_is_its_own_cosine_past_the_shortlist(backend, mon
 def test_a_search_kept_to_some_kinds_seeds_every_row_of_them(backend, monkeypatch) -> None:
     """The cut is store-wide, so a search kept to some kinds (or a repository, a time window)
     seeds every row, and the default search the shortlist; the same memories come back."""
-    from seahorse.retrieval import walk as retrieval
+    from seahorse.retrieval import seed as retrieval
     from seahorse.retrieval.state import RetrievalIndex
 
     engine = _filled(backend)
@@ -154,7 +154,7 @@ def test_own_relevance_reads_a_rows_own_cosine_past_the_shortlist(backend) -> No
     """A memory or a symbol is damped by its own cosine; past the shortlist the dense scores
     hold the floor, so the damping reads the row's own cosine instead (a review found an
     unrelated memory damped 0.74 instead of 0.002)."""
-    from seahorse.retrieval.walk import own_relevance
+    from seahorse.retrieval.rank import own_relevance
 
     engine = _filled(backend)
     try:
@@ -164,10 +164,8 @@ def test_own_relevance_reads_a_rows_own_cosine_past_the_shortlist(backend) -> No
         index = engine.retrieval_index()
         q = query_vector(engine.embedder, "zram compressed memory pages")
         cand = np.arange(index.graph.n)
-        every = np.zeros(index.graph.n)
-        every[index.passage_idx] = index.dense(q, engine.store, 0)
-        cut = np.zeros(index.graph.n)
-        cut[index.passage_idx] = index.dense(q, engine.store, 2)
+        every = index.dense(q, engine.store, 0)  # per vector row
+        cut = index.dense(q, engine.store, 2)
         walked = np.ones(index.graph.n)
         want = own_relevance(index, every, cand)
         got = own_relevance(index, cut, cand, q, engine.store, walked)

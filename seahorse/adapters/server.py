@@ -349,7 +349,7 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
                                              "values included)")] = None,
                cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchResult:
         """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included). next_cursor, passed back as cursor with the same query, gives the next page (null on the last)."""
-        from ..code.query import SNIPPET_CHARS
+        from ..retrieval.hits import SNIPPET_CHARS
 
         if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
             raise ToolError(f"top_k is at most {MCP_TOP_K_MAX}; page with cursor, or narrow the question "

@@ -28,7 +28,9 @@ from ..core.runtime import Runtime, check_int
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.code import SECONDARY_PATH, language_for
 from ..mechanisms.repo import Repo
-from .query import CodeQueries, also_named, check_limit, check_token_budget, estimate_tokens
+from ..retrieval.hits import check_token_budget
+from ..text import estimate_tokens
+from .query import CodeQueries, also_named, check_limit
 from .versions import check_cursor, declaration_rows, next_cursor
 
 DEP_KINDS = ("calls", "imports", "inherits")

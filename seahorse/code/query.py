@@ -4,44 +4,16 @@ form of hits that both adapters hand to agents."""
 
 from __future__ import annotations
 
-import json
 import posixpath
-import re
 from pathlib import Path
 from typing import Callable
 
 from ..core.runtime import check_int, check_path, check_text
 from ..errors import InvalidInput, NotFound
-from ..mechanisms.code import split_identifier
+from ..retrieval.refusal import fts_term, judge_words
 from ..store import Store
-from ..text import estimate_tokens, query_terms
 
-COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
-MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
-MANY_ABSENT, MIN_COVERAGE_MANY = 2, 0.75  # ... or two or more are absent and over a quarter
-MIN_DENSE = 0.1  # refuse when no top hit is similar in meaning either (cosine)
-# A repository search with a distinctive word the repository lacks is answered when, and only
-# when, a top hit is this close in meaning (the user's words need not be the code's). Chosen
-# on the dev halves of the code rulers and the absent questions (README, Code retrieval).
-DENSE_VOUCH = 0.42
-# ... or when one top hit holds this many of the question's own words (identifiers split,
-# stemmed): the words the repository has meet in one declaration, so the subject is there and
-# the missing word is the user's, not a missing subject. On the dev halves no absent question's
-# top-3 hit held more than 2 and 9 of 17 answerable ones with a missing word held 3 or more
-# (README, Code retrieval); it does not lean on the embedder's cosine scale.
-LEXICAL_VOUCH = 3
 ID_MAX = 2**63 - 1
-# A date in a question says when, not what: stores keep time as metadata (a turn's session
-# date, a memory's time) more often than in their text, so a missing month, weekday, day
-# number, ordinal or year is not a missing subject (found, it still counts).
-_MONTHS = ("january february march april may june july august september october november "
-           "december jan feb mar apr jun jul aug sep sept oct nov dec")
-_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
-TIME_WORDS = frozenset((_MONTHS + " " + _DAYS + " st nd rd th").split())
-_TIME_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th)?|[12]\d{3}s?")
-_POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s\b")  # Caroline's -> Caroline
-_NEGATION = re.compile(r"\b\w+n['\u2019]t\b")  # hadn't, wouldn't: function words
-_TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only: café stays whole
 
 
 class CodeQueries:
@@ -99,47 +71,15 @@ class CodeQueries:
     def refusal(self, terms: list[str], top_dense: float | None,
                 counts: Callable[[str], int] | None = None, total: int | None = None,
                 held: int = 0) -> dict | None:
-        """A machine-readable reason to return nothing, or None to answer.
-
-        Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
-        none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
-        are missing and they are over a quarter of them; in a repository search (``counts``
-        given) with hits that have vectors: any is missing, no top hit is DENSE_VOUCH close
-        in meaning and none holds LEXICAL_VOUCH of the question's words (``held``: the most
-        one top hit holds). ``no_match``: the words are there
-        but none of the top hits is close in meaning (``top_dense``, their best cosine, is
-        under MIN_DENSE; None when no top hit has a vector, as commits have none).
-
-        ``counts`` (a term's matching units) and ``total`` (the units) say what is searched:
-        one repository's documents (see :meth:`repo_term_count`); by default the whole store."""
-        if not terms:
-            return None
+        """:func:`~seahorse.retrieval.refusal.judge_words` over ``counts`` (a term's matching
+        units) and ``total`` (the units): one repository's documents (see
+        :meth:`~seahorse.code.search.CodeScope.repo_term_count`); by default the whole store."""
         scoped = counts is not None
         if counts is None:
             def counts(t: str) -> int:
                 return self.store.text_matches(fts_term(t))
-        total = (total if total is not None else self.store.text_units()) or 1
-        present, absent = [], []
-        for t in terms:
-            n = counts(t)
-            if n == 0:
-                if not is_time_word(t):
-                    absent.append(t)
-            elif n / total <= COMMON_SHARE:
-                present.append(t)
-        distinctive = len(present) + len(absent)
-        coverage = len(present) / distinctive if distinctive else 1.0
-        detail = {"coverage": round(coverage, 3), "missing": absent, "found": present}
-        if scoped and top_dense is not None:
-            if absent and top_dense < DENSE_VOUCH and held < LEXICAL_VOUCH:
-                return {"reason": "absent_terms", "top_dense": round(top_dense, 4), "held": held,
-                        **detail}
-        elif distinctive and (coverage < MIN_COVERAGE
-                              or (len(absent) >= MANY_ABSENT and coverage < MIN_COVERAGE_MANY)):
-            return {"reason": "absent_terms", **detail}
-        if top_dense is not None and top_dense < MIN_DENSE:
-            return {"reason": "no_match", "top_dense": round(top_dense, 4), **detail}
-        return None
+        total = total if total is not None else self.store.text_units()
+        return judge_words(terms, top_dense, counts, total, scoped, held)
 
     # ----- symbols ------------------------------------------------------------------
     def find(self, name: str, repo_id: int | None = None, limit: int = 20) -> list[dict]:
@@ -320,109 +260,3 @@ def check_id(node_id) -> int:
     if not 0 < node_id <= ID_MAX:
         raise InvalidInput(f"id must be from 1 to {ID_MAX}", field="id")
     return node_id
-
-
-# ----- compact hits: snippets, or a token budget (written once, for every face) ---------------
-SNIPPET_CHARS = 400  # MCP `search` cuts each hit's text here (and says so: `truncated`)
-
-
-def snippet_hit(hit: dict, chars: int = SNIPPET_CHARS) -> dict:
-    """A plain hit with its text cut at ``chars`` characters (``…`` marks the cut) and
-    ``truncated`` saying whether it was; ``expand`` returns the whole text."""
-    text = hit["text"]
-    out = dict(hit)
-    out["truncated"] = len(text) > chars
-    out["text"] = text[:chars] + ("…" if out["truncated"] else "")
-    return out
-
-
-def check_token_budget(token_budget) -> int:
-    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
-        raise InvalidInput("token_budget must be a positive integer", field="token_budget")
-    return token_budget
-
-
-def check_snippet_chars(chars) -> int:
-    return check_int("snippet_chars", chars, 1, 1_000_000)
-
-
-def compact_view(result: dict, *, snippet_chars: int | None = None,
-                 token_budget: int | None = None) -> dict:
-    """A search result's dict with its hits compacted: under ``token_budget`` tokens
-    (:func:`budget_hits`; adds ``token_budget``, ``tokens_used``, ``truncated``), else each cut
-    at ``snippet_chars`` (:func:`snippet_hit`), else unchanged."""
-    if token_budget is not None:
-        return {**result, **budget_hits(result["hits"], token_budget)}
-    if snippet_chars is not None:
-        return {**result, "hits": [snippet_hit(h, snippet_chars) for h in result["hits"]]}
-    return result
-
-
-def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
-    """What an agent needs to decide whether to expand: what, where, a few lines."""
-    text = hit.get("text", "")
-    keys = ("id", "kind", "score", "confidence", "source", "title", "path", "symbol", "symbol_kind",
-            "start_line", "end_line", "signature", "dirty", "commit", "subject")
-    out = {k: hit.get(k) for k in keys if hit.get(k) is not None}
-    if hit.get("doc"):
-        out["doc"] = hit["doc"]
-    if hit.get("memory"):
-        out["memory"] = {k: hit["memory"].get(k) for k in ("scope", "key", "kind")}
-    lines = [ln for ln in text.splitlines()[1:] if ln.strip()] if hit.get("symbol") else text.splitlines()
-    if hit.get("symbol") and hit.get("signature"):  # the signature is its own field
-        for _ in range(2):  # the text's signature line, then the body's own `def ...:` lines
-            lines = _drop_signature(lines, hit["signature"])
-    out["snippet"] = "\n".join(lines[:snippet_lines])[:600]
-    out["expand"] = {"tool": "expand", "id": hit["id"]}
-    return out
-
-
-def _drop_signature(lines: list[str], signature: str, within: int = 12, slack: int = 12) -> list[str]:
-    """``lines`` without the first run of lines (starting in the first ``within``) that spells
-    ``signature`` whitespace aside, give or take ``slack`` characters (``const``, ``{``, ``:``,
-    ``=>``): a multi-line ``def``, a JS arrow, a Go ``func ... {``."""
-    sig = " ".join(signature.split())
-    for i in range(min(len(lines), within)):
-        acc = ""
-        for j in range(i, len(lines)):
-            acc = " ".join(f"{acc} {lines[j]}".split())
-            if len(acc) > len(sig) + slack:
-                break
-            if sig in acc:
-                return lines[:i] + lines[j + 1:]
-    return lines
-
-
-def budget_hits(hits: list[dict], token_budget: int) -> dict:
-    """Compact hits, best first, while they fit ``token_budget`` (at least one always)."""
-    check_token_budget(token_budget)
-    out, used = [], 0
-    for h in hits:
-        c = compact_hit(h)
-        cost = estimate_tokens(json.dumps(c, ensure_ascii=False))
-        if out and used + cost > token_budget:
-            break
-        out.append(c)
-        used += cost
-    return {"hits": out, "token_budget": token_budget, "tokens_used": used,
-            "truncated": len(out) < len(hits)}
-
-
-def fts_term(term: str) -> str:
-    """One term as an FTS5 phrase (quoted: user text is never FTS syntax)."""
-    return '"' + term.replace('"', "") + '"'
-
-
-def refusal_terms(query: str) -> list[str]:
-    """The query's content words, identifiers spelt out (``open_session`` -> open, session);
-    a hyphenated word counts once, by its parts; a possessive counts as its noun (``Caroline's``
-    -> caroline) and a negated auxiliary (``hadn't``) not at all."""
-    query = _NEGATION.sub(" ", _POSSESSIVE.sub("", query))
-    parts = [p for w in _TOKEN.findall(query) if w.isascii() for p in split_identifier(w)]
-    words = query_terms(" ".join(parts) + " " + query.replace("-", " "))
-    return [t for t in dict.fromkeys(words) if not set("_.-'\u2019") & set(t)]
-
-
-def is_time_word(term: str) -> bool:
-    """A month, weekday, day number, ordinal or year (see TIME_WORDS)."""
-    return term in TIME_WORDS or _TIME_NUMBER.fullmatch(term) is not None

@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ..mechanisms.code import split_identifier
 from ..store import Store
-from ..text import STOPWORDS
+from ..text import STOPWORDS, split_identifier
 
 # Field weights and BM25 parameters (chosen on the dev halves of the code rulers; see README).
 FIELDS = {"name": 3.0, "path": 1.0, "signature": 1.0, "doc": 2.0, "text": 1.0}

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ..errors import MissingExtra
+from ..text import split_identifier
 
 PARSER_VERSION = "ts-18"  # bump when extraction changes: cached parses are keyed by it
 # ts-18: a call on ``self.x`` where ``__init__`` sets ``x`` to a class's instance (``self.x =
@@ -756,14 +757,6 @@ def _dedupe(symbols: list[Symbol]) -> list[Symbol]:
             seen.add(key)
             out.append(s)
     return out
-
-
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-
-
-def split_identifier(name: str) -> list[str]:
-    """``SecureCookieSessionInterface.open_session`` -> secure cookie session interface open session."""
-    return [w.lower() for w in _WORD.findall(name)]
 
 
 def symbol_text(path: str, sym: Symbol, children: list[str]) -> str:

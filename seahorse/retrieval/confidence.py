@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .walk import Hit
+from .hits import Hit
 
 # (intercept, ln score ratio, ln rank, dense cosine): fitted on dev, 2026-12-04.
 BY_MODEL: dict[str, tuple[float, float, float, float]] = {

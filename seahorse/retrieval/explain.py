@@ -1,4 +1,5 @@
-"""Why a hit ranked: the mass the walk carried into it, read from the transition it used.
+"""Stage 4, explain: the chosen vertices as hits, each with why it ranked -- the mass the walk
+carried into it, read from the transition it used -- and its own cosine, BM25 and exact tokens.
 
 For a hit ``v`` the walk's fixed point gives ``x_v`` = teleport into ``v`` (it was a seed) +
 what each neighbour sent along its edge (:class:`~seahorse.mechanisms.graph.Flow`). Evidence:
@@ -21,7 +22,12 @@ import numpy as np
 
 from ..mechanisms.graph import Flow
 from ..store import Store
+from .hits import Hit
+from .query import Query
+from .rank import Ranking
+from .seed import Seeds
 from .state import RetrievalIndex
+from .walk import Mass
 
 MAX_PATHS = 3
 MAX_HOPS = 3
@@ -31,6 +37,42 @@ LABEL_CHARS = 60
 # "context", a phrase of an earlier turn of the session; "match", a passage, memory, symbol
 # or commit seeded by its own similarity to the question (dense cosine or its words, BM25).
 ORIGINS = ("question", "fact", "context", "match")
+
+
+def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: Seeds, mass: Mass,
+                   ranking: Ranking) -> tuple[list[Hit], list[dict]]:
+    """The hits of ``ranking`` with their evidence, and the strongest phrase seeds (named)."""
+    g = index.graph
+    chosen = ranking.chosen
+    texts = store.node_texts([int(g.node_ids[v]) for v in chosen])
+    top_seeds = [{"phrase": j, "weight": round(w, 5), "origin": "question" if j in seeds.asked else "fact"}
+                 for j, w in sorted(seeds.phrases.items(), key=lambda kv: -kv[1])[:8]]
+    explained, names = explain(index, store, g.flow(mass.scores, seeds.vector, mass.damping),
+                               [int(v) for v in chosen], seeds.phrases, [e["phrase"] for e in top_seeds],
+                               seeds.asked)
+    for e in top_seeds:
+        e["phrase"] = names.get(e["phrase"], "")
+    own = index.cosines(query.vector, chosen, store)  # each hit's own cosine, also past the shortlist
+    memories: dict[int, dict | None] = {}
+    docs: dict[int, tuple | None] = {}
+    hits: list[Hit] = []
+    for v, score, evidence, cosine in zip(chosen, ranking.scores, explained, own):
+        node_id = int(g.node_ids[v])
+        kind, text, doc_id, _ordinal = texts[node_id]
+        if doc_id not in docs:
+            docs[doc_id] = store.document(doc_id)
+        doc = docs[doc_id]
+        evidence["dense"] = round(float(cosine), 4)
+        if int(v) in seeds.lexical:
+            evidence["bm25"] = round(seeds.lexical[int(v)], 4)
+        if int(v) in ranking.exact:
+            evidence["exact"] = ranking.exact[int(v)]
+        if kind == "memory" and doc_id not in memories:
+            memories[doc_id] = store.memory_by_doc(doc_id)
+        hits.append(Hit(node_id, kind, text, float(score),
+                        doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence,
+                        memories.get(doc_id) if kind == "memory" else None))
+    return hits, top_seeds
 
 
 def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],

@@ -5,7 +5,7 @@ Two kinds of evidence, both read at query time:
 
 * **words**: the query's distinctive words (those in at most ``COMMON_SHARE`` of the store's
   full-text units, or in none) and how many of them occur at all
-  (:meth:`~seahorse.code.query.CodeQueries.refusal` judges them: ``absent_terms``).
+  (:func:`judge_words` judges them: ``absent_terms``).
   A possessive counts as its noun; a missing date word (month, weekday, day, year) is not a
   missing subject, as stores keep time as metadata; and a top hit close in meaning (cosine
   at the model's ``strong`` threshold or over) overrules missing words, as a conversation
@@ -22,10 +22,37 @@ is an answer whatever the rest says.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
-from ..code.query import is_time_word
-from .walk import Hit
+from ..text import query_terms, split_identifier
+from .hits import Hit
+
+COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
+MIN_COVERAGE = 0.5  # refuse when under half the distinctive terms occur anywhere ...
+MANY_ABSENT, MIN_COVERAGE_MANY = 2, 0.75  # ... or two or more are absent and over a quarter
+MIN_DENSE = 0.1  # refuse when no top hit is similar in meaning either (cosine)
+# A repository search with a distinctive word the repository lacks is answered when, and only
+# when, a top hit is this close in meaning (the user's words need not be the code's). Chosen
+# on the dev halves of the code rulers and the absent questions (README, Code retrieval).
+DENSE_VOUCH = 0.42
+# ... or when one top hit holds this many of the question's own words (identifiers split,
+# stemmed): the words the repository has meet in one declaration, so the subject is there and
+# the missing word is the user's, not a missing subject. On the dev halves no absent question's
+# top-3 hit held more than 2 and 9 of 17 answerable ones with a missing word held 3 or more
+# (README, Code retrieval); it does not lean on the embedder's cosine scale.
+LEXICAL_VOUCH = 3
+# A date in a question says when, not what: stores keep time as metadata (a turn's session
+# date, a memory's time) more often than in their text, so a missing month, weekday, day
+# number, ordinal or year is not a missing subject (found, it still counts).
+_MONTHS = ("january february march april may june july august september october november "
+           "december jan feb mar apr jun jul aug sep sept oct nov dec")
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
+TIME_WORDS = frozenset((_MONTHS + " " + _DAYS + " st nd rd th").split())
+_TIME_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th)?|[12]\d{3}s?")
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s\b")  # Caroline's -> Caroline
+_NEGATION = re.compile(r"\b\w+n['\u2019]t\b")  # hadn't, wouldn't: function words
+_TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only: café stays whole
 
 DEPTH = 3  # the best evidence is looked for among the top 3 hits
 # Under this many full-text units, a word's absence says little (a handful of notes says the
@@ -81,3 +108,64 @@ def _verdict(reason: str, detail: dict, top: float | None, model: str) -> dict:
     if limits is not None:
         evidence["weak_below"], evidence["doubtful_below"], evidence["strong_from"] = limits
     return {"reason": reason, "evidence": evidence}
+
+
+def judge_words(terms: list[str], top_dense: float | None, counts: Callable[[str], int],
+                total: int, scoped: bool, held: int = 0) -> dict | None:
+    """A machine-readable reason to return nothing, or None to answer.
+
+    Distinctive terms = query terms in at most COMMON_SHARE of the indexed units, or in
+    none. ``absent_terms``: under MIN_COVERAGE of them occur at all, or MANY_ABSENT or more
+    are missing and they are over a quarter of them; in a repository search (``counts``
+    given) with hits that have vectors: any is missing, no top hit is DENSE_VOUCH close
+    in meaning and none holds LEXICAL_VOUCH of the question's words (``held``: the most
+    one top hit holds). ``no_match``: the words are there
+    but none of the top hits is close in meaning (``top_dense``, their best cosine, is
+    under MIN_DENSE; None when no top hit has a vector, as commits have none).
+
+    ``counts`` (a term's matching units) and ``total`` (the units) say what is searched:
+    one repository's documents (see :meth:`repo_term_count`); by default the whole store."""
+    if not terms:
+        return None
+    total = total or 1
+    present, absent = [], []
+    for t in terms:
+        n = counts(t)
+        if n == 0:
+            if not is_time_word(t):
+                absent.append(t)
+        elif n / total <= COMMON_SHARE:
+            present.append(t)
+    distinctive = len(present) + len(absent)
+    coverage = len(present) / distinctive if distinctive else 1.0
+    detail = {"coverage": round(coverage, 3), "missing": absent, "found": present}
+    if scoped and top_dense is not None:
+        if absent and top_dense < DENSE_VOUCH and held < LEXICAL_VOUCH:
+            return {"reason": "absent_terms", "top_dense": round(top_dense, 4), "held": held,
+                    **detail}
+    elif distinctive and (coverage < MIN_COVERAGE
+                          or (len(absent) >= MANY_ABSENT and coverage < MIN_COVERAGE_MANY)):
+        return {"reason": "absent_terms", **detail}
+    if top_dense is not None and top_dense < MIN_DENSE:
+        return {"reason": "no_match", "top_dense": round(top_dense, 4), **detail}
+    return None
+
+
+def fts_term(term: str) -> str:
+    """One term as an FTS5 phrase (quoted: user text is never FTS syntax)."""
+    return '"' + term.replace('"', "") + '"'
+
+
+def refusal_terms(query: str) -> list[str]:
+    """The query's content words, identifiers spelt out (``open_session`` -> open, session);
+    a hyphenated word counts once, by its parts; a possessive counts as its noun (``Caroline's``
+    -> caroline) and a negated auxiliary (``hadn't``) not at all."""
+    query = _NEGATION.sub(" ", _POSSESSIVE.sub("", query))
+    parts = [p for w in _TOKEN.findall(query) if w.isascii() for p in split_identifier(w)]
+    words = query_terms(" ".join(parts) + " " + query.replace("-", " "))
+    return [t for t in dict.fromkeys(words) if not set("_.-'\u2019") & set(t)]
+
+
+def is_time_word(term: str) -> bool:
+    """A month, weekday, day number, ordinal or year (see TIME_WORDS)."""
+    return term in TIME_WORDS or _TIME_NUMBER.fullmatch(term) is not None

@@ -1,7 +1,10 @@
 """Search as a service: one read snapshot around the index and the hits, the node budget in
 force, sessions (the phrases where earlier turns settled), the optional cross-encoder, and
-the code fields of code hits, and refusal (retrieval/refusal.py; for one repository's search,
-code/query.py's)."""
+refusal (retrieval/refusal.py). The query itself runs as named stages (:func:`retrieve`):
+parse and embed (query.py) -> seed (seed.py) -> walk (walk.py) -> rank (rank.py) -> explain
+(explain.py), one typed object between each, each timed in ``timings_ms``. A repository's
+search brings its code side (:class:`CodeSide`: code/search.py), which this module never
+imports."""
 
 from __future__ import annotations
 
@@ -10,32 +13,97 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
-from ..code.query import CodeQueries, fts_term, refusal_terms
-from ..code.rank import CodeLexicons
-from ..config import TOP_K_MAX
+from ..config import TOP_K_MAX, Settings
 from ..core.runtime import Runtime, check_int, check_name, check_text, log
-from ..core.timeline import Window, combine, pool_depth, rank_by_time, window_filter
+from ..core.timeline import Window, combine, iso, pool_depth, rank_by_time, window_filter
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import Budget, compute_budget, note_activity, release_free_memory_soon
+from ..mechanisms.extract import Extractor
+from ..mechanisms.models.embed import Embedder
 from ..mechanisms.models.rerank import CrossEncoder, rerank
+from ..store import Store
 from . import confidence
-from .refusal import refusal
-from .state import open_index
-from .walk import RETRIEVABLE, RetrievalIndex, SearchResult, search
+from .explain import explained_hits
+from .hits import SearchResult
+from .query import Query
+from .rank import Scope, Scorer, rank
+from .refusal import fts_term, judge_words, refusal
+from .seed import seed
+from .state import RETRIEVABLE, RetrievalIndex, open_index
+from .walk import walk, walk_phrases
 
 PAGE_DEPTH_MAX = 1000  # hits a question can be paged to
 SESSION_DECAY = 0.5  # an earlier turn's phrase weighs half as much each turn it is carried
 SESSION_PHRASES = 12
-NO_MATCH_DEPTH = 3  # refusal "no_match": none of the top 3 hits is close in meaning
 KINDS = RETRIEVABLE + ("commit",)
 
 
+class CodeSide(Protocol):
+    """What a repository's search adds to the query path (code/search.py's CodeSearch)."""
+
+    def narrow(self, index: RetrievalIndex, repo: str | Path, query: str
+               ) -> tuple[np.ndarray, int, dict[int, float]]:
+        """The repository's documents, its id, and its lexical evidence for the query."""
+
+    def scorer(self, settings: Settings, lexical: dict[int, float] | None) -> Scorer:
+        """How its candidates are scored."""
+
+    def finish(self, result: SearchResult, query: str, refuse: bool, repo_id: int | None = None,
+               version: int = 0) -> None:
+        """Code fields on code hits (of any search); refusal over the repository searched."""
+
+
+def retrieve(index: RetrievalIndex, store: Store, embedder: Embedder, extractor: Extractor,
+             settings: Settings, text: str, top_k: int, node_budget: int, *,
+             context: dict[int, float] | None = None, scope: Scope | None = None,
+             scorer: Scorer | None = None, repo_id: int | None = None) -> SearchResult:
+    """Rank retrievable nodes for ``text``: parse and embed -> seed -> walk -> rank -> explain.
+
+    ``context`` maps graph vertices of an earlier turn's phrases to weights, used only if this
+    query's walk reaches them. ``scope`` keeps the hits to some kinds and documents while the
+    walk still crosses the whole graph. ``scorer`` (a repository's search) ranks its own way;
+    commits, when they may be hits, are seeded by the messages of ``repo_id`` (None: all)."""
+    t0 = time.perf_counter()
+    scope = scope or Scope()
+    if len(index.passage_idx) == 0:
+        return SearchResult(text, [], {"reason": "empty_index"})
+    query = Query.embed(text, embedder)
+    t_embed = time.perf_counter()
+    seeds = seed(index, store, query, extractor, settings, scope.kinds,
+                 narrowed=scope.doc_filter is not None, code=scorer is not None, repo_id=repo_id)
+    t_seed = time.perf_counter()
+    mass = walk(index, seeds, settings, node_budget, context)
+    t_walk = time.perf_counter()
+    ranking = rank(index, store, query, seeds, mass, scope, top_k, scorer)
+    t_rank = time.perf_counter()
+    hits, top_seeds = explained_hits(index, store, query, seeds, mass, ranking)
+    t_end = time.perf_counter()
+    info = {
+        "damping": round(mass.damping, 3), "node_budget": node_budget,
+        "walked_nodes": int(len(mass.nodes)), "iterations": mass.iterations,
+        "seeds": top_seeds,
+        "timings_ms": {"embed": round((t_embed - t0) * 1e3, 2),
+                       "walk": round((t_walk - t_embed) * 1e3, 2),  # seeding and walk
+                       "seed": round((t_seed - t_embed) * 1e3, 2),  # of which seeding
+                       "rank": round((t_rank - t_walk) * 1e3, 2),
+                       "explain": round((t_end - t_rank) * 1e3, 2),
+                       "total": round((time.perf_counter() - t0) * 1e3, 2)},
+    }
+    if mass.session:
+        info["session"] = mass.session
+    if ranking.speakers:
+        info["speakers"] = ranking.speakers
+    if ranking.dates:
+        info["dates"] = [{"from": iso(lo), "to": iso(hi)} for lo, hi in ranking.dates]
+    return SearchResult(text, hits, info, walk_phrases(index, mass), parsed=query)
+
+
 class Search:
-    def __init__(self, rt: Runtime, code: CodeQueries) -> None:
+    def __init__(self, rt: Runtime, code: CodeSide | None = None) -> None:
         self.rt = rt
         self.store = rt.store
         self.code = code
@@ -43,12 +111,8 @@ class Search:
         self._budget_at = 0.0
         self._cross_encoder: CrossEncoder | None = None
         self.rerank_off: str | None = None  # why a requested reranker is not in force
-        # Refusal's full-text counts over one repository: (graph_version, repo_id, term or None
-        # for the unit total) -> count. Only the current graph version's entries are kept.
-        self._term_counts: dict[tuple[int, int, str | None], int] = {}
         self._units: tuple[int, int] | None = None  # (change seq, full-text units) for refusal
         self._changed = False  # whether this call's search state was loaded or caught up
-        self.lexicons = CodeLexicons(rt.store)  # BM25F over one repository's declarations
 
     def budget(self) -> Budget:
         """The node budget from the memory free now (re-read at most once a second)."""
@@ -121,11 +185,13 @@ class Search:
                 if saved is not None:
                     ids, turns = saved
                     context = {index.graph.index[i]: w for i, w in ids.items() if i in index.graph.index}
-            doc_filter, repo_id, evidence = None, None, None
+            doc_filter, repo_id, scorer = None, None, None
             if repo is not None:
-                repo_id = self.code.repo_row(repo)[0]
-                doc_filter = np.array(self.store.code.repo_docs(repo_id), dtype=np.int64)
-                evidence = self.lexicons.evidence(index.version, repo_id, query)
+                if self.code is None:
+                    raise InvalidInput("this engine has no code side: a repository cannot be searched",
+                                       field="repo")
+                doc_filter, repo_id, evidence = self.code.narrow(index, repo, query)
+                scorer = self.code.scorer(self.rt.settings, evidence)
             # Time (core/timeline.py): what the window lets through, then recency.
             window = window or Window()
             keep, leave_out = window_filter(self.store, window)
@@ -133,14 +199,14 @@ class Search:
             encoder = self.cross_encoder()
             depth = max(top_k, self.rt.rerank.top_n) if encoder is not None else top_k
             rt = self.rt
-            result = search(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(),
-                            pool_depth(depth), self.budget().node_budget, context, want, doc_filter,
-                            code=repo is not None, repo_id=repo_id, code_lexical=evidence,
-                            doc_exclude=leave_out)
+            result = retrieve(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(),
+                              pool_depth(depth), self.budget().node_budget, context=context,
+                              scope=Scope(want, doc_filter, leave_out), scorer=scorer, repo_id=repo_id)
             result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None,
                                        words_first=set(want) == {"commit"})[:depth]
             refuse = True if refuse is None else bool(refuse)
-            self._finish_code_hits(result, query, refuse and repo is not None, repo_id, index.version)
+            if self.code is not None:
+                self.code.finish(result, query, refuse and repo is not None, repo_id, index.version)
             if refuse and repo is None:
                 self._refuse_weak(result, query)
             self._rerank_hits(result, query.strip(), encoder, top_k)
@@ -164,8 +230,9 @@ class Search:
                 counts[term] = self.store.text_matches(fts_term(term))
             return counts[term]
 
-        why = refusal(result.hits, refusal_terms(query), self.rt.embedder.name,
-                      lambda terms, dense: self.code.refusal(terms, dense, count, units),
+        terms = result.parsed.refusal_terms if result.parsed is not None else []
+        why = refusal(result.hits, terms, self.rt.embedder.name,
+                      lambda terms, dense: judge_words(terms, dense, count, units, scoped=True),
                       count, lambda: units)
         if why is not None:
             result.info["refusal"] = why
@@ -245,44 +312,6 @@ class Search:
                                  "method": settings.fusion_method,
                                  "scored": min(settings.top_n, len(fused)),
                                  "ms": round((time.perf_counter() - t0) * 1000, 2)}
-
-    # ----- code -------------------------------------------------------------------------
-    def _finish_code_hits(self, result: SearchResult, query: str, refuse: bool,
-                          repo_id: int | None = None, version: int = 0) -> None:
-        """Code fields on the hits; then refusal, judged over the repository searched (its
-        files' documents and its history), and by meaning only for hits that have a vector."""
-        fields = self.code.code_fields([h.id for h in result.hits])
-        for h in result.hits:
-            if h.id in fields:
-                h.code = fields[h.id]
-        if not refuse or not result.hits:
-            return
-        dense = [h.evidence.get("dense", 0.0) for h in result.hits[:NO_MATCH_DEPTH] if h.kind != "commit"]
-        terms = refusal_terms(query)
-        if repo_id is None:
-            why = self.code.refusal(terms, max(dense) if dense else None)
-        else:
-            top = [h.id for h in result.hits[:NO_MATCH_DEPTH]]
-            why = self.code.refusal(terms, max(dense) if dense else None,
-                                    lambda t: self.repo_term_count(version, repo_id, t),
-                                    self.repo_term_count(version, repo_id, None),
-                                    self.lexicons.lexicon(version, repo_id).held(query, top))
-        if why is not None:
-            result.info["refusal"] = why
-            result.info["refused_hits"] = len(result.hits)
-            result.hits = []
-
-
-    def repo_term_count(self, version: int, repo_id: int, term: str | None) -> int:
-        """How many of a repository's full-text units hold ``term`` (None: how many units
-        there are), cached per graph version."""
-        key = (version, repo_id, term)
-        if key not in self._term_counts:
-            if any(k[0] != version for k in self._term_counts):
-                self._term_counts = {k: v for k, v in self._term_counts.items() if k[0] == version}
-            self._term_counts[key] = (self.store.code.repo_text_units(repo_id) if term is None
-                                      else self.store.code.repo_text_matches(repo_id, fts_term(term)))
-        return self._term_counts[key]
 
 
 def _finite(x: float | None) -> float | None:

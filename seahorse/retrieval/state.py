@@ -207,6 +207,10 @@ class RetrievalIndex:
             self._row_of = (self.seq, rows)
         return self._row_of[1]
 
+    def row_of(self, vertices: np.ndarray) -> np.ndarray:
+        """Each vertex's row of ``passage_idx`` (-1 for one without a vector)."""
+        return self._rows_of()[vertices]
+
     @property
     def passage_idx(self) -> np.ndarray:
         """Graph vertex of each row of ``passage_vecs``."""

@@ -1,0 +1,157 @@
+"""Stage 1, seed: where the walk starts, HippoRAG-2 style. All from caches built at index time.
+
+* passages: min-max dense cosine x ``passage_prior`` (each kind's share damped by how well its
+  best row matches: :func:`kind_relevance`), plus min-max BM25 x ``lexical_prior``;
+* commits, when they may be hits: their messages' BM25 (they have no vector);
+* phrases of the best-matching facts (sentence windows pooled from the passage's own token
+  states): fact score / number of passages holding the phrase;
+* phrases of the query itself that exist as nodes (exact normalised match), same scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import Settings
+from ..mechanisms.extract import Extractor
+from ..mechanisms.numeric import minmax, scale_lexical
+from ..store import Store
+from .query import Query
+from .state import DENSE_SHORTLIST, RETRIEVABLE, RetrievalIndex
+
+LEXICAL_CANDIDATES = 100
+# Facts are scored for the passages the query's own evidence points at: the best by dense
+# similarity and every full-text candidate (their vectors are read from the store per query).
+# A multi-hop question's second passage is often far from it in dense terms: 200 or 400 lost a
+# HotpotQA dev question at R@2 that scoring every fact keeps; 1000 is every passage of both dev
+# corpora, and ~3,500 fact rows (+14 ms p50 under load at 10k passages, ad hoc, 2026-12-04).
+FACT_POOL = 1000
+FLAT = 1e-12  # a score column spanning less than this is constant: min-max gives zeros
+# The kinds' share of the dense seed: (their best cosine / the best)^KIND_POWER. MuSiQue dev
+# R@5 in its own store 0.753; with Flask's repository indexed into it: 0.558 without this,
+# 0.743 at power 1, 0.753 at 2 (2026-12-04).
+KIND_POWER = 2.0
+
+
+@dataclass
+class Seeds:
+    """The teleport distribution and what it was made of."""
+    vector: np.ndarray  # per graph vertex: its teleport weight (unnormalised)
+    dense: np.ndarray  # per row of index.passage_idx: its cosine (the floor past the shortlist)
+    shortlist: int  # 0: every row read its own cosine
+    lexical: dict[int, float]  # vertex -> raw BM25 of the full-text (and commit) candidates
+    phrases: dict[int, float]  # phrase vertex -> its seed weight
+    asked: set[int]  # the phrase seeds that are the question's own words
+
+
+def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor,
+         settings: Settings, kinds: tuple[str, ...] = RETRIEVABLE, narrowed: bool = False,
+         code: bool = False, repo_id: int | None = None) -> Seeds:
+    """The seeds of ``query``. ``narrowed``: the search keeps to some documents (a repository,
+    a time window), so every row reads its own cosine; ``code``: one repository's search, whose
+    ranking was tuned without the kinds' damping."""
+    g = index.graph
+    shortlist = settings.dense_shortlist
+    if shortlist is None:
+        # The cut is store-wide: a search kept to some kinds, documents (a repository, a time
+        # window) or code seeds every row, as before the cut (code ranking was tuned so, and a
+        # kept row past a store-wide cut would get no seed at all).
+        shortlist = 0 if (code or set(kinds) != set(RETRIEVABLE) or narrowed) else DENSE_SHORTLIST
+    dense = index.dense(query.vector, store, shortlist)
+    vector = np.zeros(g.n)
+    fair = 1.0 if code else kind_relevance(index, dense)
+    vector[index.passage_idx] += settings.passage_prior * minmax(dense, FLAT) * fair
+    lexical: dict[int, float] = {}
+    lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)
+    if lex:
+        lex_scores = scale_lexical(np.array([s for _i, s in lex]), FLAT)
+        at = g.index.lookup([node_id for node_id, _s in lex]).tolist()  # one search, not one each
+        for (_node_id, raw), norm, v in zip(lex, lex_scores, at):
+            if v >= 0:
+                vector[v] += settings.lexical_prior * float(norm)
+                lexical[v] = raw
+    if "commit" in kinds:
+        _seed_commits(index, store, query, settings, repo_id, vector, lexical)
+    phrases, asked = _seed_phrases(index, store, query, extractor, settings, vector, dense, lexical,
+                                   shortlist)
+    if vector.sum() <= 0:
+        vector[index.passage_idx] = 1.0
+    return Seeds(vector, dense, shortlist, lexical, phrases, asked)
+
+
+def _seed_commits(index: RetrievalIndex, store: Store, query: Query, settings: Settings,
+                  repo_id: int | None, vector: np.ndarray, lexical: dict[int, float]) -> None:
+    """Commits seeded by their own words (BM25 over the commit messages of ``repo_id``, or of
+    every repository): they have no vector, and among the store's full-text candidates a
+    commit is easily outranked by code."""
+    commits = store.code.commit_fts(repo_id, query.fts, LEXICAL_CANDIDATES)
+    top = max((s for _i, s in commits), default=0.0)
+    for node_id, raw in commits:
+        v = index.graph.index.get(node_id)
+        if v is not None and top > 0 and v not in lexical:
+            vector[v] += settings.lexical_prior * raw / top
+            lexical[v] = raw
+
+
+def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor,
+                  settings: Settings, vector: np.ndarray, dense: np.ndarray,
+                  lexical: dict[int, float], shortlist: int = 0) -> tuple[dict[int, float], set[int]]:
+    """Phrase seeds: from the best facts among the candidate passages, and the query's own
+    phrases that exist as nodes (also returned on their own: explain names them so). The
+    fact pool is the best FACT_POOL passages by dense cosine, never wider than the shortlist."""
+    phrase_seed: dict[int, float] = {}
+    asked: set[int] = set()
+    top_fact = 0.0
+    g = index.graph
+    pool = index.passage_idx
+    width = min(FACT_POOL, shortlist) if shortlist else FACT_POOL  # past a shortlist: no cosine
+    if len(dense) > width:
+        pool = pool[np.argpartition(-dense, width - 1)[:width]]
+    pool = np.union1d(pool, np.array(list(lexical), dtype=np.int64))
+    _passages, fact_phrases, fact_vecs = store.facts_of(g.node_ids[pool].tolist(), index.dim)
+    if len(fact_vecs):
+        scores = fact_vecs @ query.vector
+        k = min(settings.fact_top_k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top_fact = float(scores[top].max())
+        for f in top:
+            for j in index.vertices(fact_phrases[f]):
+                if j < 0:
+                    continue
+                share = float(scores[f]) / max(1.0, index.passage_count[j])
+                phrase_seed[int(j)] = max(phrase_seed.get(int(j), 0.0), share)
+    weight = top_fact if top_fact > 0 else 0.5
+    keys = [ph.key for ph in extractor.extract(query.text)]
+    found = store.phrase_ids(keys) if keys else {}
+    for key in keys:
+        j = g.index.get(found[key], -1) if key in found else -1
+        if j >= 0:
+            share = weight / max(1.0, index.passage_count[j])
+            phrase_seed[j] = phrase_seed.get(j, 0.0) + share
+            asked.add(j)
+    for j, w in phrase_seed.items():
+        vector[j] += w
+    return phrase_seed, asked
+
+
+def kind_relevance(index: RetrievalIndex, dense: np.ndarray) -> np.ndarray | float:
+    """Per vector row, how relevant its kind is to the query: the best cosine among that
+    kind's nodes over the best of all (clipped to [0, 1], to the power KIND_POWER). The
+    dense seed is min-max scaled over every vector, so without this a kind the question is not
+    about (a repository's symbols, for a question about history) still takes a large share of
+    the seed mass, one small seed per node, and its dense graph collects it on its hubs. In a
+    store of one kind it is 1 (nothing changes)."""
+    codes = index.kind_code[index.passage_idx]
+    kinds = np.unique(codes)
+    if len(kinds) < 2 or not len(dense):
+        return 1.0
+    top = float(dense.max())
+    if top <= 0:
+        return 1.0
+    factor = np.ones(len(dense))
+    for c in kinds:
+        rows = codes == c
+        factor[rows] = np.clip(float(dense[rows].max()) / top, 0.0, 1.0) ** KIND_POWER
+    return factor
