@@ -449,7 +449,7 @@ def test_the_store_protocol_lists_exactly_what_sqlite_store_implements() -> None
     # A second backend implements the protocol: a method added to one and not the other drifts.
     import inspect
 
-    from seahorse.store.code.tables.facet import SQLiteCode
+    from seahorse.store.code.facet import SQLiteCode
 
     from seahorse.store import Store
     from seahorse.store.base import CodeStore

@@ -1,6 +1,6 @@
 """The code tables of the SQLite store: repositories, files, symbols, references, directed
 code links, the parse cache and git history. Part of the store's code facet, ``store.code``
-(:class:`~seahorse.store.code.tables.facet.SQLiteCode`); every statement about code lives here, so a
+(:class:`~seahorse.store.code.facet.SQLiteCode`); every statement about code lives here, so a
 second backend implements these methods and nothing else moves.
 """
 
