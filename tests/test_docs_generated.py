@@ -261,3 +261,65 @@ def test_every_path_the_docs_name_exists() -> None:
             if not ok:
                 missing.append(f"{where}: `{p}`")
     assert not missing, "paths the docs name that do not exist:\n" + "\n".join(missing)
+
+
+# ----- commands, flags and constants the docs quote ------------------------------------------------
+def test_every_command_and_flag_the_docs_show_exists() -> None:
+    """Each `seahorse CMD [SUB] ... --flag` the docs show (inline, or a line of a shell block) is
+    a command of the parser and a flag of that command."""
+    import argparse
+
+    from seahorse.adapters.cli import _parser
+
+    def sub(parser):
+        return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+    def flags(parser) -> set[str]:
+        return {o for a in parser._actions for o in a.option_strings}
+
+    top = _parser()
+    commands = sub(top).choices
+    wrong, seen = [], 0
+    for path in DOCS:
+        if path.name == "CHANGELOG.md":
+            continue
+        text = _text(path)
+        shown = re.findall(r"`(seahorse [^`]+)`", text) + re.findall(r"^\$? *(seahorse [^\n#|]+)", text, re.M)
+        for span in shown:
+            words = span.split()[1:]
+            if not words or not re.fullmatch(r"[a-z][a-z-]*", words[0]):
+                continue
+            if words[0] not in commands:
+                wrong.append(f"{path.name}: `{span}`: no command {words[0]}")
+                continue
+            parser, rest = commands[words[0]], words[1:]
+            inner = sub(parser)
+            first = rest[0].replace("\\|", "|").split("|")[0] if rest else ""  # `hooks install\|uninstall`
+            if inner and first in inner.choices:
+                parser = inner.choices[first]
+            known = flags(parser) | flags(top)
+            for w in rest:
+                flag = w.split("=")[0].strip("[](),;:.")
+                if flag.startswith("--") and len(flag) > 2 and flag not in known:
+                    wrong.append(f"{path.name}: `{span}`: {words[0]} has no flag {flag}")
+            seen += 1
+    assert not wrong, "\n".join(wrong)
+    assert seen > 100
+
+
+def test_the_constants_tech_spec_quotes_are_the_codes() -> None:
+    from seahorse.config import TOP_K_MAX, Settings
+    from seahorse.mechanisms.budget import WALK_NODES_PER_MS
+    from seahorse.store.sqlite import BUSY_TIMEOUT_S, WRITE_WAIT_S
+
+    spec = " ".join(_text(SPEC).split())
+    busy = re.findall(r"a (\d+) s busy timeout", spec)
+    assert busy and {float(b) for b in busy} == {BUSY_TIMEOUT_S}, busy
+    assert f"back-off for up to {WRITE_WAIT_S:g} s" in spec
+    assert f"`top_k` ≤ {TOP_K_MAX} (`config.TOP_K_MAX`" in spec
+    budget = _tools()["tools"]["search_code"]["properties"]["token_budget"]["default"]
+    assert f"`search_code` has a {budget}-token budget" in spec
+    walk = re.search(r"`HIPPO_WALK_MS` \((\d+)\) × ([\d,]+) nodes per ms = (\d+)k nodes", spec)
+    assert walk, "TECH_SPEC.md lost the latency bound's arithmetic"
+    ms, per_ms, k = float(walk.group(1)), int(walk.group(2).replace(",", "")), int(walk.group(3))
+    assert (ms, per_ms, k * 1000) == (Settings().walk_ms, WALK_NODES_PER_MS, ms * per_ms)
