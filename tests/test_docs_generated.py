@@ -323,3 +323,14 @@ def test_the_constants_tech_spec_quotes_are_the_codes() -> None:
     assert walk, "TECH_SPEC.md lost the latency bound's arithmetic"
     ms, per_ms, k = float(walk.group(1)), int(walk.group(2).replace(",", "")), int(walk.group(3))
     assert (ms, per_ms, k * 1000) == (Settings().walk_ms, WALK_NODES_PER_MS, ms * per_ms)
+
+
+def test_every_migration_the_docs_name_exists() -> None:
+    from seahorse.store.migrations import MIGRATIONS
+
+    names = [name for name, _step in MIGRATIONS]
+    numbers = {n.split("_", 1)[0] for n in names}
+    assert len(numbers) == len(names) >= 14
+    for path in DOCS:
+        for n in re.findall(r"[Mm]igrations? (\d{4})\b", _text(path)):
+            assert n in numbers, f"{path.relative_to(ROOT)} names migration {n}; there are {sorted(numbers)}"
