@@ -225,18 +225,32 @@ def test_every_link_and_anchor_in_the_docs_resolves() -> None:
     assert not broken, "\n".join(broken)
 
 
-def test_every_readme_section_the_docs_name_exists() -> None:
-    """`README, "Section"` or `(README, Section)` in prose: the heading is there (a moved section
-    fails here; a link to it is checked with the links)."""
-    anchors = _anchors(README)
+@cache
+def _parts(path: Path) -> frozenset[str]:
+    """A file's headings, and the bold or italic leads its paragraphs start with."""
+    leads = re.findall(r"^\*{1,2}([^*\n]+)\*{1,2}", _prose(_text(path)), re.M)
+    return _anchors(path) | {_slug(x) for x in leads}
+
+
+def test_every_section_the_docs_name_in_words_exists() -> None:
+    """`README, "Section"`, `TECH_SPEC "Section"`, `docs/x.md, "Section"` or `(README, Section)`
+    in prose: that file has a heading or a bold or italic paragraph lead starting so (a moved
+    section fails here; a link to one is checked with the links)."""
+    files = {"README": README, "TECH_SPEC": SPEC}
+    wrong, seen = [], 0
     for path in DOCS:
         if path.name == "CHANGELOG.md":
             continue  # history names what was there then
-        text = _text(path)
-        named = re.findall(r"README(?:\.md)?,? \"([^\"]+)\"", text)
-        named += re.findall(r"\(README(?:\.md)?, ([A-Z][^)\"]*)\)", text)
-        for name in named:
-            assert _slug(name) in anchors, f"{path.relative_to(ROOT)} names README section {name!r}"
+        text = " ".join(_text(path).split())
+        named = re.findall(r"\b(README|TECH_SPEC|docs/[a-z0-9-]+)(?:\.md)?,? \"([^\"]+)\"", text)
+        named += re.findall(r"\((README)(?:\.md)?, ([A-Z][^)\"]*)\)", text)
+        for doc, name in named:
+            target = files.get(doc) or ROOT / f"{doc}.md"
+            if not target.exists() or not any(a.startswith(_slug(name)) for a in _parts(target)):
+                wrong.append(f"{path.relative_to(ROOT)} names {doc}, {name!r}")
+            seen += 1
+    assert not wrong, "\n".join(wrong)
+    assert seen >= 15
 
 
 PATH = r"(?<![\w/.-])((?:seahorse|scripts|docs)/[\w./*-]*[\w/*]|tests/test_\w+\.py)"
