@@ -363,3 +363,54 @@ def test_every_migration_the_docs_name_exists() -> None:
     for path in DOCS:
         for n in re.findall(r"[Mm]igrations? (\d{4})\b", _text(path)):
             assert n in numbers, f"{path.relative_to(ROOT)} names migration {n}; there are {sorted(numbers)}"
+
+
+def _classes() -> dict[str, list[ast.ClassDef]]:
+    out: dict[str, list[ast.ClassDef]] = {}
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(gen()._tree(path)):
+            if isinstance(node, ast.ClassDef):
+                out.setdefault(node.name, []).append(node)
+    return out
+
+
+def _members(name: str, classes: dict[str, list[ast.ClassDef]]) -> set[str] | None:
+    """What a class defines, assigns in its body or to ``self``, with its seahorse bases';
+    None when a base is from elsewhere (what it brings is not read here)."""
+    (node,) = classes[name]
+    out = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for n in node.body:
+        targets = n.targets if isinstance(n, ast.Assign) else [getattr(n, "target", None)]
+        out |= {t.id for t in targets if isinstance(t, ast.Name)}
+    out |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+            and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    for base in node.bases:
+        base_name = ast.unparse(base).split("[")[0].rsplit(".", 1)[-1]
+        if base_name in ("Protocol", "object"):
+            continue
+        if len(classes.get(base_name, ())) != 1:
+            return None
+        inherited = _members(base_name, classes)
+        if inherited is None:
+            return None
+        out |= inherited
+    return out
+
+
+def test_every_class_member_the_docs_name_exists() -> None:
+    """`Class.member` in the docs, for a class defined once in seahorse/: the class has it (a
+    method, a class attribute, one its methods assign to ``self``, or a seahorse base's)."""
+    classes = _classes()
+    wrong, seen = [], 0
+    for path in DOCS:
+        if path.name == "CHANGELOG.md":
+            continue
+        for cls, member in sorted(set(re.findall(r"`([A-Z]\w*)\.([A-Za-z_]\w*)", _text(path)))):
+            if len(classes.get(cls, ())) != 1:
+                continue
+            members = _members(cls, classes)
+            if members is not None and member not in members:
+                wrong.append(f"{path.relative_to(ROOT)}: `{cls}.{member}`")
+            seen += 1
+    assert not wrong, "members the docs name that their class lacks:\n" + "\n".join(wrong)
+    assert seen >= 20
