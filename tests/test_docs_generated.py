@@ -414,3 +414,16 @@ def test_every_class_member_the_docs_name_exists() -> None:
             seen += 1
     assert not wrong, "members the docs name that their class lacks:\n" + "\n".join(wrong)
     assert seen >= 20
+
+
+def test_every_file_a_module_docstring_names_exists() -> None:
+    """Docstrings are docs too (the module table quotes them): a ``name.py`` one names is a module."""
+    modules = {p.relative_to(PKG).as_posix() for p in PKG.rglob("*.py")}
+    names = {m.rsplit("/", 1)[-1] for m in modules} | {p.name for p in (ROOT / "scripts").glob("*.py")}
+    wrong = []
+    for path in PKG.rglob("*.py"):
+        doc = ast.get_docstring(gen()._tree(path)) or ""
+        for name in re.findall(r"`+([\w/]+\.py)`+", doc):
+            if not (name in names if "/" not in name else name in modules or (ROOT / name).exists()):
+                wrong.append(f"seahorse/{path.relative_to(PKG)}: {name}")
+    assert not wrong, "\n".join(wrong)
