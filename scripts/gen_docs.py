@@ -46,6 +46,7 @@ def _layers():
     mod.ROOT, mod.PKG, mod.SPEC = ROOT, PKG, SPEC
     modules = mod._modules()
     mod._modules = lambda: modules  # one listing of the package per run (the walk asks per module)
+    mod._graph = functools.cache(mod._graph)  # and one walk
     return mod
 
 
