@@ -36,6 +36,7 @@ schema: $(BIN)/seahorse
 
 reference: $(BIN)/seahorse
 	$(BIN)/python scripts/gen_reference.py
+	$(BIN)/python scripts/gen_docs.py
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .ruff_cache

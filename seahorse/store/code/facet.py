@@ -1,6 +1,6 @@
 """The code facet of a store, ``store.code``: the statements about repositories, files,
-symbols, references, directed code links, the parse cache, git history (``code.py``), the
-dependency walks and repository map (``codewalk.py``) and versions beside HEAD
+symbols, references, directed code links, the parse cache, git history (``tables.py``), the
+dependency walks and repository map (``walk.py``) and versions beside HEAD
 (``versions.py``). Only the code services ask for it, so the interface every other service
 sees (:class:`~seahorse.store.base.Store`) leaves these out; it is the store's connection and
 transaction, not a second one, and a backend with other SQL subclasses it (PostgreSQL's
