@@ -16,6 +16,9 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
   HotpotQA with documentation prose up to 10,000 / 100,000 passages, ``--scale-dir``), where
   the dense shortlist, the node budget and the entry bound bind: R@2, R@5, all@5 per question
   set, all methods in one store;
+* ``locomo-notes`` / ``locomo-dated``: the same turns written as notes (``add_document``, one
+  per turn, in order: "Speaker: words", or "[session date] Speaker: words"), as an agent that
+  keeps its memory in notes writes them (issue 38, item 5);
 * ``locomo``: the five dev conversations, every turn its own document (``add_conversation``,
   speaker and session date kept), evidence R@5 / R@10 per category (1-4);
 * ``absent``: refusal on scripts/data/absent_prose.json (share of absent questions refused)
@@ -456,22 +459,31 @@ def refusal_check(eng: Engine, questions, split: str) -> dict:
 
 
 # ----- conversations -------------------------------------------------------------------------
-def run_locomo(args, folder: Path, report: dict) -> None:
+# How an agent that writes each turn as a note might word it (ruler ``locomo-notes``: the
+# speaker's name first; ``locomo-dated``: the session's date first, as LoCoMo writes it).
+NOTE_FORMS = {"locomo-notes": "{speaker}: {text}", "locomo-dated": "[{time}] {speaker}: {text}"}
+
+
+def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
     path = args.bench_dir / "locomo_dev.json"
     data = json.loads(path.read_text())[:args.conversations]
     fp = benchlib.fingerprint([path])
     systems = tuple(args.methods)
     rows: dict[str, dict[int, list]] = {s: defaultdict(list) for s in systems}
     times = []
-    print(f"\n## locomo dev ({len(data)} conversations, fingerprint {fp})")
+    how = "add_conversation" if ruler == "locomo" else f"add_document notes, '{NOTE_FORMS[ruler]}'"
+    print(f"\n## {ruler} dev ({len(data)} conversations, fingerprint {fp}, {how})")
     for n, sample in enumerate(data):
         turns = turns_of(sample)
         qs = [q for q in sample["qa"] if q.get("category") in CATEGORIES]
-        db = (args.db_dir or folder) / f"locomo-{fp}-{n}.db"
+        db = (args.db_dir or folder) / f"{ruler}-{fp}-{n}.db"
         kept = args.db_dir is not None and db.exists()
         eng = Engine(load_settings(db_path=db, **KW))
-        if not kept:
+        if not kept and ruler == "locomo":
             eng.add_conversation(turns, conversation=f"c{n}")
+        elif not kept:  # one note per turn, in order, as an agent writing its memory would
+            eng.index_many([(NOTE_FORMS[ruler].format(**t), f"note:c{n}#{t['id']}", None, None)
+                            for t in turns])
         texts = {t["id"]: f"{t['speaker']}: {t['text']}" for t in turns}
         base = Baselines(eng, lambda s: s.rsplit("#", 1)[-1], texts)
         for q in qs:
@@ -488,7 +500,7 @@ def run_locomo(args, folder: Path, report: dict) -> None:
         eng.close()
         print(f"conversation {n}: {len(turns)} turns, {len(qs)} questions", flush=True)
     names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-    out = report["rulers"]["locomo"] = {"fingerprint": fp, "systems": {},
+    out = report["rulers"][ruler] = {"fingerprint": fp, "systems": {}, "via": how,
                                         "seahorse_p50_ms": round(benchlib.percentile(times, 50), 2)}
     print(f"{'system':<10} " + " ".join(f"{names[c]:>14}" for c in CATEGORIES) + f" {'all':>14}")
     for s in systems:
@@ -608,8 +620,9 @@ def main() -> None:
         for size in ("10k", "100k"):
             if f"scale{size}" in args.rulers:
                 run_scale(size, args, folder, report)
-        if "locomo" in args.rulers:
-            run_locomo(args, folder, report)
+        for ruler in ("locomo", "locomo-notes", "locomo-dated"):
+            if ruler in args.rulers:
+                run_locomo(args, folder, report, ruler)
         if "exact" in args.rulers:
             run_exact(folder, report)
     if "code" in args.rulers:

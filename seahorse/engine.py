@@ -33,6 +33,7 @@ from .mechanisms.budget import Budget
 from .mechanisms.extract import Extractor
 from .mechanisms.models.embed import Embedder, make_embedders
 from .mechanisms.models.gliner import make_extractor
+from .memory import notes
 from .memory.conversation import add_conversation, read_jsonl
 from .memory.lookup import Lookup
 from .memory.memories import Memories
@@ -133,12 +134,14 @@ class Engine:
                      metadata: dict | None = None, progress: Progress | None = None) -> IndexResult:
         """Index a text as one document (re-adding the same source replaces it in place);
         ``progress(done, total, source)`` as its passages are embedded."""
-        return self.ingest.add_many([(text, source, title, metadata)], progress=progress, dedup=True)[0]
+        items, after = notes.prepare(self.store, [(text, source, title, metadata)])
+        return self.ingest.add_many(items, progress=progress, dedup=True, after=after)[0]
 
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                    batch_size: int = 64) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction."""
-        return self.ingest.add_many(items, batch_size)
+        items, after = notes.prepare(self.store, items)
+        return self.ingest.add_many(items, batch_size, after=after)
 
     def index_file(self, path: str | Path, title: str | None = None,
                    progress: Progress | None = None) -> IndexResult:

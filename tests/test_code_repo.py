@@ -675,8 +675,8 @@ def test_javascript_packages_and_builtins_are_not_the_repositorys_files(tmp_path
     ("a.py", "python", "def grow(\n    n,\n    factor,\n):\n    return n * factor\n", "grow"),
 ])
 def test_compact_snippets_do_not_repeat_the_signature(path, language, source, qual) -> None:
-    from seahorse.retrieval.hits import compact_hit
     from seahorse.mechanisms.code import parse_symbols, symbol_text
+    from seahorse.retrieval.hits import compact_hit
     sym = next(s for s in parse_symbols(source.encode(), language, path) if s.qualname == qual)
     hit = {"id": 1, "symbol": qual, "signature": sym.signature, "text": symbol_text(path, sym, [])}
     snippet = " ".join(compact_hit(hit)["snippet"].split())

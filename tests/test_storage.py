@@ -449,10 +449,9 @@ def test_the_store_protocol_lists_exactly_what_sqlite_store_implements() -> None
     # A second backend implements the protocol: a method added to one and not the other drifts.
     import inspect
 
-    from seahorse.store.code.facet import SQLiteCode
-
     from seahorse.store import Store
     from seahorse.store.base import CodeStore
+    from seahorse.store.code.facet import SQLiteCode
 
     def methods(cls, own) -> set[str]:
         return {n for n, v in (inspect.getmembers(cls) if not own else vars(cls).items())

@@ -118,6 +118,25 @@ def _utc(y: int, m: int, d: int = 1) -> float | None:
         return None
 
 
+def day_named(text: str) -> float | None:
+    """The first day ``text`` names ("8 May, 2023", "May 8, 2023", "2023-05-08"), as 00:00 UTC
+    of that day; None when it names none."""
+    best: tuple[int, float] | None = None
+    for pattern, order in ((_DAY_FIRST, "dmy"), (_MONTH_FIRST, "mdy"), (_ISO_DAY, "iso")):
+        for m in pattern.finditer(text):
+            if order == "dmy":
+                t = _utc(int(m[3]), _month(m[2]), int(m[1]))
+            elif order == "mdy":
+                t = _utc(int(m[3]), _month(m[1]), int(m[2]))
+            else:
+                t = _utc(int(m[1]), int(m[2]), int(m[3]))
+            if t is not None and (best is None or m.start() < best[0]):
+                best = (m.start(), t)
+            if t is not None:
+                break
+    return None if best is None else best[1]
+
+
 def dates_in(query: str) -> list[tuple[float, float]]:
     """The time windows a question names: a day ("on 3 June, 2023", "May 3, 2023",
     "2023-06-03") with DATE_SLACK_DAYS either side, or a month of a year ("in August 2023").

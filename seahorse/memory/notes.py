@@ -1,0 +1,85 @@
+"""Notes that read as turns (issue 38): an agent that keeps each turn of a conversation as a
+note ("Caroline: I went to the support group yesterday", optionally after a bracketed date or
+an ISO day: "[1:56 pm on 8 May, 2023] Caroline: ...") gets what ``add_conversation`` gives a
+turn. Such a note becomes a turn of the notes' conversation (the source up to its last ``#``,
+else ``notes``) in the order written: its speaker counts for speaker focus, the day its header
+names is its event time (unless its metadata gives one), and consecutive notes of one day (or
+of no day) share a ``turn`` edge, as a conversation's turns do. A note that does not open with
+a name and a colon is a plain document, as before; so is one whose "name" is a label
+("Note:", "TODO:", "Summary:").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+from ..core.timeline import day_named, iso
+from ..store import Store
+from .conversation import link_neighbours
+
+_NAME = r"[A-Z][\w'\u2019.-]{0,30}(?: [A-Z][\w'\u2019.-]{0,30}){0,2}"
+_HEAD = re.compile(r"\s*(?:\[(?P<bracket>[^\]\n]{1,60})\]|(?P<iso>\d{4}-\d{2}-\d{2}(?:[ T][\d:.]+Z?)?))?"
+                   rf"\s*[-\u2013\u2014:,]?\s*(?P<speaker>{_NAME}):\s+\S")
+# Words that open a note as a label, not as the name of who spoke.
+LABELS = frozenset(
+    "note notes todo to-do update summary question answer q a fix bug error warning info tip example "
+    "re fwd subject title date time status decision reminder action idea context task goal result "
+    "results reason source sources step steps problem solution fact facts memory user's".split())
+
+Item = tuple[str, "str | None", "str | None", "dict | None"]
+
+
+def as_turn(text: str, source: str | None, metadata: dict | None) -> dict | None:
+    """The turn a note reads as (conversation, speaker, turn id, session, day), or None."""
+    if metadata and ("conversation" in metadata or "turn" in metadata):
+        return None  # a conversation's own turn, or a record that says what it is
+    m = _HEAD.match(text[:200])
+    if m is None or m["speaker"].casefold() in LABELS:
+        return None
+    head = m["bracket"] or m["iso"] or ""
+    day = day_named(head) if head else None
+    conversation, _, turn = (source or "").rpartition("#")
+    return {"conversation": conversation or "notes", "speaker": m["speaker"],
+            "turn": turn if conversation else None, "session": None if day is None else iso(day)[:10],
+            "day": day}
+
+
+def prepare(store: Store, items: Sequence[Item]) -> tuple[list[Item], Callable[[int, int], None] | None]:
+    """The items to index (a note's event time added to its metadata from the day its header
+    names, when it gives none) and the hook that records each note-turn in its transaction."""
+    if not all(isinstance(i, (tuple, list)) and len(i) == 4 for i in items):
+        return list(items), None  # add_many says what is wrong with them
+    turns: dict[int, dict] = {}
+    next_seq: dict[str, int] = {}
+    out: list[Item] = []
+    for k, (text, source, title, metadata) in enumerate(items):
+        plain = not (isinstance(text, str) and isinstance(source, (str, type(None)))
+                     and isinstance(metadata, (dict, type(None))))
+        t = None if plain else as_turn(text, source, metadata)
+        if t is not None:
+            old = store.document_by_source(source) if source else None
+            held = store.turn(old[0]) if old is not None else None
+            if held is not None and held[0] == t["conversation"]:
+                t["seq"] = held[1]
+            else:
+                conv = t["conversation"]
+                if conv not in next_seq:
+                    next_seq[conv] = store.last_turn_seq(conv) + 1
+                t["seq"] = next_seq[conv]
+                next_seq[conv] += 1
+            turns[k] = t
+            if t["day"] is not None and not (metadata or {}).get("event_time"):
+                metadata = {**(metadata or {}), "event_time": iso(t["day"])}
+        out.append((text, source, title, metadata))
+    if not turns:
+        return out, None
+
+    def record(k: int, doc_id: int) -> None:
+        t = turns.get(k)
+        if t is None:
+            return
+        store.add_turn(doc_id, t["conversation"], t["seq"], t["speaker"], t["turn"], t["session"])
+        link_neighbours(store, t["conversation"], t["seq"])
+
+    return out, record

@@ -1,0 +1,68 @@
+"""Notes that read as turns (issue 38, item 5): an agent that writes each turn as a note gets
+what add_conversation gives a turn — the speaker, the day its header names, and the turn edge
+to the note before it — and a note that is not a turn stays a plain document."""
+
+from __future__ import annotations
+
+from seahorse import Engine
+from seahorse.memory.notes import as_turn
+
+
+def _turn_edges(eng: Engine) -> set[tuple[str, str]]:
+    rows = eng.store.db.execute(
+        "SELECT da.source, db.source FROM edges e JOIN nodes a ON a.id = e.src"
+        " JOIN nodes b ON b.id = e.dst JOIN documents da ON da.id = a.doc_id"
+        " JOIN documents db ON db.id = b.doc_id WHERE e.kind = 'turn'").fetchall()
+    return {tuple(sorted((x, y))) for x, y in rows}
+
+
+NOTES = [
+    ("[1:56 pm on 8 May, 2023] Ann: Where did you go on Saturday?", "chat#1"),
+    ("[1:56 pm on 8 May, 2023] Bo: To the pottery class by the river.", "chat#2"),
+    ("[1:56 pm on 8 May, 2023] Ann: Nice, did you make a bowl?", "chat#3"),
+    ("[4:10 pm on 9 June, 2023] Ann: A month later: how is the new job?", "chat#4"),
+]
+
+
+def test_which_notes_read_as_turns() -> None:
+    assert as_turn("Caroline: I went hiking", None, None)["conversation"] == "notes"
+    t = as_turn("[1:56 pm on 8 May, 2023] Melanie Smith: ok", "log#7", None)
+    assert (t["speaker"], t["conversation"], t["turn"], t["session"]) == \
+        ("Melanie Smith", "log", "7", "2023-05-08")
+    assert as_turn("2023-05-08 Bo: hey", None, None)["session"] == "2023-05-08"
+    for plain in ("Note: buy milk", "TODO: fix the build", "the cat: sat", "Summary: all good",
+                  "no colon at all"):
+        assert as_turn(plain, None, None) is None, plain
+    # a conversation's own turn, or a record that says what it is, is left to its caller
+    assert as_turn("Ann: hi", None, {"conversation": "x"}) is None
+
+
+def test_notes_written_in_order_become_turns(engine: Engine) -> None:
+    results = [engine.add_document(text, source=src) for text, src in NOTES]
+    turns = [engine.store.turn(r.doc_id) for r in results]
+    assert [(c, s, sp, tid, ses) for c, s, sp, tid, ses in turns] == [
+        ("chat", 0, "Ann", "1", "2023-05-08"), ("chat", 1, "Bo", "2", "2023-05-08"),
+        ("chat", 2, "Ann", "3", "2023-05-08"), ("chat", 3, "Ann", "4", "2023-06-09")]
+    # consecutive notes of one day share a turn edge; none across days
+    assert _turn_edges(engine) == {("chat#1", "chat#2"), ("chat#2", "chat#3")}
+    # the day the header names is the note's event time
+    doc = engine.get_document(results[0].doc_id)
+    assert doc["time"].startswith("2023-05-08") and doc["conversation"] == "chat"
+    # written again, nothing is added twice and the order stays
+    again = engine.add_document(NOTES[1][0], source=NOTES[1][1])
+    assert engine.store.turn(again.doc_id)[1] == 1
+    assert _turn_edges(engine) == {("chat#1", "chat#2"), ("chat#2", "chat#3")}
+
+
+def test_a_plain_note_is_no_turn(engine: Engine) -> None:
+    r = engine.add_document("Note: the deploy window is Thursday afternoon.", source="n1")
+    assert engine.store.turn(r.doc_id) is None
+    m = engine.index_many([("Deploys happen on Thursdays.", "n2", None, {"event_time": "2023-01-02"})])[0]
+    assert engine.store.turn(m.doc_id) is None
+
+
+def test_a_question_naming_one_speaker_focuses_on_their_notes(engine: Engine) -> None:
+    engine.index_many([(text, src, None, None) for text, src in NOTES])
+    res = engine.search("What did Bo say about the pottery class?", top_k=3, refuse=False)
+    assert res.info.get("speakers") == ["Bo"]
+    assert res.hits[0].source == "chat#2"
