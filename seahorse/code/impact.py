@@ -30,7 +30,7 @@ from ..mechanisms.code import SECONDARY_PATH, language_for
 from ..mechanisms.graph import directed_pagerank
 from ..mechanisms.repo import Repo
 from .query import CodeQueries, also_named, check_limit, check_token_budget, estimate_tokens
-from .versions import check_cursor, declaration_rows, next_cursor
+from .versions import check_cursor, next_cursor, read_declarations
 
 DEP_KINDS = ("calls", "imports", "inherits")
 WALK_MAX = 5000  # nodes one walk may reach
@@ -367,9 +367,9 @@ def _open(root: str, max_file_mb: float) -> Repo:
 
 def _decls(path: str, data: bytes) -> tuple[dict[str, str], str | None]:
     """qualname -> body hash of a file's declarations, and why they could not be read (None
-    when they were): :func:`versions.declaration_rows`, the one reader of both."""
-    rows, failure = declaration_rows(path, data)
-    return {r[1]: r[9] for r in rows if r[3] != "module"}, failure
+    when they were): :func:`versions.read_declarations`, the one reader of both."""
+    decls, failure = read_declarations(path, data)
+    return {s.qualname: digest for s, _kids, digest in decls if s.kind != "module"}, failure
 
 
 def _map_weight(r: tuple) -> float:
