@@ -36,7 +36,8 @@ from bench_multihop import DEFAULT_BENCH, DEV, TEST, doc_ranking, load_hotpot, l
 from seahorse import Engine, load_settings  # noqa: E402
 from seahorse.mechanisms.models.embed import MINILM_TOKENIZER, _distribution_file  # noqa: E402
 
-RERANK_VARS = ("RERANK_ENABLED", "RERANK_MODEL_PATH", "RERANK_TOKENIZER_PATH", "RERANK_TOP_N")
+RERANK_VARS = ("SEAHORSE_RERANK_ENABLED", "SEAHORSE_RERANK_MODEL_PATH", "SEAHORSE_RERANK_TOKENIZER_PATH",
+               "SEAHORSE_RERANK_TOP_N")
 
 
 def minilm_cross_encoder(out: Path) -> Path:
@@ -127,7 +128,7 @@ def time_reranker(label: str, env: dict[str, str], docs, questions) -> dict:
     """Milliseconds to score 20 real candidates (MuSiQue passages) with the cross-encoder."""
     from seahorse.mechanisms.models.rerank import CrossEncoder
 
-    enc = CrossEncoder.from_settings(load_settings(env={**env, "RERANK_ENABLED": "1"}).rerank)
+    enc = CrossEncoder.from_settings(load_settings(env={**env, "SEAHORSE_RERANK_ENABLED": "1"}).rerank)
     passages = [f"{title}\n{text}" for _s, title, text in docs]
     rng = np.random.default_rng(0)
     times = []
@@ -139,7 +140,7 @@ def time_reranker(label: str, env: dict[str, str], docs, questions) -> dict:
     warm = times[3:]
     return {"label": label, "p50_ms": round(benchlib.percentile(warm, 50), 1),
             "p95_ms": round(benchlib.percentile(warm, 95), 1),
-            "bytes": Path(env["RERANK_MODEL_PATH"]).stat().st_size}
+            "bytes": Path(env["SEAHORSE_RERANK_MODEL_PATH"]).stat().st_size}
 
 
 SPLITS = {"dev": DEV, "test": TEST}
@@ -173,17 +174,17 @@ def main() -> None:
     for label, path in (("packaged graph (int8 weights cast to float at load)", packaged),
                         ("float32", f32), ("INT8 by `models quantize`", int8)):
         timed.append((f"MiniLM-size cross-encoder, {label}; synthetic head, scores meaningless",
-                      {"RERANK_MODEL_PATH": str(path), "RERANK_TOKENIZER_PATH": tok}))
+                      {"SEAHORSE_RERANK_MODEL_PATH": str(path), "SEAHORSE_RERANK_TOKENIZER_PATH": tok}))
     if args.reranker and args.reranker_tokenizer:
-        env = {"RERANK_ENABLED": "1", "RERANK_MODEL_PATH": str(args.reranker),
-               "RERANK_TOKENIZER_PATH": str(args.reranker_tokenizer)}
+        env = {"SEAHORSE_RERANK_ENABLED": "1", "SEAHORSE_RERANK_MODEL_PATH": str(args.reranker),
+               "SEAHORSE_RERANK_TOKENIZER_PATH": str(args.reranker_tokenizer)}
         rerankers["ppr+rerank"] = env
         timed.append(("given reranker", env))
         from seahorse.core.models import quantize
 
         q = quantize(args.reranker, Path(work.name) / "given.int8.onnx", runs=5)
         timed.append(("given reranker, INT8 by `models quantize`",
-                      {**env, "RERANK_MODEL_PATH": q["dst"]}))
+                      {**env, "SEAHORSE_RERANK_MODEL_PATH": q["dst"]}))
     else:
         report["not_run"].append("recall with a reranker, and INT8 vs float32: no --reranker/"
                                  "--reranker-tokenizer given (no PyPI package ships cross-encoder weights)")

@@ -184,6 +184,9 @@ def settings_reference() -> str:
         "names below to `load_settings(...)` (which also reads the environment) or "
         "`Settings(...)` (arguments only; the `rerank_` and `gliner_` fields are the groups "
         "`settings.rerank` and `settings.gliner`).", "",
+        "Every variable starts with `SEAHORSE_`. An earlier name is still read, with one notice "
+        "per process naming the new one, which wins when both are set: "
+        + ", ".join(f"`{old}`" for old in config.OLD_NAMES.values()) + ".", "",
         "| name | variable | type | default | meaning |", "|---|---|---|---|---|", *rows, ""])
 
 

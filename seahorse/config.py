@@ -6,9 +6,11 @@ environment. Nothing is read at import time.
 
 Two ways in, one result:
 
-* :func:`load_settings` reads the environment (``SEAHORSE_*``, ``HIPPO_*``, ``RERANK_*``,
-  ``GLINER_*``; blank means unset), then applies keyword arguments over it. Pass ``env={}``
-  to ignore the process environment. ``Engine()`` without settings calls it.
+* :func:`load_settings` reads the environment (``SEAHORSE_*``; blank means unset), then
+  applies keyword arguments over it. Pass ``env={}`` to ignore the process environment.
+  ``Engine()`` without settings calls it. The names before the one prefix (``HIPPO_*``,
+  ``RERANK_*``, ``GLINER_*``: :data:`OLD_NAMES`) are still read, with a notice once per
+  process naming the new variable; when both are set the new one wins.
 * ``Settings(...)`` builds settings from arguments alone (no environment), and
   :meth:`Settings.with_overrides` derives new ones. Both validate like :func:`load_settings`.
 
@@ -65,7 +67,7 @@ DEFAULT_GLINER_THRESHOLD = 0.5
 
 @dataclass(frozen=True)
 class RerankSettings:
-    """``RERANK_*``: the cross-encoder and how its scores fuse with PageRank (see rerank.py)."""
+    """``SEAHORSE_RERANK_*``: the cross-encoder and how its scores fuse with PageRank (see rerank.py)."""
 
     enabled: bool = False
     model_path: Path | None = None
@@ -82,7 +84,7 @@ class RerankSettings:
 
 @dataclass(frozen=True)
 class GlinerSettings:
-    """``GLINER_*``: the optional GLiNER phrase extractor (see gliner.py)."""
+    """``SEAHORSE_GLINER_*``: the optional GLiNER phrase extractor (see gliner.py)."""
 
     onnx_path: Path | None = None
     model: str | None = None
@@ -212,10 +214,10 @@ _ENV = {
     "embedder": ("SEAHORSE_EMBEDDER", str),
     "embedder_path": ("SEAHORSE_EMBEDDER_PATH", _path),
     "onnx_threads": ("SEAHORSE_ONNX_THREADS", int, "whole number"),
-    "profile": ("HIPPO_PERFORMANCE_PROFILE", str),
-    "node_max": ("HIPPO_NODE_MAX", int),
-    "memory_alpha": ("HIPPO_MEMORY_ALPHA", float),
-    "walk_ms": ("HIPPO_WALK_MS", float),
+    "profile": ("SEAHORSE_PERFORMANCE_PROFILE", str),
+    "node_max": ("SEAHORSE_NODE_MAX", int),
+    "memory_alpha": ("SEAHORSE_MEMORY_ALPHA", float),
+    "walk_ms": ("SEAHORSE_WALK_MS", float),
     "dense_shortlist": ("SEAHORSE_DENSE_SHORTLIST", int, "whole number"),
     "max_file_mb": ("SEAHORSE_MAX_FILE_MB", float),
     "max_text_mb": ("SEAHORSE_MAX_TEXT_MB", float),
@@ -223,24 +225,30 @@ _ENV = {
     "allow": ("SEAHORSE_ALLOW", _paths, "list of folders"),
     "synonym_threshold": ("SEAHORSE_SYNONYM_THRESHOLD", float),
     "usage": ("SEAHORSE_USAGE", parse_bool, _BOOL),
-    "rerank_enabled": ("RERANK_ENABLED", parse_bool, _BOOL),
-    "rerank_model_path": ("RERANK_MODEL_PATH", _path, "path"),
-    "rerank_tokenizer_path": ("RERANK_TOKENIZER_PATH", _path, "path"),
-    "rerank_top_n": ("RERANK_TOP_N", int, "whole number"),
-    "rerank_fusion_method": ("RERANK_FUSION_METHOD", str, "method"),
-    "rerank_w_ppr": ("RERANK_W_PPR", float, "number"),
-    "rerank_w_rerank": ("RERANK_W_RERANK", float, "number"),
-    "rerank_rrf_k": ("RERANK_RRF_K", int, "whole number"),
-    "rerank_model_max_len": ("RERANK_MODEL_MAX_LEN", int, "whole number"),
-    "rerank_query_max_len": ("RERANK_QUERY_MAX_LEN", int, "whole number"),
-    "rerank_passage_max_len": ("RERANK_PASSAGE_MAX_LEN", int, "whole number"),
-    "gliner_onnx_path": ("GLINER_ONNX_PATH", _path, "path"),
-    "gliner_model": ("GLINER_MODEL", str, "model name"),
-    "gliner_labels": ("GLINER_LABELS", _labels, "list of labels"),
-    "gliner_threshold": ("GLINER_THRESHOLD", float, "number; use e.g. 0.5"),
-    "gliner_auto_setup": ("GLINER_ONNX_AUTO_SETUP", parse_bool, _BOOL),
+    "rerank_enabled": ("SEAHORSE_RERANK_ENABLED", parse_bool, _BOOL),
+    "rerank_model_path": ("SEAHORSE_RERANK_MODEL_PATH", _path, "path"),
+    "rerank_tokenizer_path": ("SEAHORSE_RERANK_TOKENIZER_PATH", _path, "path"),
+    "rerank_top_n": ("SEAHORSE_RERANK_TOP_N", int, "whole number"),
+    "rerank_fusion_method": ("SEAHORSE_RERANK_FUSION_METHOD", str, "method"),
+    "rerank_w_ppr": ("SEAHORSE_RERANK_W_PPR", float, "number"),
+    "rerank_w_rerank": ("SEAHORSE_RERANK_W_RERANK", float, "number"),
+    "rerank_rrf_k": ("SEAHORSE_RERANK_RRF_K", int, "whole number"),
+    "rerank_model_max_len": ("SEAHORSE_RERANK_MODEL_MAX_LEN", int, "whole number"),
+    "rerank_query_max_len": ("SEAHORSE_RERANK_QUERY_MAX_LEN", int, "whole number"),
+    "rerank_passage_max_len": ("SEAHORSE_RERANK_PASSAGE_MAX_LEN", int, "whole number"),
+    "gliner_onnx_path": ("SEAHORSE_GLINER_ONNX_PATH", _path, "path"),
+    "gliner_model": ("SEAHORSE_GLINER_MODEL", str, "model name"),
+    "gliner_labels": ("SEAHORSE_GLINER_LABELS", _labels, "list of labels"),
+    "gliner_threshold": ("SEAHORSE_GLINER_THRESHOLD", float, "number; use e.g. 0.5"),
+    "gliner_auto_setup": ("SEAHORSE_GLINER_ONNX_AUTO_SETUP", parse_bool, _BOOL),
 }
 ENV_VARS = tuple(spec[0] for spec in _ENV.values())  # every variable Seahorse reads
+# New name -> the name it had before every setting took the SEAHORSE_ prefix (issue 35): the old
+# one is still read, with a notice once per process (:func:`read_env`); the new one wins.
+_HIPPO = ("PERFORMANCE_PROFILE", "NODE_MAX", "MEMORY_ALPHA", "WALK_MS")
+OLD_NAMES = {var: ("HIPPO_" if var[9:] in _HIPPO else "") + var[9:] for var in ENV_VARS
+             if var[9:] in _HIPPO or var.startswith(("SEAHORSE_RERANK_", "SEAHORSE_GLINER_"))}
+_noticed: set[str] = set()  # old names already noticed in this process
 # What each setting means, for docs/reference/settings.md (scripts/gen_reference.py).
 SETTING_DOCS = {
     "db_path": "the database: a SQLite file, or a postgresql:// URL (the --db flag wins)",
@@ -299,9 +307,9 @@ def read_env(env: Mapping[str, str] | None, spec: Mapping[str, tuple]) -> dict[s
     are set and not blank, cast; a value that does not cast is a ConfigError naming it."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
-    for name, (var, cast, *what) in spec.items():
-        raw = env.get(var)
-        if raw is None or raw.strip() == "":
+    for name, (new, cast, *what) in spec.items():
+        raw, var = _read(env, new)
+        if raw is None:
             continue
         try:
             values[name] = cast(raw.strip())
@@ -309,6 +317,24 @@ def read_env(env: Mapping[str, str] | None, spec: Mapping[str, tuple]) -> dict[s
             kind = what[0] if what else getattr(cast, "__name__", "value")
             raise ConfigError(f"{var}={raw!r} is not a valid {kind}") from None
     return values
+
+
+def _read(env: Mapping[str, str], var: str) -> tuple[str | None, str]:
+    """The value of ``var`` (None: unset or blank) and the name it was read under: its old name
+    (:data:`OLD_NAMES`) when only that is set. An old name set gets one notice per process."""
+    raw = env.get(var)
+    raw = None if raw is None or raw.strip() == "" else raw
+    old = OLD_NAMES.get(var)
+    old_raw = env.get(old) if old else None
+    if old is None or old_raw is None or old_raw.strip() == "":
+        return raw, var
+    if old not in _noticed:
+        _noticed.add(old)
+        if raw is not None:
+            log.warning("%s is deprecated and ignored: %s is set too and wins; unset %s", old, var, old)
+        else:
+            log.warning("%s is deprecated: set %s instead (%s still works for now)", old, var, old)
+    return (raw, var) if raw is not None else (old_raw, old)
 
 
 def _split(kw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -361,14 +387,14 @@ def _assemble(base: Settings | None, kw: Mapping[str, Any]) -> Settings:
 
 def length_problem(model_max_len: int, query_max_len: int, passage_max_len: int) -> str | None:
     """Why these reranker lengths cannot work (see rerank.py), or None if they can."""
-    for name, value in (("RERANK_MODEL_MAX_LEN", model_max_len),
-                        ("RERANK_QUERY_MAX_LEN", query_max_len),
-                        ("RERANK_PASSAGE_MAX_LEN", passage_max_len)):
+    for name, value in (("SEAHORSE_RERANK_MODEL_MAX_LEN", model_max_len),
+                        ("SEAHORSE_RERANK_QUERY_MAX_LEN", query_max_len),
+                        ("SEAHORSE_RERANK_PASSAGE_MAX_LEN", passage_max_len)):
         if value < 1:
             return f"{name}={value} must be a positive number of tokens"
     if query_max_len + SPECIAL_TOKENS_PER_PAIR + 1 > model_max_len:
-        return (f"RERANK_QUERY_MAX_LEN={query_max_len} plus {SPECIAL_TOKENS_PER_PAIR} special "
-                f"tokens leaves no passage token within RERANK_MODEL_MAX_LEN={model_max_len}; "
+        return (f"SEAHORSE_RERANK_QUERY_MAX_LEN={query_max_len} plus {SPECIAL_TOKENS_PER_PAIR} special "
+                f"tokens leaves no passage token within SEAHORSE_RERANK_MODEL_MAX_LEN={model_max_len}; "
                 f"lower the query length or raise the model length")
     return None
 
@@ -380,7 +406,7 @@ def weights_usable(w_ppr: float, w_rerank: float) -> bool:
 
 
 def warn_weights(w_ppr: float, w_rerank: float) -> None:
-    log.warning("RERANK_W_PPR=%r, RERANK_W_RERANK=%r are not usable weights (need two "
+    log.warning("SEAHORSE_RERANK_W_PPR=%r, SEAHORSE_RERANK_W_RERANK=%r are not usable weights (need two "
                 "non-negative finite numbers with a positive sum); using %s and %s",
                 w_ppr, w_rerank, DEFAULT_W_PPR, DEFAULT_W_RERANK)
 
@@ -395,17 +421,17 @@ def _weights_or_defaults(s: RerankSettings) -> RerankSettings:
 def _validate(s: Settings) -> None:
     if s.profile not in PROFILES:
         raise ConfigError(
-            f"HIPPO_PERFORMANCE_PROFILE={s.profile!r}: choose one of {', '.join(PROFILES)}"
+            f"SEAHORSE_PERFORMANCE_PROFILE={s.profile!r}: choose one of {', '.join(PROFILES)}"
         )
     if s.node_max is not None and s.node_max < 10:
-        raise ConfigError("HIPPO_NODE_MAX must be at least 10")
+        raise ConfigError("SEAHORSE_NODE_MAX must be at least 10")
     if not 0.0 < s.memory_alpha <= 1.0:
-        raise ConfigError("HIPPO_MEMORY_ALPHA must be in (0, 1]")
+        raise ConfigError("SEAHORSE_MEMORY_ALPHA must be in (0, 1]")
     if not all(math.isfinite(x) for x in (s.session_ttl, s.max_file_mb, s.max_text_mb,
                                            s.memory_alpha, s.walk_ms)):
         raise ConfigError("numeric settings must be finite numbers (not nan or inf)")
     if s.walk_ms <= 0:
-        raise ConfigError("HIPPO_WALK_MS must be positive (milliseconds)")
+        raise ConfigError("SEAHORSE_WALK_MS must be positive (milliseconds)")
     if s.dense_shortlist is not None and s.dense_shortlist != 0 and s.dense_shortlist < 1000:
         raise ConfigError("SEAHORSE_DENSE_SHORTLIST must be 0 (every passage) or at least 1000 "
                           "(the facts of the best 1,000 passages seed the walk)")
@@ -424,12 +450,12 @@ def _validate(s: Settings) -> None:
 
 def _validate_rerank(s: RerankSettings) -> None:
     if s.top_n < 0:
-        raise ConfigError(f"RERANK_TOP_N={s.top_n} is negative; use 0 (no reranking) or more")
+        raise ConfigError(f"SEAHORSE_RERANK_TOP_N={s.top_n} is negative; use 0 (no reranking) or more")
     if s.fusion_method not in FUSION_METHODS:
-        raise ConfigError(f"RERANK_FUSION_METHOD={s.fusion_method!r}: choose one of "
+        raise ConfigError(f"SEAHORSE_RERANK_FUSION_METHOD={s.fusion_method!r}: choose one of "
                           f"{', '.join(FUSION_METHODS)}")
     if not 0 <= s.rrf_k <= MAX_RRF_K:
-        raise ConfigError(f"RERANK_RRF_K={s.rrf_k} must be between 0 and {MAX_RRF_K} (60 is usual)")
+        raise ConfigError(f"SEAHORSE_RERANK_RRF_K={s.rrf_k} must be between 0 and {MAX_RRF_K} (60 is usual)")
     problem = length_problem(s.model_max_len, s.query_max_len, s.passage_max_len)
     if problem:
         raise ConfigError(problem)
@@ -437,10 +463,10 @@ def _validate_rerank(s: RerankSettings) -> None:
 
 def _validate_gliner(s: GlinerSettings) -> None:
     if not s.labels or not all(isinstance(x, str) and x.strip() for x in s.labels):
-        raise ConfigError(f"GLINER_LABELS={','.join(map(str, s.labels))!r} holds no usable label; "
+        raise ConfigError(f"SEAHORSE_GLINER_LABELS={','.join(map(str, s.labels))!r} holds no usable label; "
                           "give comma-separated labels, e.g. person,organization,location")
     if not 0.0 < s.threshold < 1.0:  # also refuses nan
-        raise ConfigError(f"GLINER_THRESHOLD={s.threshold!r} must be strictly between 0 and 1; "
+        raise ConfigError(f"SEAHORSE_GLINER_THRESHOLD={s.threshold!r} must be strictly between 0 and 1; "
                           "use e.g. 0.5")
 
 

@@ -213,15 +213,15 @@ def test_a_pi_5_short_of_memory_walks_less() -> None:
 
 
 def test_the_walk_target_is_a_setting_and_the_engine_walks_by_it(tmp_path: Path) -> None:
-    """HIPPO_WALK_MS reaches the budget the engine walks with (a bad value fails naming it),
+    """SEAHORSE_WALK_MS reaches the budget the engine walks with (a bad value fails naming it),
     and a graph over the budget is walked by the local push: at most the budget touched."""
     from seahorse import Engine, load_settings
     from seahorse.errors import ConfigError
 
-    assert load_settings({"HIPPO_WALK_MS": "2.5"}).walk_ms == 2.5
+    assert load_settings({"SEAHORSE_WALK_MS": "2.5"}).walk_ms == 2.5
     for bad in ("0", "-1", "nan"):
-        with pytest.raises(ConfigError, match="HIPPO_WALK_MS|finite"):
-            load_settings({"HIPPO_WALK_MS": bad})
+        with pytest.raises(ConfigError, match="SEAHORSE_WALK_MS|finite"):
+            load_settings({"SEAHORSE_WALK_MS": bad})
     settings = load_settings({}, db_path=tmp_path / "k.db", embedder="hash", walk_ms=0.01)
     with Engine(settings) as eng:
         b = eng.budget()

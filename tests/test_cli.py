@@ -178,9 +178,9 @@ def test_stats_json(backend_cli) -> None:
     assert (stats["embedder"], stats["dim"], stats["schema_version"]) == ("hash-64", 64, SCHEMA_VERSION)
     assert stats["read_only"] is False and stats["db_bytes"] > 0
     assert stats["budget"]["requested"] == "auto" and stats["budget"]["node_budget"] >= 500
-    capped = cli.json("stats", env={"HIPPO_NODE_MAX": "123"})
+    capped = cli.json("stats", env={"SEAHORSE_NODE_MAX": "123"})
     assert capped["budget"]["node_budget"] == 123
-    low = cli.json("stats", env={"HIPPO_PERFORMANCE_PROFILE": "low"})
+    low = cli.json("stats", env={"SEAHORSE_PERFORMANCE_PROFILE": "low"})
     assert low["budget"]["profile"] == "low" and low["budget"]["node_budget"] == 2000
     human = cli.run("stats")
     assert human.returncode == 0 and "documents  1" in human.stdout
@@ -341,8 +341,8 @@ def test_read_only_database(cli, seeded_db: Path, seeded_stats, db_fingerprint) 
     (["search", "zram", "--top-k", "many"], {}, 2),
     (["index"], {}, 2),
     (["frobnicate"], {}, 2),
-    (["stats"], {"HIPPO_NODE_MAX": "lots"}, 4),
-    (["stats"], {"HIPPO_PERFORMANCE_PROFILE": "turbo"}, 4),
+    (["stats"], {"SEAHORSE_NODE_MAX": "lots"}, 4),
+    (["stats"], {"SEAHORSE_PERFORMANCE_PROFILE": "turbo"}, 4),
     (["stats"], {"SEAHORSE_EMBEDDER": "minilm"}, 6),  # the seeded db is a hash-64 db
 ], ids=["empty-query", "top-k-0", "top-k-not-int", "index-without-input", "unknown-command",
         "bad-node-max", "bad-profile", "other-embedder"])

@@ -421,3 +421,20 @@ def test_a_version_skips_files_over_the_size_limit(tmp_path: Path) -> None:
         eng.index_repo(root)
         out = eng.compare_versions("HEAD~1", "HEAD")
     assert out["declarations"] == [] and out["files"]["added"] == []  # as the HEAD index skips it
+
+
+def test_the_worktree_and_the_versions_read_declarations_by_one_walk() -> None:
+    from seahorse.code.impact import _decls
+    from seahorse.code.versions import declaration_rows, read_declarations
+
+    data = (CORE + "\n\nclass Sub(Base):\n    def run(self):\n        return 2\n").encode()
+    decls, failure = read_declarations("app/core.py", data)
+    rows, row_failure = declaration_rows("app/core.py", data)
+    assert failure is None and row_failure is None
+    assert [(r[1], r[3], r[9]) for r in rows] == [(s.qualname, s.kind, h) for s, _k, h in decls]
+    hashes, why = _decls("app/core.py", data)
+    assert why is None and hashes == {r[1]: r[9] for r in rows if r[3] != "module"}
+    assert set(hashes) == {"Base", "Base.run", "parse", "render", "Sub", "Sub.run"}
+    assert hashes["Base.run"] != hashes["Sub.run"] and hashes["Base"] != hashes["Sub"]
+    bad = b"def f():\n    return '\xff\xfe'\n"  # not UTF-8: a failure both report, never "no declarations"
+    assert _decls("app/bad.py", bad)[1] == declaration_rows("app/bad.py", bad)[1] is not None

@@ -28,7 +28,7 @@ from seahorse.mechanisms.models.gliner import DEFAULT_LABELS, GlinerExtractor, G
 
 
 def gliner_settings(env: dict[str, str]) -> GlinerSettings:
-    """The GLINER_* group as the one settings loader resolves it from *env* alone."""
+    """The SEAHORSE_GLINER_* group as the one settings loader resolves it from *env* alone."""
     return load_settings(env=env).gliner
 
 
@@ -68,7 +68,7 @@ def no_network(monkeypatch):
 
 
 def _env(path: Path | str, **extra: str) -> dict[str, str]:
-    return {"GLINER_ONNX_PATH": str(path), "GLINER_LABELS": LABELS, **extra}
+    return {"SEAHORSE_GLINER_ONNX_PATH": str(path), "SEAHORSE_GLINER_LABELS": LABELS, **extra}
 
 
 def _labelled(ex: GlinerExtractor, text: str) -> list[tuple[str, str]]:
@@ -85,18 +85,23 @@ def test_settings_defaults():
 
 
 def test_settings_values(tmp_path: Path):
-    s = gliner_settings({"GLINER_ONNX_PATH": f" {tmp_path} ", "GLINER_MODEL": "urchade/gliner_small-v2.1",
-                         "GLINER_LABELS": " person, , city ,person", "GLINER_THRESHOLD": "0.3",
-                         "GLINER_ONNX_AUTO_SETUP": "yes"})
+    s = gliner_settings({"SEAHORSE_GLINER_ONNX_PATH": f" {tmp_path} ",
+                         "SEAHORSE_GLINER_MODEL": "urchade/gliner_small-v2.1",
+                         "SEAHORSE_GLINER_LABELS": " person, , city ,person",
+                         "SEAHORSE_GLINER_THRESHOLD": "0.3",
+                         "SEAHORSE_GLINER_ONNX_AUTO_SETUP": "yes"})
     assert s.onnx_path == tmp_path and s.model == "urchade/gliner_small-v2.1"
     assert s.labels == ("person", "city") and s.threshold == 0.3 and s.auto_setup
-    assert gliner_settings({"GLINER_THRESHOLD": "  ", "GLINER_LABELS": ""}) == GlinerSettings()
+    assert gliner_settings({"SEAHORSE_GLINER_THRESHOLD": "  ",
+                            "SEAHORSE_GLINER_LABELS": ""}) == GlinerSettings()
 
 
 @pytest.mark.parametrize("var,value", [
-    ("GLINER_THRESHOLD", "0"), ("GLINER_THRESHOLD", "1"), ("GLINER_THRESHOLD", "1.5"),
-    ("GLINER_THRESHOLD", "high"), ("GLINER_THRESHOLD", "nan"), ("GLINER_LABELS", " , ,"),
-    ("GLINER_ONNX_AUTO_SETUP", "maybe")])
+    ("SEAHORSE_GLINER_THRESHOLD", "0"), ("SEAHORSE_GLINER_THRESHOLD", "1"), ("SEAHORSE_GLINER_THRESHOLD",
+                                                                             "1.5"),
+    ("SEAHORSE_GLINER_THRESHOLD", "high"), ("SEAHORSE_GLINER_THRESHOLD", "nan"), ("SEAHORSE_GLINER_LABELS",
+                                                                                  " , ,"),
+    ("SEAHORSE_GLINER_ONNX_AUTO_SETUP", "maybe")])
 def test_settings_bad_values_name_the_variable(var, value):
     with pytest.raises(ConfigError, match=var):
         gliner_settings({var: value})
@@ -231,7 +236,8 @@ def test_runtime_failure_falls_back_to_rules(model_dir: Path, caplog):
 
 def test_make_extractor_uses_gliner(model_dir: Path, caplog):
     with caplog.at_level(logging.WARNING, logger="seahorse"):
-        got = make_extractor(_env(model_dir, GLINER_MODEL="tiny/gliner", GLINER_THRESHOLD="0.4"))
+        got = make_extractor(_env(model_dir, SEAHORSE_GLINER_MODEL="tiny/gliner",
+                                  SEAHORSE_GLINER_THRESHOLD="0.4"))
     assert isinstance(got, GlinerExtractor) and got.name.startswith("gliner:tiny/gliner:0.4:")
     assert not caplog.records
     assert isinstance(make_extractor({}), RuleExtractor)
@@ -283,9 +289,9 @@ def test_unusable_models_fall_back_with_one_warning(tmp_path: Path, model_dir: P
 
 def test_model_name_without_path_warns(caplog):
     with caplog.at_level(logging.WARNING, logger="seahorse"):
-        got = make_extractor({"GLINER_MODEL": "urchade/gliner_small-v2.1"})
+        got = make_extractor({"SEAHORSE_GLINER_MODEL": "urchade/gliner_small-v2.1"})
     assert isinstance(got, RuleExtractor)
-    assert "GLINER_ONNX_PATH" in caplog.records[0].message
+    assert "SEAHORSE_GLINER_ONNX_PATH" in caplog.records[0].message
 
 
 def test_onnx_subfolder_and_no_config(tmp_path: Path):
@@ -302,7 +308,7 @@ def test_onnx_subfolder_and_no_config(tmp_path: Path):
 
 def test_auto_setup_copies_from_local_folder(tmp_path: Path, model_dir: Path, no_network):
     target = tmp_path / "models" / "gliner"
-    env = _env(target, GLINER_MODEL=str(model_dir), GLINER_ONNX_AUTO_SETUP="1")
+    env = _env(target, SEAHORSE_GLINER_MODEL=str(model_dir), SEAHORSE_GLINER_ONNX_AUTO_SETUP="1")
     message = auto_setup(gliner_settings(env), env)
     assert "copied" in message and (target / "model.onnx").is_file()
     assert (target / "tokenizer.json").is_file() and (target / "gliner_config.json").is_file()
@@ -316,7 +322,7 @@ def test_make_extractor_runs_auto_setup_into_existing_folder(tmp_path: Path, mod
     target = tmp_path / "gliner"
     target.mkdir()
     (target / "README").write_text("keep me")
-    env = _env(target, GLINER_MODEL=str(model_dir), GLINER_ONNX_AUTO_SETUP="on")
+    env = _env(target, SEAHORSE_GLINER_MODEL=str(model_dir), SEAHORSE_GLINER_ONNX_AUTO_SETUP="on")
     assert isinstance(make_extractor(env), GlinerExtractor)
     assert (target / "README").read_text() == "keep me"
 
@@ -340,7 +346,8 @@ def _fake_hub(home: Path, model_dir: Path, model: str) -> Path:
 def test_auto_setup_copies_from_hf_cache(tmp_path: Path, model_dir: Path, no_network):
     _fake_hub(tmp_path / "hf", model_dir, "onnx-community/tiny-gliner")
     target = tmp_path / "gliner"
-    env = _env(target, GLINER_MODEL="onnx-community/tiny-gliner", GLINER_ONNX_AUTO_SETUP="true",
+    env = _env(target, SEAHORSE_GLINER_MODEL="onnx-community/tiny-gliner",
+               SEAHORSE_GLINER_ONNX_AUTO_SETUP="true",
                HF_HOME=str(tmp_path / "hf"))
     info = describe(env)  # describe never copies; it says where the copy would come from
     assert info["kind"] == "rules" and "abc123" in info["auto_setup_source"]
@@ -353,23 +360,23 @@ def test_auto_setup_copies_from_hf_cache(tmp_path: Path, model_dir: Path, no_net
 
 def test_auto_setup_with_nothing_local_explains(tmp_path: Path, no_network, caplog):
     target = tmp_path / "gliner"
-    env = _env(target, GLINER_MODEL="urchade/gliner_small-v2.1", GLINER_ONNX_AUTO_SETUP="1",
+    env = _env(target, SEAHORSE_GLINER_MODEL="urchade/gliner_small-v2.1", SEAHORSE_GLINER_ONNX_AUTO_SETUP="1",
                HF_HOME=str(tmp_path / "empty-hf"))
     message = auto_setup(gliner_settings(env), env)
     assert "never downloads" in message
     assert "huggingface-cli download urchade/gliner_small-v2.1 --local-dir" in message
-    assert f"GLINER_ONNX_PATH={target}" in message and not target.exists()
+    assert f"SEAHORSE_GLINER_ONNX_PATH={target}" in message and not target.exists()
     with caplog.at_level(logging.WARNING, logger="seahorse"):
         assert isinstance(make_extractor(env), RuleExtractor)
     assert "huggingface-cli download" in caplog.records[0].message
     off = auto_setup(gliner_settings(_env(target)), {})
-    assert "GLINER_ONNX_AUTO_SETUP is off" in off
+    assert "SEAHORSE_GLINER_ONNX_AUTO_SETUP is off" in off
 
 
 # --- describe and the engine -------------------------------------------------------------
 
 def test_describe_gliner(model_dir: Path):
-    info = describe(_env(model_dir, GLINER_MODEL="tiny/gliner"))
+    info = describe(_env(model_dir, SEAHORSE_GLINER_MODEL="tiny/gliner"))
     assert info["kind"] == "gliner" and info["extractor"].startswith("gliner:tiny/gliner:")
     assert info["model_file"] == str(model_dir / "model.onnx")
     assert info["tokenizer_file"] == str(model_dir / "tokenizer.json")
@@ -378,7 +385,7 @@ def test_describe_gliner(model_dir: Path):
 
 
 def test_engine_indexes_gliner_entities(tmp_path: Path, model_dir: Path):
-    extractor = make_extractor(_env(model_dir, GLINER_MODEL="tiny/gliner"))
+    extractor = make_extractor(_env(model_dir, SEAHORSE_GLINER_MODEL="tiny/gliner"))
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash"), extractor=extractor) as eng:
         eng.add_document("Notes on the engine: Ada Lovelace worked with Charles Babbage in London. "
                        "The memory pressure was low.", source="doc:ada")
@@ -391,7 +398,7 @@ def test_engine_indexes_gliner_entities(tmp_path: Path, model_dir: Path):
 
 
 def test_a_runtime_failure_is_recorded_as_the_rules_for_that_document(tmp_path: Path, model_dir: Path):
-    extractor = make_extractor(_env(model_dir, GLINER_MODEL="tiny/gliner"))
+    extractor = make_extractor(_env(model_dir, SEAHORSE_GLINER_MODEL="tiny/gliner"))
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash"), extractor=extractor) as eng:
         eng.add_document("Ada Lovelace worked with Charles Babbage in London.", source="doc:ok")
         real = extractor._session

@@ -21,6 +21,7 @@ from seahorse.mechanisms.graph import (
     WALK_TOL,
     GraphCache,
     analyse,
+    directed_pagerank,
     hub_residual_shares,
     power_iteration,
     transition_matrix,
@@ -508,6 +509,38 @@ def test_global_pagerank_is_the_whole_graph_walk_from_a_uniform_teleport() -> No
     np.testing.assert_allclose(pr, ref, atol=3e-6, rtol=0)
     assert cache.global_pagerank(0.5) is pr  # computed once per graph version
     assert (pr > 0).all() and pr.sum() == pytest.approx(1.0)
+
+
+# ----- plain PageRank over directed arcs (the code tools' walks) ------------------------------
+@given(n=st.integers(2, 12), extra=st.integers(0, 25), seed=st.integers(0, 2**32 - 1),
+       n_seeds=st.integers(0, 3))
+def test_directed_pagerank_matches_igraph_on_a_graph_without_dangling_vertices(
+        n: int, extra: int, seed: int, n_seeds: int) -> None:
+    rng = np.random.default_rng(seed)
+    arcs = [(i, (i + 1) % n) for i in range(n)]  # a cycle: every vertex has an arc out
+    arcs += [tuple(int(v) for v in rng.integers(0, n, 2)) for _ in range(extra)]  # repeats count
+    reset = np.ones(n) if not n_seeds else np.zeros(n)
+    if n_seeds:
+        reset[rng.choice(n, min(n, n_seeds), replace=False)] = 1.0
+    ours = directed_pagerank(n, [a for a, _b in arcs], [b for _a, b in arcs], 0.85, 400,
+                             None if not n_seeds else reset)
+    g = ig.Graph(n=n, edges=arcs, directed=True)
+    ref = np.array(g.personalized_pagerank(damping=0.85, reset=reset.tolist()))
+    np.testing.assert_allclose(ours, ref, atol=1e-6, rtol=0)
+
+
+def test_directed_pagerank_sends_a_dead_end_back_to_the_seeds_in_exactly_its_steps() -> None:
+    n, src, dst, seeds, d = 4, [0, 0, 1], [1, 2, 3], np.array([1.0, 0, 0, 1.0]), 0.85
+    p = seeds / seeds.sum()
+    t = np.zeros((n, n))
+    for a, b in zip(src, dst, strict=True):
+        t[a, b] += 1.0 / src.count(a)
+    dangling = t.sum(axis=1) == 0  # 2 and 3: their mass goes to p
+    x = p.copy()
+    for _ in range(7):
+        x = (1 - d) * p + d * (t.T @ x + x[dangling].sum() * p)
+    np.testing.assert_allclose(directed_pagerank(n, src, dst, d, 7, seeds), x, atol=1e-15, rtol=0)
+    np.testing.assert_array_equal(directed_pagerank(3, [], [], d, 7), np.full(3, 1 / 3))  # no arc: p
 
 
 # ----- offline analyses (igraph) ----------------------------------------------------------

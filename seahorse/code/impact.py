@@ -27,17 +27,20 @@ import numpy as np
 from ..core.runtime import Runtime, check_int
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.code import SECONDARY_PATH, language_for
+from ..mechanisms.graph import directed_pagerank
 from ..mechanisms.repo import Repo
 from ..retrieval.hits import check_token_budget
 from ..text import estimate_tokens
 from .query import CodeQueries, also_named, check_limit
-from .versions import check_cursor, declaration_rows, next_cursor
+from .versions import check_cursor, next_cursor, read_declarations
 
 DEP_KINDS = ("calls", "imports", "inherits")
 WALK_MAX = 5000  # nodes one walk may reach
 TEST_DEPTH = 8  # how far up the callers a test may be and still count as reaching it
 MAX_DEPTH = 10
 DAMPING = 0.85
+IMPACT_STEPS = 40  # of the walk ranking what an impact reached
+CENTRALITY_STEPS = 50  # of the repository map's PageRank
 SIGNATURE_CHARS = 160  # of one signature line in the repository map
 TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec)/|(^|/)test_[^/]*$|(^|/)conftest\.py$|_test\.[a-z]+$"
                        r"|\.(test|spec)\.[a-z]+$")
@@ -297,19 +300,9 @@ class Impact:
                 if s in index and t in index]
         classes = {k for k, n in by_qual.items() if n in index and decls[index[n]][4] == "class"}
         arcs += [(r[0], by_qual[(r[1], r[8])]) for r in decls if r[8] and (r[1], r[8]) in classes]
-        n = len(ids)
-        if not arcs:
-            return {i: 1.0 / n for i in ids}
-        src = np.array([index[s] for s, _t in arcs])
-        dst = np.array([index[t] for _s, t in arcs])
-        outdeg = np.bincount(src, minlength=n).astype(float)
-        p = np.full(n, 1.0 / n)
-        for _ in range(50):
-            flow = np.zeros(n)
-            np.add.at(flow, dst, p[src] / outdeg[src])
-            dangling = p[outdeg == 0].sum()
-            p = (1 - DAMPING) / n + DAMPING * (flow + dangling / n)
-        return {ids[i]: float(p[i]) for i in range(n)}
+        p = directed_pagerank(len(ids), [index[s] for s, _t in arcs], [index[t] for _s, t in arcs],
+                              DAMPING, CENTRALITY_STEPS)
+        return {ids[i]: float(p[i]) for i in range(len(ids))}
 
     # ----- index status ---------------------------------------------------------------------------
     def index_status(self, repo, limit: int, cursor) -> dict:
@@ -376,9 +369,9 @@ def _open(root: str, max_file_mb: float) -> Repo:
 
 def _decls(path: str, data: bytes) -> tuple[dict[str, str], str | None]:
     """qualname -> body hash of a file's declarations, and why they could not be read (None
-    when they were): :func:`versions.declaration_rows`, the one reader of both."""
-    rows, failure = declaration_rows(path, data)
-    return {r[1]: r[9] for r in rows if r[3] != "module"}, failure
+    when they were): :func:`versions.read_declarations`, the one reader of both."""
+    decls, failure = read_declarations(path, data)
+    return {s.qualname: digest for s, _kids, digest in decls if s.kind != "module"}, failure
 
 
 def _map_weight(r: tuple) -> float:
@@ -398,29 +391,17 @@ def _map_line(r: tuple) -> str:
     return f"{indent}{sig[:SIGNATURE_CHARS]}  :{r[5]}"
 
 
-def _ppr(reached: dict[int, int], arcs: list[tuple[int, int]], seeds: list[int],
-         iters: int = 40) -> dict[int, float]:
-    """Personalized PageRank from ``seeds`` over directed ``arcs`` (dependency -> dependent);
-    mass at a node with no way on returns to the seeds."""
+def _ppr(reached: dict[int, int], arcs: list[tuple[int, int]], seeds: list[int]) -> dict[int, float]:
+    """Personalized PageRank from ``seeds`` over directed ``arcs`` (dependency -> dependent)
+    among the ``reached`` nodes (a repeated arc counts once); mass at a node with no way on
+    returns to the seeds (:func:`~seahorse.mechanisms.graph.directed_pagerank`)."""
     if not seeds:
         return {}
-    out: dict[int, list[int]] = defaultdict(list)
-    for a, b in set(arcs):
-        if a in reached and b in reached:
-            out[a].append(b)
-    teleport = {s: 1.0 / len(seeds) for s in seeds}
-    p = dict(teleport)
-    for _ in range(iters):
-        new = {s: (1 - DAMPING) * w for s, w in teleport.items()}
-        for node, mass in p.items():
-            targets = out.get(node)
-            if targets:
-                share = DAMPING * mass / len(targets)
-                for t in targets:
-                    new[t] = new.get(t, 0.0) + share
-            else:
-                for s, w in teleport.items():
-                    new[s] = new.get(s, 0.0) + DAMPING * mass * w
-        p = new
-    return p
-
+    nodes = list(reached)
+    index = {n: i for i, n in enumerate(nodes)}
+    kept = sorted((index[a], index[b]) for a, b in set(arcs) if a in index and b in index)
+    teleport = np.zeros(len(nodes))
+    teleport[[index[s] for s in seeds]] = 1.0
+    p = directed_pagerank(len(nodes), [a for a, _b in kept], [b for _a, b in kept], DAMPING,
+                          IMPACT_STEPS, teleport)
+    return {n: float(p[i]) for i, n in enumerate(nodes)}

@@ -57,13 +57,14 @@ def body_hash(lines: list[str], sym: Symbol, members: list[Symbol]) -> str:
     return hashlib.sha1(textwrap.dedent(text).strip().encode("utf-8", "replace")).hexdigest()[:20]
 
 
-def declaration_rows(path: str, data: bytes, cached: list[Symbol] | None = None
-                     ) -> tuple[list[tuple], str | None]:
-    """The version_symbols rows of one code file's bytes, and why they could not be read (None
-    when they were): bytes that are no text, or a parser failure. An empty file has no rows and
-    no failure. The one place a file's bytes become declarations for versions and for
-    ``change_impact --worktree``: a failure is never "no declarations", which would read as
-    every declaration of the file removed."""
+def read_declarations(path: str, data: bytes, cached: list[Symbol] | None = None
+                      ) -> tuple[list[tuple[Symbol, list[Symbol], str]], str | None]:
+    """(declaration, its members, body hash) of one code file's bytes, the module first, and
+    why they could not be read (None when they were): bytes that are no text, or a parser
+    failure. An empty file has none and no failure. The one place a file's bytes become
+    declarations, for versions (:func:`declaration_rows`) and for ``change_impact --worktree``:
+    a failure is never "no declarations", which would read as every declaration of the file
+    removed."""
     language = language_for(path)
     if language is None:
         return [], None
@@ -80,14 +81,24 @@ def declaration_rows(path: str, data: bytes, cached: list[Symbol] | None = None
     children: dict[str | None, list[Symbol]] = defaultdict(list)
     for s in symbols[1:]:
         children[s.parent].append(s)
-    rows = []
-    for i, s in enumerate(symbols):
+    out = []
+    for s in symbols:
         kids = children[None] if s.kind == "module" else children.get(s.qualname, [])
+        out.append((s, kids, body_hash(lines, s, kids)))
+    return out, None
+
+
+def declaration_rows(path: str, data: bytes, cached: list[Symbol] | None = None
+                     ) -> tuple[list[tuple], str | None]:
+    """The version_symbols rows of one code file's bytes (:func:`read_declarations`), and why
+    they could not be read (None when they were)."""
+    decls, failure = read_declarations(path, data, cached)
+    rows = []
+    for i, (s, kids, digest) in enumerate(decls):
         refs = [(r.name, r.kind, r.line, int(r.self_call), r.receiver) for r in s.refs]
         rows.append((i, s.qualname, s.name, s.kind, s.start_line, s.end_line, s.signature, s.doc, s.parent,
-                     body_hash(lines, s, kids), symbol_text(path, s, [k.name for k in kids]),
-                     json.dumps(refs)))
-    return rows, None
+                     digest, symbol_text(path, s, [k.name for k in kids]), json.dumps(refs)))
+    return rows, failure
 
 
 class Versions:

@@ -71,11 +71,11 @@ def _reranker_row(settings: Settings, measure: bool) -> dict:
     from ..mechanisms.models.rerank import CrossEncoder
 
     rs, threads = settings.rerank, settings.onnx_threads
-    row: dict = {"kind": "reranker", "enabled": rs.enabled, "env": "RERANK_MODEL_PATH",
+    row: dict = {"kind": "reranker", "enabled": rs.enabled, "env": "SEAHORSE_RERANK_MODEL_PATH",
                  "path": str(rs.model_path) if rs.model_path else None,
                  "bytes": _size(rs.model_path), "top_n": rs.top_n, "fusion": rs.fusion_method}
     if rs.model_path is None:
-        return {**row, "found": False, "why": "RERANK_MODEL_PATH is not set"}
+        return {**row, "found": False, "why": "SEAHORSE_RERANK_MODEL_PATH is not set"}
     try:
         enc = CrossEncoder.from_settings(rs, threads=threads)
         enc.score("probe", ["probe"])
@@ -94,9 +94,9 @@ def _extractor_row(settings: Settings, env: Mapping[str, str] | None) -> dict:
     info = gliner.describe(settings, env)
     found = info["kind"] == "gliner"
     return {"kind": "extractor", "tier": "gliner", "found": found, "name": info["extractor"],
-            "env": "GLINER_ONNX_PATH", "path": info["onnx_path"], "bytes": info["bytes"] or None,
+            "env": "SEAHORSE_GLINER_ONNX_PATH", "path": info["onnx_path"], "bytes": info["bytes"] or None,
             "labels": info["labels"], "threshold": info["threshold"],
-            **({} if found else {"why": info["fallback_reason"] or "GLINER_ONNX_PATH is not set"})}
+            **({} if found else {"why": info["fallback_reason"] or "SEAHORSE_GLINER_ONNX_PATH is not set"})}
 
 
 def inventory(settings: Settings, env: Mapping[str, str] | None = None, measure: bool = False) -> dict:
@@ -131,7 +131,7 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
     rr = _reranker_row(settings, False)
     if not rr["enabled"]:
         checks.append({"what": "reranker", "status": "off",
-                       "detail": "RERANK_ENABLED is off: ranking by PageRank (and seeds) only"})
+                       "detail": "SEAHORSE_RERANK_ENABLED is off: ranking by PageRank (and seeds) only"})
     else:
         checks.append({"what": "reranker", "status": "ok" if rr["found"] else "fallback",
                        "detail": rr["path"] if rr["found"] else
@@ -145,7 +145,7 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
                        "detail": f"{ex['fallback_reason']}; using the rule-based {ex['extractor']}"})
     else:
         checks.append({"what": "extractor", "status": "default",
-                       "detail": f"rule-based {ex['extractor']} (GLINER_ONNX_PATH not set)"})
+                       "detail": f"rule-based {ex['extractor']} (SEAHORSE_GLINER_ONNX_PATH not set)"})
     if settings.db_path.exists():
         checks.append(_db_check(settings, emb.get("name")))
     return {"checks": checks, "db": str(settings.db_path), "onnxruntime": _ort_version(),

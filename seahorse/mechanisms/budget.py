@@ -3,11 +3,11 @@ latency target.
 
 Three bounds under ``auto``, the smallest wins. *Profile*: low / mid / high / max (the seed
 system's names) cap the walk at 2k / 5k / 10k / 1M touched nodes, picked from total RAM
-(:func:`profile_for`). *Latency*: ``HIPPO_WALK_MS`` (10 ms) x ``WALK_NODES_PER_MS``, the nodes a
+(:func:`profile_for`). *Latency*: ``SEAHORSE_WALK_MS`` (10 ms) x ``WALK_NODES_PER_MS``, the nodes a
 budgeted walk (``graph.LocalWalk``) touches per millisecond, measured (below): the walk's cost
 grows with the nodes it touches, not with the graph, so this bound keeps it near the target
 whatever the corpus, and the whole-graph walk runs only on graphs under it (where it is the
-cheaper of the two). *Memory*: ``HIPPO_MEMORY_ALPHA`` x (available RAM + half the unused zram,
+cheaper of the two). *Memory*: ``SEAHORSE_MEMORY_ALPHA`` x (available RAM + half the unused zram,
 compressed swap in RAM) / ``BYTES_PER_NODE``, re-read at most once a second by the search
 service; about 1 KiB per touched node (measured below), so it binds only when memory is nearly
 gone (under 10k nodes below ~40 MB usable at alpha 0.25). On a loaded 4 GB Pi 5

@@ -444,26 +444,14 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
         node, scope, owner, cls, selfnames = stack.pop()
         t = node.type
         declared = None
-        if t in spec.functions or t in spec.classes:
-            if t == "variable_declarator" and not _is_function_value(node):
-                declared = None
-            else:
-                declared = _declare(node, source, language, spec, scope, owner, cls)
+        if (t in spec.functions or t in spec.classes) and \
+                (t != "variable_declarator" or _is_function_value(node)):  # const f = () => ...
+            declared = _declare(node, source, language, spec, scope, owner, cls)
         if declared is not None:
             symbols.append(declared)
-            is_class = declared.kind in ("class", "impl")
-            if is_class and spec.inherit:
-                for c in node.named_children:
-                    if c.type in spec.inherit:
-                        for ident in _identifiers(c, source):
-                            declared.refs.append(Ref(ident, "inherit", c.start_point[0] + 1))
-            if node.type == "impl_item":
-                trait = node.child_by_field_name("trait")
-                if trait is not None:
-                    declared.refs.append(Ref(_clean_name(_text(trait, source)).split(".")[-1], "inherit",
-                                             trait.start_point[0] + 1))
+            _inherit_refs(node, declared, source, spec)
             new_scope = tuple(declared.qualname.split(".")) if declared.qualname else scope
-            new_cls = declared.qualname if is_class else cls
+            new_cls = declared.qualname if declared.kind in ("class", "impl") else cls
             if node.type == "method_declaration" and language == "go":
                 selfnames = _go_receiver_name(node, source)
             for c in reversed(node.named_children):
@@ -492,16 +480,8 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
             if held:  # const v = new C(...): v.f() is a call on a C
                 typed.setdefault(id(owner), {})[held[0]] = held[1]
         if t in spec.calls:
-            got = _callee(node, spec, source, selfnames)
-            if got is not None:
-                name, self_call, receiver = got
-                local = typed.get(id(owner), {})  # a name bound in the function hides the module's
-                known = local[receiver] if receiver in local else typed.get(id(module), {}).get(receiver)
-                if known:  # x = Flask(...) / x: Flask, then x.run(): a call on a Flask
-                    receiver = known
-                elif not receiver and not self_call and name in local:  # f(), f a parameter or variable
-                    receiver = "?"
-                owner.refs.append(Ref(name, "call", node.start_point[0] + 1, self_call, receiver))
+            _call_ref(node, source, spec, selfnames, owner, typed.get(id(owner), {}),
+                      typed.get(id(module), {}))
         elif t in spec.imports:
             owner.refs.extend(_import_refs(node, source))
             continue
@@ -510,6 +490,35 @@ def parse_symbols(source: bytes, language: str, path: str = "") -> list[Symbol]:
     if attrs:
         _type_self_attributes(symbols, attrs)
     return [module] + _dedupe(_merge_impls(symbols))
+
+
+def _inherit_refs(node, declared: Symbol, source: bytes, spec: Spec) -> None:
+    """The bases a class declares (and a Rust impl its trait): inherit refs of ``declared``."""
+    if declared.kind in ("class", "impl") and spec.inherit:
+        for c in node.named_children:
+            if c.type in spec.inherit:
+                for ident in _identifiers(c, source):
+                    declared.refs.append(Ref(ident, "inherit", c.start_point[0] + 1))
+    if node.type == "impl_item":
+        trait = node.child_by_field_name("trait")
+        if trait is not None:
+            declared.refs.append(Ref(_clean_name(_text(trait, source)).split(".")[-1], "inherit",
+                                     trait.start_point[0] + 1))
+
+
+def _call_ref(node, source: bytes, spec: Spec, selfnames: frozenset[str], owner: Symbol,
+              local: dict[str, str], top: dict[str, str]) -> None:
+    """The call ``node`` makes, a ref of ``owner``; a name bound in the function (``local``)
+    hides the module's (``top``)."""
+    got = _callee(node, spec, source, selfnames)
+    if got is not None:
+        name, self_call, receiver = got
+        known = local[receiver] if receiver in local else top.get(receiver)
+        if known:  # x = Flask(...) / x: Flask, then x.run(): a call on a Flask
+            receiver = known
+        elif not receiver and not self_call and name in local:  # f(), f a parameter or variable
+            receiver = "?"
+        owner.refs.append(Ref(name, "call", node.start_point[0] + 1, self_call, receiver))
 
 
 def _bind_attribute(node, src: bytes, params: dict[str, str], attrs: dict[str, str]) -> None:

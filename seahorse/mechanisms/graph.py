@@ -1,4 +1,5 @@
-"""The graph cache and the hub-aware residual-teleport personalized PageRank.
+"""The graph cache and the hub-aware residual-teleport personalized PageRank; the plain one over
+directed arcs (:func:`directed_pagerank`, the code tools') runs on the same power iteration.
 
 SQLite holds the truth; :class:`GraphCache` is rebuilt from it whenever the store's
 ``graph_version`` moves and holds only the arrays the query path needs (a weighted CSR
@@ -161,6 +162,38 @@ def power_iteration(t_transposed: Transitions, dangling: np.ndarray, seeds: np.n
             return nxt, it
         x = nxt
     return x, max_iter
+
+
+class Arcs:
+    """``T`` transposed of a directed graph given as arcs, as a product: ``(T^T x)_j`` is the sum
+    over arcs ``i -> j`` of ``x_i / out_i`` (``out_i``: i's arcs, a repeated arc counted each
+    time). What :func:`power_iteration` reads when the graph is not symmetric."""
+
+    def __init__(self, n: int, src: np.ndarray, dst: np.ndarray) -> None:
+        self.n, self.src, self.dst = n, src, dst
+        self.out = np.bincount(src, minlength=n).astype(float)
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        flow = np.zeros(self.n)
+        np.add.at(flow, self.dst, x[self.src] / self.out[self.src])
+        return flow
+
+
+def directed_pagerank(n: int, src: np.ndarray, dst: np.ndarray, damping: float, iterations: int,
+                      seeds: np.ndarray | None = None) -> np.ndarray:
+    """Plain personalized PageRank over ``n`` vertices and the arcs ``src[k] -> dst[k]``, by
+    :func:`power_iteration` without the hub rule: teleport to ``seeds`` (normalised; None:
+    uniform), a vertex without arcs out sends its mass to the seeds, exactly ``iterations``
+    steps from ``x = p``. No arc: ``p`` itself. The code tools' walks (``change_impact``'s
+    ranking, the repository map's centrality) run here, on the prose walk's iteration."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    seeds = np.ones(n) if seeds is None else np.asarray(seeds, dtype=np.float64)
+    if not len(src):
+        return seeds / seeds.sum()
+    arcs = Arcs(n, src, dst)
+    x, _it = power_iteration(arcs, arcs.out == 0, seeds, damping, tol=0.0, max_iter=iterations)
+    return x
 
 
 class PushTerms:

@@ -200,63 +200,87 @@ def build_graph(p: Packed, with_word_table: bool = True):
     ``last_hidden_state`` [batch, tokens, hidden] out. Without the word table, its two tensors
     (:func:`word_table`) are graph inputs, to be made initializers after quantisation (which
     then never holds the 96 MB table, nor its copies)."""
-    onnx, helper, numpy_helper = _onnx()
-    H, NH, FF = p.hidden, p.heads, p.ffn
-    hd = H // NH
-    inits, nodes = [], []
+    g = _Graph(p)
     if with_word_table:
-        inits += word_table(p)
-    extra_inputs = [] if with_word_table else [
-        helper.make_tensor_value_info("emb.word.values", onnx.TensorProto.INT8, [p.vocab_rows, H]),
-        helper.make_tensor_value_info("emb.word.scales", onnx.TensorProto.FLOAT, [p.vocab_rows, H // 32])]
+        g.inits += word_table(p)
+    g.constants()
+    x = g.embeddings()
+    mask = g.padding_mask()
+    for i in range(p.layers):
+        x = g.encoder_layer(f"l{i}", x, mask)
+    return g.model(x, with_word_table)
 
-    def const(name: str, arr) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
+
+class _Graph:
+    """The ONNX nodes and initializers of :func:`build_graph`, in the order they are added."""
+
+    def __init__(self, p: Packed) -> None:
+        self.onnx, self.helper, self.numpy_helper = _onnx()
+        self.p = p
+        self.inits: list = []
+        self.nodes: list = []
+
+    def const(self, name: str, arr) -> str:
+        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(arr), name))
         return name
 
-    def node(op: str, ins: list[str], out: str, **attrs) -> str:
-        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
+    def node(self, op: str, ins: list[str], out: str, **attrs) -> str:
+        self.nodes.append(self.helper.make_node(op, ins, [out], name=out, **attrs))
         return out
 
-    def linear(x: str, name: str, rows: int, cols: int, out: str) -> str:
-        w = const(f"{name}.w", p.matrix(f"{name}.w", rows, cols).T)
-        b = const(f"{name}.b", p.floats(f"{name}.b"))
-        return node("Add", [node("MatMul", [x, w], f"{out}.mm"), b], out)
+    def linear(self, x: str, name: str, rows: int, cols: int, out: str) -> str:
+        w = self.const(f"{name}.w", self.p.matrix(f"{name}.w", rows, cols).T)
+        b = self.const(f"{name}.b", self.p.floats(f"{name}.b"))
+        return self.node("Add", [self.node("MatMul", [x, w], f"{out}.mm"), b], out)
 
-    def layer_norm(x: str, w: str, b: str, out: str) -> str:
-        return node("LayerNormalization", [x, const(f"{w}", p.floats(w)), const(f"{b}", p.floats(b))],
-                    out, axis=-1, epsilon=p.eps)
+    def layer_norm(self, x: str, w: str, b: str, out: str) -> str:
+        p = self.p
+        return self.node("LayerNormalization", [x, self.const(f"{w}", p.floats(w)),
+                                                self.const(f"{b}", p.floats(b))],
+                         out, axis=-1, epsilon=p.eps)
 
-    # Embeddings: the word table 4-bit exact (int8 nibbles, a scale per block), + position + type 0.
-    const("shape.blocks", np.array([0, 0, H // 32, 32], np.int64))
-    const("shape.hidden", np.array([0, 0, H], np.int64))
-    const("shape.heads", np.array([0, 0, NH, hd], np.int64))
-    const("axes.last", np.array([-1], np.int64))
-    const("axes.mask", np.array([1, 2], np.int64))
-    const("zero.1d", np.array([0], np.int64))
-    const("one.f", np.array(1.0, np.float32))
-    const("half.f", np.array(0.5, np.float32))
-    const("sqrt2.f", np.array(np.sqrt(2.0), np.float32))
-    const("masked.f", np.array(-1e9, np.float32))
-    word = node("Cast", [node("Gather", ["emb.word.values", "input_ids"], "word.q")], "word.f",
-                to=onnx.TensorProto.FLOAT)
-    word = node("Reshape", [word, "shape.blocks"], "word.blocks")
-    scale = node("Unsqueeze", [node("Gather", ["emb.word.scales", "input_ids"], "word.s"), "axes.last"],
-                 "word.s4")
-    word = node("Reshape", [node("Mul", [word, scale], "word.deq"), "shape.hidden"], "word")
-    length = node("Shape", ["input_ids"], "ids.len", start=1, end=2)  # [tokens], 1-D
-    pos_table = const("emb.pos", p.floats("emb.pos").reshape(p.max_positions, H))
-    pos = node("Slice", [pos_table, "zero.1d", length, "zero.1d"], "pos")  # rows 0 .. tokens - 1
-    typ = const("emb.type0", p.floats("emb.type")[:H])
-    x = node("Add", [node("Add", [word, pos], "emb.wp"), typ], "emb.sum")
-    x = layer_norm(x, "emb.ln.w", "emb.ln.b", "emb")
-    # Padding: -1e9 added to the scores of the keys the mask leaves out.
-    keep = node("Cast", ["attention_mask"], "mask.f", to=onnx.TensorProto.FLOAT)
-    mask = node("Mul", [node("Sub", ["one.f", keep], "mask.off"), "masked.f"], "mask.add")
-    mask = node("Unsqueeze", [mask, "axes.mask"], "mask4")
-    scale_q = np.float32(1.0 / np.sqrt(hd))  # folded into the query projection
-    for i in range(p.layers):
-        n = f"l{i}"
+    def constants(self) -> None:
+        """The shapes, axes and scalars the nodes below name."""
+        H, NH = self.p.hidden, self.p.heads
+        const = self.const
+        const("shape.blocks", np.array([0, 0, H // 32, 32], np.int64))
+        const("shape.hidden", np.array([0, 0, H], np.int64))
+        const("shape.heads", np.array([0, 0, NH, H // NH], np.int64))
+        const("axes.last", np.array([-1], np.int64))
+        const("axes.mask", np.array([1, 2], np.int64))
+        const("zero.1d", np.array([0], np.int64))
+        const("one.f", np.array(1.0, np.float32))
+        const("half.f", np.array(0.5, np.float32))
+        const("sqrt2.f", np.array(np.sqrt(2.0), np.float32))
+        const("masked.f", np.array(-1e9, np.float32))
+
+    def embeddings(self) -> str:
+        """The word table 4-bit exact (int8 nibbles, a scale per block), + position + type 0."""
+        p, node, float_ = self.p, self.node, self.onnx.TensorProto.FLOAT
+        word = node("Cast", [node("Gather", ["emb.word.values", "input_ids"], "word.q")], "word.f", to=float_)
+        word = node("Reshape", [word, "shape.blocks"], "word.blocks")
+        scale = node("Unsqueeze", [node("Gather", ["emb.word.scales", "input_ids"], "word.s"), "axes.last"],
+                     "word.s4")
+        word = node("Reshape", [node("Mul", [word, scale], "word.deq"), "shape.hidden"], "word")
+        length = node("Shape", ["input_ids"], "ids.len", start=1, end=2)  # [tokens], 1-D
+        pos_table = self.const("emb.pos", p.floats("emb.pos").reshape(p.max_positions, p.hidden))
+        pos = node("Slice", [pos_table, "zero.1d", length, "zero.1d"], "pos")  # rows 0 .. tokens - 1
+        typ = self.const("emb.type0", p.floats("emb.type")[:p.hidden])
+        x = node("Add", [node("Add", [word, pos], "emb.wp"), typ], "emb.sum")
+        return self.layer_norm(x, "emb.ln.w", "emb.ln.b", "emb")
+
+    def padding_mask(self) -> str:
+        """-1e9 added to the scores of the keys the mask leaves out."""
+        node = self.node
+        keep = node("Cast", ["attention_mask"], "mask.f", to=self.onnx.TensorProto.FLOAT)
+        mask = node("Mul", [node("Sub", ["one.f", keep], "mask.off"), "masked.f"], "mask.add")
+        return node("Unsqueeze", [mask, "axes.mask"], "mask4")
+
+    def encoder_layer(self, n: str, x: str, mask: str) -> str:
+        """One layer: self-attention, then the GELU feed-forward, each with residual + norm."""
+        p, node, const, linear = self.p, self.node, self.const, self.linear
+        H, FF = p.hidden, p.ffn
+        scale_q = np.float32(1.0 / np.sqrt(H // p.heads))  # folded into the query projection
         wq = const(f"{n}.q.w", p.matrix(f"{n}.q.w", H, H).T * scale_q)
         bq = const(f"{n}.q.b", p.floats(f"{n}.q.b") * scale_q)
         q = node("Add", [node("MatMul", [x, wq], f"{n}.q.mm"), bq], f"{n}.q")
@@ -270,26 +294,35 @@ def build_graph(p: Packed, with_word_table: bool = True):
         ctx = node("Transpose", [node("MatMul", [probs, v], f"{n}.context")], f"{n}.ctx4", perm=[0, 2, 1, 3])
         ctx = node("Reshape", [ctx, "shape.hidden"], f"{n}.ctx")
         attn = linear(ctx, f"{n}.ao", H, H, f"{n}.ao")
-        x = layer_norm(node("Add", [x, attn], f"{n}.res1"), f"{n}.aln.w", f"{n}.aln.b", f"{n}.x1")
+        x = self.layer_norm(node("Add", [x, attn], f"{n}.res1"), f"{n}.aln.w", f"{n}.aln.b", f"{n}.x1")
         mid = linear(x, f"{n}.fi", FF, H, f"{n}.fi")
         erf = node("Erf", [node("Div", [mid, "sqrt2.f"], f"{n}.gelu.div")], f"{n}.gelu.erf")
         gelu = node("Mul", [node("Mul", [mid, node("Add", [erf, "one.f"], f"{n}.gelu.add")],
                                  f"{n}.gelu.mul"), "half.f"], f"{n}.gelu")
         out = linear(gelu, f"{n}.fo", H, FF, f"{n}.fo")
-        x = layer_norm(node("Add", [x, out], f"{n}.res2"), f"{n}.oln.w", f"{n}.oln.b", f"{n}.x2")
-    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
-    graph = helper.make_graph(
-        nodes, "multilingual-e5-small",
-        [helper.make_tensor_value_info("input_ids", onnx.TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("attention_mask", onnx.TensorProto.INT64, ["batch", "tokens"]),
-         *extra_inputs],
-        [helper.make_tensor_value_info("last_hidden_state", onnx.TensorProto.FLOAT,
-                                       ["batch", "tokens", H])],
-        inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="seahorse.e5onnx")
-    model.ir_version = 8
-    return model
+        return self.layer_norm(node("Add", [x, out], f"{n}.res2"), f"{n}.oln.w", f"{n}.oln.b", f"{n}.x2")
+
+    def model(self, x: str, with_word_table: bool):
+        """The model: inputs (the word table's two tensors among them when it is not built in),
+        ``last_hidden_state`` out."""
+        onnx, helper, p = self.onnx, self.helper, self.p
+        extra_inputs = [] if with_word_table else [
+            helper.make_tensor_value_info("emb.word.values", onnx.TensorProto.INT8, [p.vocab_rows, p.hidden]),
+            helper.make_tensor_value_info("emb.word.scales", onnx.TensorProto.FLOAT,
+                                          [p.vocab_rows, p.hidden // 32])]
+        self.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
+        graph = helper.make_graph(
+            self.nodes, "multilingual-e5-small",
+            [helper.make_tensor_value_info("input_ids", onnx.TensorProto.INT64, ["batch", "tokens"]),
+             helper.make_tensor_value_info("attention_mask", onnx.TensorProto.INT64, ["batch", "tokens"]),
+             *extra_inputs],
+            [helper.make_tensor_value_info("last_hidden_state", onnx.TensorProto.FLOAT,
+                                           ["batch", "tokens", p.hidden])],
+            self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                                  producer_name="seahorse.e5onnx")
+        model.ir_version = 8
+        return model
 
 
 def build(packed_path: Path, out: Path) -> Path:

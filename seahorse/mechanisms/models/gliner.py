@@ -8,16 +8,16 @@ Settings (``settings.gliner``, a :class:`~seahorse.config.GlinerSettings` resolv
 every other setting by :mod:`seahorse.config`; the environment variables below, blank meaning
 unset, or ``gliner_*`` arguments such as ``load_settings(gliner_onnx_path=...)``):
 
-* ``GLINER_ONNX_PATH`` -- the folder: an ONNX model (``model.onnx``, else ``onnx/model.onnx``,
+* ``SEAHORSE_GLINER_ONNX_PATH`` -- the folder: an ONNX model (``model.onnx``, else ``onnx/model.onnx``,
   else the first ``*.onnx`` by name in the folder or its ``onnx/``), ``tokenizer.json`` and
   optionally ``gliner_config.json`` (``max_width`` default 12, ``max_len`` default 384 words,
   ``ent_token`` default ``<<ENT>>``, ``sep_token`` default ``<<SEP>>``).
-* ``GLINER_MODEL`` -- the model's name (``org/name``), recorded in the extractor name; or a
+* ``SEAHORSE_GLINER_MODEL`` -- the model's name (``org/name``), recorded in the extractor name; or a
   local folder that :func:`auto_setup` copies from.
-* ``GLINER_LABELS`` -- comma-separated labels, default :data:`DEFAULT_LABELS`.
-* ``GLINER_THRESHOLD`` -- span probability cut, default 0.5, strictly between 0 and 1.
-* ``GLINER_ONNX_AUTO_SETUP`` -- boolean, default off: copy a missing model from a local
-  source (``GLINER_MODEL`` as a folder, or the HuggingFace hub cache). Never a download.
+* ``SEAHORSE_GLINER_LABELS`` -- comma-separated labels, default :data:`DEFAULT_LABELS`.
+* ``SEAHORSE_GLINER_THRESHOLD`` -- span probability cut, default 0.5, strictly between 0 and 1.
+* ``SEAHORSE_GLINER_ONNX_AUTO_SETUP`` -- boolean, default off: copy a missing model from a local
+  source (``SEAHORSE_GLINER_MODEL`` as a folder, or the HuggingFace hub cache). Never a download.
 
 Input format, as built by :meth:`GlinerExtractor.features` for a batch of texts:
 
@@ -45,7 +45,7 @@ its concept nodes, so :class:`GlinerExtractor` adds the rule-based extractor's *
 (not its entities) after its own entities, dropping any concept whose key is an entity key.
 
 Failure is never fatal: :func:`make_extractor` returns the rule-based extractor and logs one
-warning with the reason when ``GLINER_ONNX_PATH`` is set but the folder, files or model are
+warning with the reason when ``SEAHORSE_GLINER_ONNX_PATH`` is set but the folder, files or model are
 unusable (it runs the model once on a probe sentence to find out). Bad setting values are a
 :class:`ConfigError` naming the variable, raised when the settings are built (config.py).
 The HuggingFace cache variables (``HF_HUB_CACHE``, ``HF_HOME``, ``XDG_CACHE_HOME``) are not
@@ -228,23 +228,23 @@ def setup_instructions(settings: GlinerSettings, looked: Sequence[str] = ()) -> 
             f"{model} --local-dir gliner-model` (the repository must hold an ONNX export: "
             "model.onnx or onnx/model.onnx plus tokenizer.json; a PyTorch-only GLiNER needs "
             "exporting to ONNX first), copy that folder to this machine and set "
-            f"GLINER_ONNX_PATH={where}; or set GLINER_MODEL to a local folder holding those files "
-            "and GLINER_ONNX_AUTO_SETUP=1 to copy it there")
+            f"SEAHORSE_GLINER_ONNX_PATH={where}; or set SEAHORSE_GLINER_MODEL to a local folder holding "
+            "those files and SEAHORSE_GLINER_ONNX_AUTO_SETUP=1 to copy it there")
 
 
 def auto_setup(settings: GlinerSettings, env: Mapping[str, str] | None = None) -> str:
-    """Install the model into ``GLINER_ONNX_PATH`` from a local source; returns what happened.
+    """Install the model into ``SEAHORSE_GLINER_ONNX_PATH`` from a local source; returns what happened.
 
-    Copies from ``GLINER_MODEL`` when it is a local folder, else from the HuggingFace hub
+    Copies from ``SEAHORSE_GLINER_MODEL`` when it is a local folder, else from the HuggingFace hub
     cache (``HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``). Never touches
     the network: with nothing local it returns :func:`setup_instructions`.
     """
     if settings.onnx_path is None:
-        return "GLINER_ONNX_PATH is not set; " + setup_instructions(settings)
+        return "SEAHORSE_GLINER_ONNX_PATH is not set; " + setup_instructions(settings)
     if folder_problem(settings.onnx_path) is None:
         return f"GLiNER model already installed at {settings.onnx_path}"
     if not settings.auto_setup:
-        return ("GLINER_ONNX_AUTO_SETUP is off; " + setup_instructions(settings))
+        return ("SEAHORSE_GLINER_ONNX_AUTO_SETUP is off; " + setup_instructions(settings))
     looked = []
     for src in local_sources(settings, env):
         problem = folder_problem(src)
@@ -510,8 +510,8 @@ def _resolve(all_settings: Settings, env: Mapping[str, str] | None,
     if settings.onnx_path is None:
         reason = None
         if settings.model:
-            reason = (f"GLINER_MODEL={settings.model} is set but GLINER_ONNX_PATH is not; set "
-                      "GLINER_ONNX_PATH to the model folder")
+            reason = (f"SEAHORSE_GLINER_MODEL={settings.model} is set but SEAHORSE_GLINER_ONNX_PATH is "
+                      "not; set SEAHORSE_GLINER_ONNX_PATH to the model folder")
         return default_extractor(), reason, settings
     note = ""
     if setup and settings.auto_setup and folder_problem(settings.onnx_path):

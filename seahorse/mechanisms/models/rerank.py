@@ -3,7 +3,7 @@
 Three parts, each usable alone:
 
 * :class:`RerankSettings` (defined in :mod:`seahorse.config`, ``settings.rerank``) holds the
-  ``RERANK_*`` values, resolved and validated once with every other setting (off by default).
+  ``SEAHORSE_RERANK_*`` values, resolved and validated once with every other setting (off by default).
 * :class:`CrossEncoder` scores (query, passage) pairs with an ONNX cross-encoder loaded
   lazily through :mod:`seahorse.onnxrt`. A pair is packed as ``[CLS] query [SEP] passage
   [SEP]`` from the tokenizer's own encoding of each side (no special tokens), with the
@@ -14,8 +14,8 @@ Three parts, each usable alone:
   top-N; :func:`rerank` glues the three together. "PageRank order" below means the order the
   candidates are given in (callers pass them best first); nothing re-sorts them.
 
-Length rule. ``RERANK_QUERY_MAX_LEN`` and ``RERANK_PASSAGE_MAX_LEN`` cap the *content* tokens
-of each side; ``RERANK_MODEL_MAX_LEN`` caps the whole pair, the three special tokens
+Length rule. ``SEAHORSE_RERANK_QUERY_MAX_LEN`` and ``SEAHORSE_RERANK_PASSAGE_MAX_LEN`` cap the
+*content* tokens of each side; ``SEAHORSE_RERANK_MODEL_MAX_LEN`` caps the whole pair, the three special tokens
 included. The query is cut to its cap first; the passage then gets
 ``min(passage_max_len, model_max_len - 3 - len(query))`` tokens, so on overflow only the
 passage side is trimmed and a pair never exceeds the model's length. Settings are refused
@@ -34,7 +34,7 @@ Fusion rules (all decided here, tested in tests/test_rerank.py):
    finite members of the block (a constant column, e.g. a single candidate, normalises to
    0.0) and combined as ``w_ppr * ppr + w_rerank * rerank`` with the weights divided by
    their sum.
-5. ``rrf``: ``w_ppr / (k + ppr_rank) + w_rerank / (k + rerank_rank)`` with ``k = RERANK_RRF_K``
+5. ``rrf``: ``w_ppr / (k + ppr_rank) + w_rerank / (k + rerank_rank)`` with ``k = SEAHORSE_RERANK_RRF_K``
    (0 to 100 000), ranks from 1 over the finite members by score, highest first, equal scores
    sharing a rank (1, 2, 2, 4); same normalised weights, so equal weights give classic
    unweighted RRF.
@@ -152,8 +152,8 @@ class CrossEncoder:
     @classmethod
     def from_settings(cls, settings: RerankSettings, **kw) -> "CrossEncoder":
         """From ``settings.rerank``; *kw* (``batch_size``, ``threads``) go to the constructor."""
-        for var, value in (("RERANK_MODEL_PATH", settings.model_path),
-                           ("RERANK_TOKENIZER_PATH", settings.tokenizer_path)):
+        for var, value in (("SEAHORSE_RERANK_MODEL_PATH", settings.model_path),
+                           ("SEAHORSE_RERANK_TOKENIZER_PATH", settings.tokenizer_path)):
             if value is None:
                 raise ConfigError(f"reranking needs {var}; point it at the cross-encoder's "
                                   f"{'model.onnx' if 'MODEL' in var else 'tokenizer.json'}")
@@ -284,7 +284,7 @@ def _fused(ppr: np.ndarray, logits: np.ndarray, settings: RerankSettings) -> np.
     elif settings.fusion_method == "weighted_sum":
         fused = w_ppr * minmax(ppr) + w_rerank * minmax(logits)
     else:
-        raise ConfigError(f"RERANK_FUSION_METHOD={settings.fusion_method!r}: choose one of "
+        raise ConfigError(f"SEAHORSE_RERANK_FUSION_METHOD={settings.fusion_method!r}: choose one of "
                           f"{', '.join(FUSION_METHODS)}")
     return np.round(fused, _DECIMALS)
 
