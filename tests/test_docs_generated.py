@@ -354,7 +354,7 @@ def test_the_constants_tech_spec_quotes_are_the_codes() -> None:
     assert f"`top_k` ≤ {TOP_K_MAX} (`config.TOP_K_MAX`" in spec
     budget = _tools()["tools"]["search_code"]["properties"]["token_budget"]["default"]
     assert f"`search_code` has a {budget}-token budget" in spec
-    walk = re.search(r"`HIPPO_WALK_MS` \((\d+)\) × ([\d,]+) nodes per ms = (\d+)k nodes", spec)
+    walk = re.search(r"`SEAHORSE_WALK_MS` \((\d+)\) × ([\d,]+) nodes per ms = (\d+)k nodes", spec)
     assert walk, "TECH_SPEC.md lost the latency bound's arithmetic"
     ms, per_ms, k = float(walk.group(1)), int(walk.group(2).replace(",", "")), int(walk.group(3))
     assert (ms, per_ms, k * 1000) == (Settings().walk_ms, WALK_NODES_PER_MS, ms * per_ms)
