@@ -367,7 +367,7 @@ def test_lexicon_is_kept_when_another_repository_or_a_memory_changes(engine, tmp
     engine.index_repo(root)
     engine.search_code("open a signed session", repo=str(root), refuse=False)
     def lexicons():
-        return {repo: entry[-1] for repo, entry in engine.searcher.lexicons._built.items()}
+        return {repo: entry[-1] for repo, entry in engine.searcher.code.lexicons._built.items()}
 
     built = lexicons()
     engine.upsert_memory("k", "the user prefers tea")
