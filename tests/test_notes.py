@@ -66,3 +66,23 @@ def test_a_question_naming_one_speaker_focuses_on_their_notes(engine: Engine) ->
     res = engine.search("What did Bo say about the pottery class?", top_k=3, refuse=False)
     assert res.info.get("speakers") == ["Bo"]
     assert res.hits[0].source == "chat#2"
+
+
+def test_a_colon_title_among_many_documents_is_no_turn(engine: Engine) -> None:
+    """Bulk loads hold titles with colons ("In My Time: A Memoir ..."); among many documents a
+    note is a turn only with a turn of its conversation beside it."""
+    docs = [("The Journal of Mathematical Physics is a peer-reviewed journal.", "w1", None, None),
+            ("In My Time: A Personal and Political Memoir is a memoir.", "w2", None, None),
+            ("A river runs through the valley.", "w3", None, None)]
+    results = engine.index_many(docs)
+    assert all(engine.store.turn(r.doc_id) is None for r in results)
+
+
+def test_a_note_links_only_to_the_note_written_right_before_it(engine: Engine) -> None:
+    a = engine.add_document("Ann: Where did you go on Saturday?", source="chat#1")
+    engine.add_document("The pottery studio opens at nine.", source="plain")
+    b = engine.add_document("Bo: To the pottery class by the river.", source="chat#2")
+    assert engine.store.turn(a.doc_id)[1] == 0 and engine.store.turn(b.doc_id)[1] == 1
+    assert _turn_edges(engine) == set()  # another document came between them
+    engine.add_document("Ann: Nice, did you make a bowl?", source="chat#3")
+    assert _turn_edges(engine) == {("chat#2", "chat#3")}

@@ -3,10 +3,12 @@ note ("Caroline: I went to the support group yesterday", optionally after a brac
 an ISO day: "[1:56 pm on 8 May, 2023] Caroline: ...") gets what ``add_conversation`` gives a
 turn. Such a note becomes a turn of the notes' conversation (the source up to its last ``#``,
 else ``notes``) in the order written: its speaker counts for speaker focus, the day its header
-names is its event time (unless its metadata gives one), and consecutive notes of one day (or
-of no day) share a ``turn`` edge, as a conversation's turns do. A note that does not open with
-a name and a colon is a plain document, as before; so is one whose "name" is a label
-("Note:", "TODO:", "Summary:").
+names is its event time (unless its metadata gives one), and a note written right after the
+note before it (the next document, of the same day or of no day) shares a ``turn`` edge with
+it, as a conversation's turns do. A note that does not open with a name and a colon is a plain
+document, as before; so is one whose "name" is a label ("Note:", "TODO:", "Summary:"), and,
+among many documents indexed at once, one that no note beside it reads as a turn of the same
+conversation (a title with a colon among Wikipedia passages: "In My Time: A Memoir ...").
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Callable, Sequence
 
 from ..core.timeline import day_named, iso
 from ..store import Store
-from .conversation import link_neighbours
+from .conversation import TURN_WEIGHT
 
 _NAME = r"[A-Z][\w'\u2019.-]{0,30}(?: [A-Z][\w'\u2019.-]{0,30}){0,2}"
 _HEAD = re.compile(r"\s*(?:\[(?P<bracket>[^\]\n]{1,60})\]|(?P<iso>\d{4}-\d{2}-\d{2}(?:[ T][\d:.]+Z?)?))?"
@@ -50,13 +52,21 @@ def prepare(store: Store, items: Sequence[Item]) -> tuple[list[Item], Callable[[
     names, when it gives none) and the hook that records each note-turn in its transaction."""
     if not all(isinstance(i, (tuple, list)) and len(i) == 4 for i in items):
         return list(items), None  # add_many says what is wrong with them
+    read: list[dict | None] = []
+    for text, source, _title, metadata in items:
+        plain = not (isinstance(text, str) and isinstance(source, (str, type(None)))
+                     and isinstance(metadata, (dict, type(None))))
+        read.append(None if plain else as_turn(text, source, metadata))
+    if len(read) > 1:  # among many: a turn has a turn of its conversation beside it
+        conv = [None if t is None else t["conversation"] for t in read]
+        read = [t if t is not None and ((k and conv[k - 1] == conv[k])
+                                        or (k + 1 < len(conv) and conv[k + 1] == conv[k])) else None
+                for k, t in enumerate(read)]
     turns: dict[int, dict] = {}
     next_seq: dict[str, int] = {}
     out: list[Item] = []
     for k, (text, source, title, metadata) in enumerate(items):
-        plain = not (isinstance(text, str) and isinstance(source, (str, type(None)))
-                     and isinstance(metadata, (dict, type(None))))
-        t = None if plain else as_turn(text, source, metadata)
+        t = read[k]
         if t is not None:
             old = store.document_by_source(source) if source else None
             held = store.turn(old[0]) if old is not None else None
@@ -80,6 +90,11 @@ def prepare(store: Store, items: Sequence[Item]) -> tuple[list[Item], Callable[[
         if t is None:
             return
         store.add_turn(doc_id, t["conversation"], t["seq"], t["speaker"], t["turn"], t["session"])
-        link_neighbours(store, t["conversation"], t["seq"])
+        before = store.turn(doc_id - 1)  # written right before, as the note before it
+        if TURN_WEIGHT > 0 and before is not None and before[0] == t["conversation"] \
+                and before[1] == t["seq"] - 1 and before[4] == t["session"]:
+            rows = store.turn_passages(t["conversation"], t["seq"] - 1, t["seq"])
+            if len(rows) == 2:
+                store.put_edges("turn", [(rows[1][2], rows[0][2], TURN_WEIGHT)])
 
     return out, record
