@@ -81,8 +81,6 @@ def _serialized(fn: Callable) -> Callable:
 
 
 # ----- usage analytics: a verb timed and counted (issue 24, `gain`) -------------------------------
-
-
 def _recorded(verb: str, fn: Callable) -> Callable:
     @functools.wraps(fn)
     def call(self: _Verbs, *args, **kwargs):
