@@ -112,8 +112,9 @@ def _recorded(verb: str, fn: Callable) -> Callable:
 
 class _Verbs:
     """What every verb class shares: the engine's state (set by :meth:`Engine.__init__`) and
-    its read-only views. A public method defined without ``@verb`` is refused when its class
-    is made (TypeError), so no verb runs outside the lock or unrecorded by oversight."""
+    its read-only views. A public method defined in this module without ``@verb`` is refused
+    when its class is made (TypeError), so no verb runs outside the lock or unrecorded by
+    oversight."""
 
     rt: Runtime
     ingest: Ingest
@@ -133,6 +134,8 @@ class _Verbs:
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if cls.__module__ != __name__:
+            return  # a caller's own subclass of Engine is its own business
         undeclared = [name for name, attr in vars(cls).items() if not name.startswith("_")
                       and (inspect.isfunction(attr) or isinstance(attr, (staticmethod, classmethod)))
                       and not hasattr(attr, "__verb__")]

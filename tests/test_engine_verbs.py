@@ -35,8 +35,11 @@ def test_every_public_engine_method_is_a_declared_verb() -> None:
 
 
 def test_a_verb_without_the_declaration_is_refused() -> None:
+    """A verb class of seahorse/engine.py with an undeclared public method fails at import."""
     with pytest.raises(TypeError, match=r"forgotten not declared with @verb"):
         class Careless(_Verbs):
+            __module__ = "seahorse.engine"
+
             @verb
             def declared(self) -> None: ...
 
@@ -44,14 +47,21 @@ def test_a_verb_without_the_declaration_is_refused() -> None:
 
     with pytest.raises(TypeError, match=r"helper not declared"):
         class Static(_Verbs):
+            __module__ = "seahorse.engine"
+
             @staticmethod
             def helper() -> None: ...
 
     class Fine(_Verbs):  # private helpers and declared verbs are fine
+        __module__ = "seahorse.engine"
+
         @verb(usage=False)
         def fine(self) -> None: ...
 
         def _helper(self) -> None: ...
+
+    class Mine(Engine):  # a caller's own subclass elsewhere is not checked
+        def helper(self) -> None: ...
 
 
 def test_no_verb_class_defines_more_than_40_methods() -> None:
