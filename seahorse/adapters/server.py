@@ -11,13 +11,15 @@ How to add a tool (the pattern every tool below follows):
    returns (``NotRequired[...]`` for those present only sometimes, ``D("...")`` to describe one),
    with ``__pydantic_config__ = OPEN`` (or inherited) so fields added later still reach clients.
    The SDK publishes it as the tool's ``outputSchema`` and checks every reply against it.
-3. The tool, inside build_server: ``@tool(READ_ONLY)`` (or WRITES, DELETES, ...: what it
+3. The tool, a module-level function: ``@tool(READ_ONLY)`` (or WRITES, DELETES, ...: what it
    touches); ``ctx: Context`` first, then each parameter as ``Annotated[type, P("what it is")]``
    with its default; a one-sentence docstring (the model reads it as a prompt); the body calls
-   one Engine method through ``runtime(ctx).call("method", ...)`` (errors become ToolErrors
-   there) and returns its dict (``.as_dict()`` of result objects), annotated
+   one Engine method, typed, through ``runtime(ctx).call_with(lambda eng: eng.method(...))``
+   (under the holder's lock; errors become ToolErrors there; ``writes=True`` if the call may
+   create the store) and returns its dict (``.as_dict()`` of result objects), annotated
    ``-> R.YourResult``. ``@tool`` checks the reply against that type (a field of the wrong
    type is a readable "internal error", logged, not the SDK's bare "Error executing tool").
+   Then add it to ``TOOLS``: ``register`` (called by ``build_server``) puts that list on a server.
 4. A case in tests/test_mcp_schemas.py's ``calls()``: the test calls every tool over stdio and
    validates each reply against its published schema; ``make reference`` refreshes
    docs/reference/mcp.md.
@@ -116,8 +118,9 @@ INSTRUCTIONS = (
 class _Runtime:
     """One engine per server process, created on first use, used under one lock."""
 
-    def __init__(self, db: str | None) -> None:
+    def __init__(self, db: str | None, allow: list[str] | None = None) -> None:
         self.db = db
+        self.allow = [Path(p) for p in allow or []]  # `seahorse run --allow`: where index_repo may read
         self.lock = threading.Lock()
         self._engine = None
 
@@ -127,11 +130,10 @@ class _Runtime:
                 self._engine.close()
                 self._engine = None
 
-    def call(self, fn_name: str, *args, **kwargs) -> Any:
-        return self.call_with(lambda eng: getattr(eng, fn_name)(*args, **kwargs),
-                              writes=fn_name in FIRST_WRITES)
-
-    def call_with(self, fn, writes: bool = False) -> Any:  # fn(engine) under the lock; errors worded for MCP
+    def call_with(self, fn, writes: bool = False) -> Any:
+        """``fn(engine)`` under the lock, the engine opened on first use; errors worded for MCP.
+        ``writes``: the call may create the store when its file does not exist yet (add_document,
+        upsert_memory, add_conversation, index_repo); any other call then answers no_store."""
         with self.lock:
             try:
                 if self._engine is None:
@@ -161,8 +163,6 @@ class _Runtime:
                 raise ToolError(unexpected_message(exc)) from None
 
 
-# The tools that may create the store when its file does not exist yet.
-FIRST_WRITES = {"add_document", "upsert_memory", "add_conversation", "index_repo"}
 # The most hits one search reply carries: the CLI's limit too (each text cut at 400 characters).
 MCP_TOP_K_MAX = TOP_K_MAX
 EXPAND_CHARS = 20_000  # of a document's whole text in one expand reply (~5k tokens)
@@ -307,9 +307,336 @@ def runtime(ctx: Context) -> _Runtime:
     return ctx.request_context.lifespan_context
 
 
+def tool(annotations: ToolAnnotations):
+    """Mark a module-level function an MCP tool with its annotations (what it touches), its
+    reply checked against its result type first (``checked``); ``register`` puts TOOLS on a server."""
+    def mark(fn):
+        fn = checked(fn)
+        fn.__tool_annotations__ = annotations
+        return fn
+    return mark
+
+
+# ----- the tools: one Engine verb each (called typed, through the holder's lock) --------------
+@tool(WRITES)
+def add_document(ctx: Context, text: Annotated[str, P("the text to index (note, document, transcript)")],
+                 source: Annotated[str | None, P(SOURCE)] = None,
+                 metadata: Annotated[dict[str, Any] | None, P(METADATA)] = None) -> R.AddDocumentResult:
+    """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.add_document(text, source=source, metadata=metadata,
+                                     progress=progress_to(ctx, "passages")), writes=True).as_dict()
+
+
+@tool(SEARCH)
+def search(ctx: Context, query: Annotated[str, P("the question, in plain words")],
+           session_id: Annotated[str | None, P(SESSION)] = None,
+           top_k: Annotated[int, P(f"hits per page (at most {MCP_TOP_K_MAX}, as on the CLI)")] = 5,
+           refuse: Annotated[bool, P(REFUSE)] = True,
+           kinds: Annotated[list[NodeKind] | None, P("only hits of these kinds")] = None,
+           since: Annotated[str | None, P(SINCE)] = None,
+           until: Annotated[str | None, P(UNTIL)] = None,
+           as_of: Annotated[str | None, P("ISO date: search what was true then (replaced memory "
+                                         "values included)")] = None,
+           cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchResult:
+    """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included). next_cursor, passed back as cursor with the same query, gives the next page (null on the last)."""
+    from ..retrieval.hits import SNIPPET_CHARS
+
+    if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
+        raise ToolError(f"top_k is at most {MCP_TOP_K_MAX}; page with cursor, or narrow the question "
+                        "(since/until, kinds)")
+    return runtime(ctx).call_with(
+        lambda eng: eng.search(query, top_k=top_k, session_id=session_id, refuse=refuse, kinds=kinds,
+                               snippet_chars=SNIPPET_CHARS, since=since, until=until, as_of=as_of,
+                               cursor=cursor)).as_dict()
+
+
+@tool(WRITES)
+def upsert_memory(ctx: Context, key: Annotated[str, P("the memory's name, unique in its scope")],
+                  value: Annotated[str, P("what to remember")],
+                  scope: Annotated[str, P(SCOPE)] = "global",
+                  kind: Annotated[MemoryKind | None, P("what sort of memory it is (default fact; when replacing, the old one's)")] = None,
+                  trust: Annotated[float, P("0..1: how far to believe it; scales its rank")] = 1.0,
+                  strength: Annotated[float, P("0..1: how much it matters; scales its rank")] = 1.0,
+                  provenance: Annotated[str, P("where it came from")] = "user_direct",
+                  event_time: Annotated[str | None, P("ISO date: when it became true (default now)")] = None,
+                  tags: Annotated[list[str] | None, P("tags to filter by (list_memories tag=, forget tag=)")] = None,
+                  supersedes: Annotated[str | None, P("KEY of another memory this one retires")] = None,
+                  ) -> R.UpsertMemoryResult:
+    """Remember a value under a key (a second call with the same key replaces it: the old value stays in history, valid until now); supersedes=OTHER_KEY retires another memory; event_time (ISO date) says when it became true; kind (default fact) and tags, when not given, stay those of the value replaced; returns the memory's node id and status."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.upsert_memory(key, value, scope=scope, kind=kind, trust=trust, strength=strength,
+                                      provenance=provenance, event_time=event_time, tags=tags,
+                                      supersedes=supersedes), writes=True)
+
+
+@tool(DELETES)
+def delete_memory(ctx: Context, key: Annotated[str, P("the memory's key")],
+                  scope: Annotated[str, P(SCOPE)] = "global") -> R.DeleteMemoryResult:
+    """Forget the memory stored under a key; returns whether it existed."""
+    return runtime(ctx).call_with(lambda eng: eng.delete_memory(key, scope=scope))
+
+
+@tool(DELETES)
+def forget(ctx: Context, key: Annotated[str | None, P("only the memory under this key")] = None,
+           scope: Annotated[str | None, P("only memories of this scope")] = None,
+           tag: Annotated[str | None, P("only memories with this tag")] = None,
+           before: Annotated[str | None, P("ISO date: only memories stored or happened before it")] = None,
+           ) -> R.ForgetResult:
+    """Delete every memory (with its history) matching all the conditions given: key, scope, tag, or stored/happened before a date."""
+    return runtime(ctx).call_with(lambda eng: eng.forget(key=key, scope=scope, tag=tag, before=before))
+
+
+@tool(WRITES)
+def add_conversation(ctx: Context,
+                     turns: Annotated[list[dict[str, Any]], P("the turns, each {text, speaker, time, "
+                                                              "id, session}; text is required")],
+                     conversation: Annotated[str, P("the conversation's name (sources "
+                                                    "conversation:NAME#ID)")] = "conversation",
+                     ) -> R.AddConversationResult:
+    """Index a conversation's turns, each {text, speaker, time, id, session}; each turn becomes retrievable on its own (source conversation:NAME#ID), dated by its time or session date; expand(id) of a hit returns the turns around it."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.add_conversation(turns, conversation=conversation), writes=True)
+
+
+@tool(READ_ONLY)
+def list_memories(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
+                  limit: Annotated[int, P("items per page (at most 500)")] = 20,
+                  scope: Annotated[str | None, P("only this scope")] = None,
+                  kind: Annotated[str | None, P("only this kind")] = None,
+                  tag: Annotated[str | None, P("only memories with this tag")] = None,
+                  since: Annotated[str | None, P(SINCE)] = None,
+                  until: Annotated[str | None, P(UNTIL)] = None) -> R.ListMemoriesResult:
+    """List stored memories a page at a time ({items: [{key, scope, value, kind, time, ...}], next_cursor}); pass next_cursor back for the next page; values are cut at 400 characters (get or show the whole)."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.list_memories(cursor, limit, scope=scope, kind=kind, tag=tag, since=since,
+                                      until=until))
+
+
+@tool(READ_ONLY)
+def list_documents(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
+                   limit: Annotated[int, P("items per page (at most 500)")] = 20,
+                   source_prefix: Annotated[str | None, P("only sources starting so")] = None,
+                   tag: Annotated[str | None, P("only documents with this tag")] = None,
+                   since: Annotated[str | None, P(SINCE)] = None,
+                   until: Annotated[str | None, P(UNTIL)] = None) -> R.ListDocumentsResult:
+    """List stored documents a page at a time ({items: [{id, source, title, time, passages}], next_cursor}); pass next_cursor back for the next page."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.list_documents(cursor, limit, source_prefix=source_prefix, tag=tag, since=since,
+                                       until=until))
+
+
+@tool(DELETE_ONCE)
+def delete_document(ctx: Context, id: Annotated[int | str, NO_BOOL, P("the document's doc_id or source")],
+                    ) -> R.DeleteDocumentResult:
+    """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
+    return runtime(ctx).call_with(lambda eng: eng.delete_document(id))
+
+
+@tool(READ_ONLY)
+def get(ctx: Context, id: Annotated[int, NO_BOOL, P(HIT_ID)]) -> R.Record:
+    """Return the full record of a hit by its id: whole text, source, and a memory's fields and history."""
+    return runtime(ctx).call_with(lambda eng: eng.get(id))
+
+
+@tool(READ_ONLY)
+def expand(ctx: Context, id: Annotated[int, NO_BOOL, P(HIT_ID)]) -> R.ExpandResult:
+    """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
+    out = runtime(ctx).call_with(lambda eng: eng.expand(id))
+    text = out.get("document_text")
+    if text is not None and len(text) > EXPAND_CHARS:  # a long document is cut: replies stay bounded
+        out["document_text"] = text[:EXPAND_CHARS]
+        out["document_truncated"] = True
+    return out
+
+
+# ----- code ------------------------------------------------------------------------
+@tool(WRITES)
+def index_repo(ctx: Context, path: Annotated[str, P("the checkout's folder")],
+               worktree: Annotated[bool, P("also index uncommitted edits, marked dirty")] = False,
+               history: Annotated[bool, P("index git history (commits and what they touched)")] = True,
+               max_commits: Annotated[int, P("newest commits indexed")] = 1000) -> R.IndexRepoResult:
+    """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty. Only folders under the client's roots (or the server's working folder, and folders the user allowed with --allow / SEAHORSE_ALLOW) may be indexed."""
+    from ..config import load_settings
+    from ..core.runtime import check_path
+
+    try:
+        check_path("path", path)
+        settings_allow = load_settings(db_path=runtime(ctx).db).allow
+    except SeahorseError as exc:
+        raise ToolError(tool_message(exc)) from None
+    roots = allowed_roots(anyio.from_thread.run(client_roots, ctx), (*runtime(ctx).allow, *settings_allow))
+    real = check_allowed(path, roots)  # index what was checked, not `path` resolved again
+    return runtime(ctx).call_with(
+        lambda eng: eng.index_repo(str(real), worktree=worktree, history=history,
+                                   max_commits=max_commits, progress=progress_to(ctx, "files")),
+        writes=True)
+
+
+@tool(READ_ONLY)
+def search_code(ctx: Context, query: Annotated[str, P("what the code does, in plain words")],
+                repo: Annotated[str | None, P(REPO)] = None,
+                token_budget: Annotated[int, P("the hits fit this many tokens")] = 2000,
+                top_k: Annotated[int, P("hits at most")] = 10,
+                refuse: Annotated[bool, P(REFUSE)] = True,
+                cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchCodeResult:
+    """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code; next_cursor (passed back as cursor) gives the next page."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.search_code(query, repo=repo, top_k=top_k, refuse=refuse, token_budget=token_budget,
+                                    cursor=cursor)).as_dict()
+
+
+@tool(READ_ONLY)
+def find_symbol(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                repo: Annotated[str | None, P(REPO)] = None,
+                limit: Annotated[int, P("matches at most")] = 20) -> R.FindSymbolResult:
+    """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app; PATH:NAME, e.g. src/app.py:run, picks one file's); returns path, span, signature and doc of each, with callers and callees of the first."""
+    rt = runtime(ctx)
+    found = rt.call_with(lambda eng: eng.find_symbol(name, repo=repo, limit=limit))
+    if not found:
+        raise ToolError(f"no symbol {name!r}; {HINTS['no_symbol']}")
+    # the first match itself, not another file's declaration of the same name
+    first = rt.call_with(lambda eng: eng.symbol(f'{found[0]["path"]}:{found[0]["symbol"]}', repo=repo))
+    return {"matches": found, "first": first}
+
+
+@tool(READ_ONLY)
+def get_callers(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                repo: Annotated[str | None, P(REPO)] = None) -> R.CallersResult:
+    """Symbols whose calls resolve unambiguously to this one (ambiguous calls are not guessed: see get_references)."""
+    return runtime(ctx).call_with(lambda eng: eng.get_callers(name, repo=repo))
+
+
+@tool(READ_ONLY)
+def get_references(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                   repo: Annotated[str | None, P(REPO)] = None) -> R.ReferencesResult:
+    """Every place naming the symbol: calls, imports, subclasses and docs; `resolved: false` marks a same-named call that could mean another symbol."""
+    return runtime(ctx).call_with(lambda eng: eng.get_references(name, repo=repo))
+
+
+@tool(READ_ONLY)
+def symbol_history(ctx: Context, name: Annotated[str, P(SYMBOL)],
+                   repo: Annotated[str | None, P(REPO)] = None,
+                   limit: Annotated[int, P("commits at most")] = 20) -> R.SymbolHistoryResult:
+    """The commits that changed a symbol, newest first, with author, date and the full message (the why)."""
+    return runtime(ctx).call_with(lambda eng: eng.symbol_history(name, repo=repo, limit=limit))
+
+
+@tool(READ_ONLY)
+def get_recent_changes(ctx: Context,
+                       since: Annotated[str | None, P("a revision: HEAD~20, a sha or a tag; "
+                                                      "default the newest `limit` commits")] = None,
+                       repo: Annotated[str | None, P(REPO)] = None,
+                       limit: Annotated[int, P("commits at most")] = 20) -> R.RecentChangesResult:
+    """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
+    return runtime(ctx).call_with(lambda eng: eng.get_recent_changes(since, repo=repo, limit=limit))
+
+
+# ----- code intelligence (issue 24) ---------------------------------------------------
+@tool(INDEXES_VERSIONS)
+def compare_versions(ctx: Context, ref_a: Annotated[str, P("the older ref: sha, tag, branch, HEAD~3")],
+                     ref_b: Annotated[str, P("the newer ref")],
+                     repo: Annotated[str | None, P(REPO)] = None,
+                     limit: Annotated[int, P("items per list at most")] = 50,
+                     cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.CompareVersionsResult:
+    """What changed between two refs (sha, tag, branch, HEAD~3) of an indexed checkout: declarations added, removed, changed (by body hash; signature_changed marked), moved or renamed, files renamed, call/import/inherit edges added and removed, and the commits between (ahead/behind). Refs not indexed yet are indexed first (only unseen blobs are parsed). limit items per list; next_cursor gives the next page."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.compare_versions(ref_a, ref_b, repo=repo, limit=limit, cursor=cursor))
+
+
+@tool(INDEXES_VERSIONS)
+def search_at_version(ctx: Context, query: Annotated[str, P("the question, in plain words")],
+                      ref: Annotated[str, P("the ref to search as it was")],
+                      repo: Annotated[str | None, P(REPO)] = None,
+                      top_k: Annotated[int, P("hits per page")] = 10,
+                      cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.VersionSearchResult:
+    """Search the code as it was at a ref (lexical, over that version's declarations): hits with path, symbol, lines, signature and a snippet; next_cursor gives the next page."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.search_at_version(query, ref, repo=repo, top_k=top_k, cursor=cursor))
+
+
+@tool(INDEXES_VERSIONS)
+def search_history(ctx: Context, query: Annotated[str, P("the question, in plain words")],
+                   repo: Annotated[str | None, P(REPO)] = None,
+                   top_k: Annotated[int, P("hits per page")] = 10,
+                   cursor: Annotated[str | None, P("next_cursor of the previous page")] = None,
+                   refs: Annotated[list[str] | None, P("refs to index as versions first")] = None,
+                   ) -> R.VersionSearchResult:
+    """Search every indexed version of the code (the indexed HEAD, versions indexed before, and refs indexed first); identical code is one hit listing every version and place it appears in."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.search_history(query, repo=repo, top_k=top_k, cursor=cursor, refs=refs))
+
+
+@tool(READ_ONLY)
+def change_impact(ctx: Context, name: Annotated[str | None, P("a declaration: NAME or PATH:NAME")] = None,
+                  repo: Annotated[str | None, P(REPO)] = None,
+                  depth: Annotated[int, P("steps of dependents followed")] = 3,
+                  limit: Annotated[int, P("items per list at most")] = 50,
+                  cursor: Annotated[str | None, P("next_cursor of the previous page")] = None,
+                  worktree: Annotated[bool, P("no name: the declarations the uncommitted edits change")] = False,
+                  ) -> R.ImpactResult:
+    """What depends on a declaration: transitive callers, importers, subclasses and overriders up to depth, ranked by a walk from it, plus the tests that reach it. worktree=true (no name): the impact of the declarations the uncommitted edits change."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.change_impact(name, repo=repo, depth=depth, limit=limit, cursor=cursor,
+                                      worktree=worktree))
+
+
+@tool(READ_ONLY)
+def find_dependencies(ctx: Context, name: Annotated[str, P("a declaration: NAME or PATH:NAME")],
+                      repo: Annotated[str | None, P(REPO)] = None,
+                      direction: Annotated[Literal["in", "out", "both"],
+                                           P("in: what depends on it; out: what it depends on")] = "both",
+                      depth: Annotated[int, P("steps walked")] = 2,
+                      limit: Annotated[int, P("items per list at most")] = 50,
+                      cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.DependenciesResult:
+    """The dependency walk from a declaration over calls, imports and inherits: direction in (what depends on it), out (what it depends on) or both, to depth; nodes with their depth and the edges walked."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.find_dependencies(name, repo=repo, direction=direction, depth=depth, limit=limit,
+                                          cursor=cursor))
+
+
+@tool(READ_ONLY)
+def get_repo_map(ctx: Context, repo: Annotated[str | None, P(REPO)] = None,
+                 token_budget: Annotated[int, P("tokens the map may use")] = 1000,
+                 cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.RepoMapResult:
+    """The repository in one page: files and their most central declarations (PageRank over calls, imports, inherits) with signatures and lines, packed under token_budget; next_cursor continues with the next most central."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.get_repo_map(repo=repo, token_budget=token_budget, cursor=cursor))
+
+
+@tool(READ_ONLY)
+def index_status(ctx: Context, repo: Annotated[str | None, P(REPO)] = None,
+                 limit: Annotated[int, P("items per list at most")] = 20,
+                 cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.IndexStatusResult:
+    """Whether to trust the code index: per indexed checkout, the indexed HEAD vs the current HEAD, commits and files changed but not indexed (uncommitted edits too), counts and the last index time."""
+    return runtime(ctx).call_with(lambda eng: eng.index_status(repo=repo, limit=limit, cursor=cursor))
+
+
+# ----- code analyses (issue 24) -------------------------------------------------------
+@tool(READ_ONLY)
+def analyze(ctx: Context, kind: Annotated[AnalysisKind, P("dead-code, duplicates or conventions")],
+            repo: Annotated[str | None, P(REPO)] = None,
+            min_confidence: Annotated[float | None, P("dead-code: lowest confidence listed (default 0.8)")] = None,
+            min_similarity: Annotated[float | None, P("duplicates: lowest similarity (default 0.7)")] = None,
+            limit: Annotated[int, P("items per list at most")] = 50,
+            cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.AnalyzeResult:
+    """Analyse an indexed repository: kind=dead-code lists declarations and files nothing reaches (each with reason and confidence, default min_confidence 0.8), duplicates groups near-duplicate function bodies with their similarity (default min_similarity 0.7), conventions counts naming per kind, docstring style, error handling and test layout so new code fits; lists are paginated (next_cursor back as cursor)."""
+    return runtime(ctx).call_with(
+        lambda eng: eng.analyze(kind, repo=repo, min_confidence=min_confidence, min_similarity=min_similarity,
+                                limit=limit, cursor=cursor))
+
+
+# Every tool, in the order tools/list gives them: the one list each transport registers.
+TOOLS = (add_document, search, upsert_memory, delete_memory, forget, add_conversation, list_memories,
+         list_documents, delete_document, get, expand, index_repo, search_code, find_symbol, get_callers,
+         get_references, symbol_history, get_recent_changes, compare_versions, search_at_version,
+         search_history, change_impact, find_dependencies, get_repo_map, index_status, analyze)
+
+
 def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPServer:
-    holder = _Runtime(db)
-    cli_allow = [Path(p) for p in allow or []]
+    """The MCP server over one engine holder (opened on the first tool call), every tool of
+    TOOLS and the graph://stats resource registered."""
+    holder = _Runtime(db, allow)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[_Runtime]:
@@ -322,291 +649,27 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
 
     server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING", lifespan=lifespan)
+    register(server, holder)
+    return server
 
-    def tool(annotations: ToolAnnotations):
-        """``server.tool`` with the reply checked against the tool's result type first."""
-        def register(fn):
-            return server.tool(annotations=annotations)(checked(fn))
-        return register
 
-    @tool(WRITES)
-    def add_document(ctx: Context, text: Annotated[str, P("the text to index (note, document, transcript)")],
-                     source: Annotated[str | None, P(SOURCE)] = None,
-                     metadata: Annotated[dict[str, Any] | None, P(METADATA)] = None) -> R.AddDocumentResult:
-        """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
-        return runtime(ctx).call("add_document", text, source=source, metadata=metadata,
-                                 progress=progress_to(ctx, "passages")).as_dict()
-
-    @tool(SEARCH)
-    def search(ctx: Context, query: Annotated[str, P("the question, in plain words")],
-               session_id: Annotated[str | None, P(SESSION)] = None,
-               top_k: Annotated[int, P(f"hits per page (at most {MCP_TOP_K_MAX}, as on the CLI)")] = 5,
-               refuse: Annotated[bool, P(REFUSE)] = True,
-               kinds: Annotated[list[NodeKind] | None, P("only hits of these kinds")] = None,
-               since: Annotated[str | None, P(SINCE)] = None,
-               until: Annotated[str | None, P(UNTIL)] = None,
-               as_of: Annotated[str | None, P("ISO date: search what was true then (replaced memory "
-                                             "values included)")] = None,
-               cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchResult:
-        """Search notes, documents, memories and conversation turns; returns ranked hits with id, text, score, confidence, source, kind, time and the evidence that led to each (pass the same session_id across a conversation's turns to carry its context). When the question's subject is absent from the store or the evidence is weak it returns no hits and a refusal {reason, evidence} (refuse=false answers anyway); kinds picks passage, memory, symbol, commit. since/until (ISO dates) keep hits whose time is in range; as_of searches what was true then (replaced memory values included). next_cursor, passed back as cursor with the same query, gives the next page (null on the last)."""
-        from ..retrieval.hits import SNIPPET_CHARS
-
-        if isinstance(top_k, int) and top_k > MCP_TOP_K_MAX:
-            raise ToolError(f"top_k is at most {MCP_TOP_K_MAX}; page with cursor, or narrow the question "
-                            "(since/until, kinds)")
-        return runtime(ctx).call("search", query, top_k=top_k, session_id=session_id, refuse=refuse,
-                                 kinds=kinds, snippet_chars=SNIPPET_CHARS, since=since, until=until,
-                                 as_of=as_of, cursor=cursor).as_dict()
-
-    @tool(WRITES)
-    def upsert_memory(ctx: Context, key: Annotated[str, P("the memory's name, unique in its scope")],
-                      value: Annotated[str, P("what to remember")],
-                      scope: Annotated[str, P(SCOPE)] = "global",
-                      kind: Annotated[MemoryKind | None, P("what sort of memory it is (default fact; when replacing, the old one's)")] = None,
-                      trust: Annotated[float, P("0..1: how far to believe it; scales its rank")] = 1.0,
-                      strength: Annotated[float, P("0..1: how much it matters; scales its rank")] = 1.0,
-                      provenance: Annotated[str, P("where it came from")] = "user_direct",
-                      event_time: Annotated[str | None, P("ISO date: when it became true (default now)")] = None,
-                      tags: Annotated[list[str] | None, P("tags to filter by (list_memories tag=, forget tag=)")] = None,
-                      supersedes: Annotated[str | None, P("KEY of another memory this one retires")] = None,
-                      ) -> R.UpsertMemoryResult:
-        """Remember a value under a key (a second call with the same key replaces it: the old value stays in history, valid until now); supersedes=OTHER_KEY retires another memory; event_time (ISO date) says when it became true; kind (default fact) and tags, when not given, stay those of the value replaced; returns the memory's node id and status."""
-        return runtime(ctx).call("upsert_memory", key, value, scope=scope, kind=kind, trust=trust,
-                                 strength=strength, provenance=provenance, event_time=event_time,
-                                 tags=tags, supersedes=supersedes)
-
-    @tool(DELETES)
-    def delete_memory(ctx: Context, key: Annotated[str, P("the memory's key")],
-                      scope: Annotated[str, P(SCOPE)] = "global") -> R.DeleteMemoryResult:
-        """Forget the memory stored under a key; returns whether it existed."""
-        return runtime(ctx).call("delete_memory", key, scope=scope)
-
-    @tool(DELETES)
-    def forget(ctx: Context, key: Annotated[str | None, P("only the memory under this key")] = None,
-               scope: Annotated[str | None, P("only memories of this scope")] = None,
-               tag: Annotated[str | None, P("only memories with this tag")] = None,
-               before: Annotated[str | None, P("ISO date: only memories stored or happened before it")] = None,
-               ) -> R.ForgetResult:
-        """Delete every memory (with its history) matching all the conditions given: key, scope, tag, or stored/happened before a date."""
-        return runtime(ctx).call("forget", key=key, scope=scope, tag=tag, before=before)
-
-    @tool(WRITES)
-    def add_conversation(ctx: Context,
-                         turns: Annotated[list[dict[str, Any]], P("the turns, each {text, speaker, time, "
-                                                                  "id, session}; text is required")],
-                         conversation: Annotated[str, P("the conversation's name (sources "
-                                                        "conversation:NAME#ID)")] = "conversation",
-                         ) -> R.AddConversationResult:
-        """Index a conversation's turns, each {text, speaker, time, id, session}; each turn becomes retrievable on its own (source conversation:NAME#ID), dated by its time or session date; expand(id) of a hit returns the turns around it."""
-        return runtime(ctx).call("add_conversation", turns, conversation=conversation)
-
-    @tool(READ_ONLY)
-    def list_memories(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
-                      limit: Annotated[int, P("items per page (at most 500)")] = 20,
-                      scope: Annotated[str | None, P("only this scope")] = None,
-                      kind: Annotated[str | None, P("only this kind")] = None,
-                      tag: Annotated[str | None, P("only memories with this tag")] = None,
-                      since: Annotated[str | None, P(SINCE)] = None,
-                      until: Annotated[str | None, P(UNTIL)] = None) -> R.ListMemoriesResult:
-        """List stored memories a page at a time ({items: [{key, scope, value, kind, time, ...}], next_cursor}); pass next_cursor back for the next page; values are cut at 400 characters (get or show the whole)."""
-        return runtime(ctx).call("list_memories", cursor, limit, scope=scope, kind=kind, tag=tag,
-                                 since=since, until=until)
-
-    @tool(READ_ONLY)
-    def list_documents(ctx: Context, cursor: Annotated[str | None, P(CURSOR)] = None,
-                       limit: Annotated[int, P("items per page (at most 500)")] = 20,
-                       source_prefix: Annotated[str | None, P("only sources starting so")] = None,
-                       tag: Annotated[str | None, P("only documents with this tag")] = None,
-                       since: Annotated[str | None, P(SINCE)] = None,
-                       until: Annotated[str | None, P(UNTIL)] = None) -> R.ListDocumentsResult:
-        """List stored documents a page at a time ({items: [{id, source, title, time, passages}], next_cursor}); pass next_cursor back for the next page."""
-        return runtime(ctx).call("list_documents", cursor, limit, source_prefix=source_prefix, tag=tag,
-                                 since=since, until=until)
-
-    @tool(DELETE_ONCE)
-    def delete_document(ctx: Context, id: Annotated[int | str, NO_BOOL, P("the document's doc_id or source")],
-                        ) -> R.DeleteDocumentResult:
-        """Delete a document (by doc_id or source) and everything only it contributed; returns what was removed."""
-        return runtime(ctx).call("delete_document", id)
-
-    @tool(READ_ONLY)
-    def get(ctx: Context, id: Annotated[int, NO_BOOL, P(HIT_ID)]) -> R.Record:
-        """Return the full record of a hit by its id: whole text, source, and a memory's fields and history."""
-        return runtime(ctx).call("get", id)
-
-    @tool(READ_ONLY)
-    def expand(ctx: Context, id: Annotated[int, NO_BOOL, P(HIT_ID)]) -> R.ExpandResult:
-        """Return a hit's full record plus the whole text of its document (use when a hit says truncated or you need the surrounding passages)."""
-        out = runtime(ctx).call("expand", id)
-        text = out.get("document_text")
-        if text is not None and len(text) > EXPAND_CHARS:  # a long document is cut: replies stay bounded
-            out["document_text"] = text[:EXPAND_CHARS]
-            out["document_truncated"] = True
-        return out
-
-    # ----- code ------------------------------------------------------------------------
-    @tool(WRITES)
-    def index_repo(ctx: Context, path: Annotated[str, P("the checkout's folder")],
-                   worktree: Annotated[bool, P("also index uncommitted edits, marked dirty")] = False,
-                   history: Annotated[bool, P("index git history (commits and what they touched)")] = True,
-                   max_commits: Annotated[int, P("newest commits indexed")] = 1000) -> R.IndexRepoResult:
-        """Index a code checkout (symbols, docs, git history); only new git blobs are parsed on a re-run. worktree=true also indexes uncommitted edits, marked dirty. Only folders under the client's roots (or the server's working folder, and folders the user allowed with --allow / SEAHORSE_ALLOW) may be indexed."""
-        from ..config import load_settings
-        from ..core.runtime import check_path
-
-        try:
-            check_path("path", path)
-            settings_allow = load_settings(db_path=db).allow
-        except SeahorseError as exc:
-            raise ToolError(tool_message(exc)) from None
-        roots = allowed_roots(anyio.from_thread.run(client_roots, ctx), (*cli_allow, *settings_allow))
-        real = check_allowed(path, roots)  # index what was checked, not `path` resolved again
-        return runtime(ctx).call("index_repo", str(real), worktree=worktree, history=history,
-                                 max_commits=max_commits, progress=progress_to(ctx, "files"))
-
-    @tool(READ_ONLY)
-    def search_code(ctx: Context, query: Annotated[str, P("what the code does, in plain words")],
-                    repo: Annotated[str | None, P(REPO)] = None,
-                    token_budget: Annotated[int, P("the hits fit this many tokens")] = 2000,
-                    top_k: Annotated[int, P("hits at most")] = 10,
-                    refuse: Annotated[bool, P(REFUSE)] = True,
-                    cursor: Annotated[str | None, P(CURSOR)] = None) -> R.SearchCodeResult:
-        """Search an indexed repository in plain words; returns compact hits (path, symbol, start_line, end_line, signature, snippet, an expand handle) that fit token_budget, or no hits plus a `refusal` reason when the question's distinctive words are not in the code; next_cursor (passed back as cursor) gives the next page."""
-        return runtime(ctx).call("search_code", query, repo=repo, top_k=top_k, refuse=refuse,
-                                 token_budget=token_budget, cursor=cursor).as_dict()
-
-    @tool(READ_ONLY)
-    def find_symbol(ctx: Context, name: Annotated[str, P(SYMBOL)],
-                    repo: Annotated[str | None, P(REPO)] = None,
-                    limit: Annotated[int, P("matches at most")] = 20) -> R.FindSymbolResult:
-        """Find declarations by qualified or bare name (e.g. Flask.wsgi_app or wsgi_app; PATH:NAME, e.g. src/app.py:run, picks one file's); returns path, span, signature and doc of each, with callers and callees of the first."""
-        rt = runtime(ctx)
-        found = rt.call("find_symbol", name, repo=repo, limit=limit)
-        if not found:
-            raise ToolError(f"no symbol {name!r}; {HINTS['no_symbol']}")
-        # the first match itself, not another file's declaration of the same name
-        first = rt.call("symbol", f'{found[0]["path"]}:{found[0]["symbol"]}', repo=repo)
-        return {"matches": found, "first": first}
-
-    @tool(READ_ONLY)
-    def get_callers(ctx: Context, name: Annotated[str, P(SYMBOL)],
-                    repo: Annotated[str | None, P(REPO)] = None) -> R.CallersResult:
-        """Symbols whose calls resolve unambiguously to this one (ambiguous calls are not guessed: see get_references)."""
-        return runtime(ctx).call("get_callers", name, repo=repo)
-
-    @tool(READ_ONLY)
-    def get_references(ctx: Context, name: Annotated[str, P(SYMBOL)],
-                       repo: Annotated[str | None, P(REPO)] = None) -> R.ReferencesResult:
-        """Every place naming the symbol: calls, imports, subclasses and docs; `resolved: false` marks a same-named call that could mean another symbol."""
-        return runtime(ctx).call("get_references", name, repo=repo)
-
-    @tool(READ_ONLY)
-    def symbol_history(ctx: Context, name: Annotated[str, P(SYMBOL)],
-                       repo: Annotated[str | None, P(REPO)] = None,
-                       limit: Annotated[int, P("commits at most")] = 20) -> R.SymbolHistoryResult:
-        """The commits that changed a symbol, newest first, with author, date and the full message (the why)."""
-        return runtime(ctx).call("symbol_history", name, repo=repo, limit=limit)
-
-    @tool(READ_ONLY)
-    def get_recent_changes(ctx: Context,
-                           since: Annotated[str | None, P("a revision: HEAD~20, a sha or a tag; "
-                                                          "default the newest `limit` commits")] = None,
-                           repo: Annotated[str | None, P(REPO)] = None,
-                           limit: Annotated[int, P("commits at most")] = 20) -> R.RecentChangesResult:
-        """Commits after `since` (HEAD~20, a sha or tag; default the newest `limit`), each with the symbols it touched."""
-        return runtime(ctx).call("get_recent_changes", since, repo=repo, limit=limit)
-
-    # ----- code intelligence (issue 24) ---------------------------------------------------
-    @tool(INDEXES_VERSIONS)
-    def compare_versions(ctx: Context, ref_a: Annotated[str, P("the older ref: sha, tag, branch, HEAD~3")],
-                         ref_b: Annotated[str, P("the newer ref")],
-                         repo: Annotated[str | None, P(REPO)] = None,
-                         limit: Annotated[int, P("items per list at most")] = 50,
-                         cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.CompareVersionsResult:
-        """What changed between two refs (sha, tag, branch, HEAD~3) of an indexed checkout: declarations added, removed, changed (by body hash; signature_changed marked), moved or renamed, files renamed, call/import/inherit edges added and removed, and the commits between (ahead/behind). Refs not indexed yet are indexed first (only unseen blobs are parsed). limit items per list; next_cursor gives the next page."""
-        return runtime(ctx).call("compare_versions", ref_a, ref_b, repo=repo, limit=limit, cursor=cursor)
-
-    @tool(INDEXES_VERSIONS)
-    def search_at_version(ctx: Context, query: Annotated[str, P("the question, in plain words")],
-                          ref: Annotated[str, P("the ref to search as it was")],
-                          repo: Annotated[str | None, P(REPO)] = None,
-                          top_k: Annotated[int, P("hits per page")] = 10,
-                          cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.VersionSearchResult:
-        """Search the code as it was at a ref (lexical, over that version's declarations): hits with path, symbol, lines, signature and a snippet; next_cursor gives the next page."""
-        return runtime(ctx).call("search_at_version", query, ref, repo=repo, top_k=top_k, cursor=cursor)
-
-    @tool(INDEXES_VERSIONS)
-    def search_history(ctx: Context, query: Annotated[str, P("the question, in plain words")],
-                       repo: Annotated[str | None, P(REPO)] = None,
-                       top_k: Annotated[int, P("hits per page")] = 10,
-                       cursor: Annotated[str | None, P("next_cursor of the previous page")] = None,
-                       refs: Annotated[list[str] | None, P("refs to index as versions first")] = None,
-                       ) -> R.VersionSearchResult:
-        """Search every indexed version of the code (the indexed HEAD, versions indexed before, and refs indexed first); identical code is one hit listing every version and place it appears in."""
-        return runtime(ctx).call("search_history", query, repo=repo, top_k=top_k, cursor=cursor, refs=refs)
-
-    @tool(READ_ONLY)
-    def change_impact(ctx: Context, name: Annotated[str | None, P("a declaration: NAME or PATH:NAME")] = None,
-                      repo: Annotated[str | None, P(REPO)] = None,
-                      depth: Annotated[int, P("steps of dependents followed")] = 3,
-                      limit: Annotated[int, P("items per list at most")] = 50,
-                      cursor: Annotated[str | None, P("next_cursor of the previous page")] = None,
-                      worktree: Annotated[bool, P("no name: the declarations the uncommitted edits change")] = False,
-                      ) -> R.ImpactResult:
-        """What depends on a declaration: transitive callers, importers, subclasses and overriders up to depth, ranked by a walk from it, plus the tests that reach it. worktree=true (no name): the impact of the declarations the uncommitted edits change."""
-        return runtime(ctx).call("change_impact", name, repo=repo, depth=depth, limit=limit, cursor=cursor,
-                                 worktree=worktree)
-
-    @tool(READ_ONLY)
-    def find_dependencies(ctx: Context, name: Annotated[str, P("a declaration: NAME or PATH:NAME")],
-                          repo: Annotated[str | None, P(REPO)] = None,
-                          direction: Annotated[Literal["in", "out", "both"],
-                                               P("in: what depends on it; out: what it depends on")] = "both",
-                          depth: Annotated[int, P("steps walked")] = 2,
-                          limit: Annotated[int, P("items per list at most")] = 50,
-                          cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.DependenciesResult:
-        """The dependency walk from a declaration over calls, imports and inherits: direction in (what depends on it), out (what it depends on) or both, to depth; nodes with their depth and the edges walked."""
-        return runtime(ctx).call("find_dependencies", name, repo=repo, direction=direction, depth=depth,
-                                 limit=limit, cursor=cursor)
-
-    @tool(READ_ONLY)
-    def get_repo_map(ctx: Context, repo: Annotated[str | None, P(REPO)] = None,
-                     token_budget: Annotated[int, P("tokens the map may use")] = 1000,
-                     cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.RepoMapResult:
-        """The repository in one page: files and their most central declarations (PageRank over calls, imports, inherits) with signatures and lines, packed under token_budget; next_cursor continues with the next most central."""
-        return runtime(ctx).call("get_repo_map", repo=repo, token_budget=token_budget, cursor=cursor)
-
-    @tool(READ_ONLY)
-    def index_status(ctx: Context, repo: Annotated[str | None, P(REPO)] = None,
-                     limit: Annotated[int, P("items per list at most")] = 20,
-                     cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.IndexStatusResult:
-        """Whether to trust the code index: per indexed checkout, the indexed HEAD vs the current HEAD, commits and files changed but not indexed (uncommitted edits too), counts and the last index time."""
-        return runtime(ctx).call("index_status", repo=repo, limit=limit, cursor=cursor)
-
-    # ----- code analyses (issue 24) -------------------------------------------------------
-    @tool(READ_ONLY)
-    def analyze(ctx: Context, kind: Annotated[AnalysisKind, P("dead-code, duplicates or conventions")],
-                repo: Annotated[str | None, P(REPO)] = None,
-                min_confidence: Annotated[float | None, P("dead-code: lowest confidence listed (default 0.8)")] = None,
-                min_similarity: Annotated[float | None, P("duplicates: lowest similarity (default 0.7)")] = None,
-                limit: Annotated[int, P("items per list at most")] = 50,
-                cursor: Annotated[str | None, P("next_cursor of the previous page")] = None) -> R.AnalyzeResult:
-        """Analyse an indexed repository: kind=dead-code lists declarations and files nothing reaches (each with reason and confidence, default min_confidence 0.8), duplicates groups near-duplicate function bodies with their similarity (default min_similarity 0.7), conventions counts naming per kind, docstring style, error handling and test layout so new code fits; lists are paginated (next_cursor back as cursor)."""
-        return runtime(ctx).call("analyze", kind, repo=repo, min_confidence=min_confidence,
-                                 min_similarity=min_similarity, limit=limit, cursor=cursor)
+def register(server: MCPServer, holder: _Runtime) -> None:
+    """Every tool of TOOLS (in that order) and the graph://stats resource, on ``server``: the
+    one registration any transport (stdio today) uses. The tools find the engine holder in
+    the server's lifespan context (``runtime(ctx)``); the resource, which the SDK gives no
+    Context, is handed ``holder``."""
+    for fn in TOOLS:
+        server.tool(annotations=fn.__tool_annotations__)(fn)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:
         """Node and edge counts by kind, profile, node budget, embedder and database size."""
-        # The SDK injects no Context into a static resource: the lifespan's holder directly.
         try:
-            return json.dumps(holder.call("stats"))
+            return json.dumps(holder.call_with(lambda eng: eng.stats()))
         except ToolError as exc:
             from mcp.server.mcpserver.exceptions import ResourceError
 
             raise ResourceError(str(exc)) from None
-
-    return server
 
 
 def main(argv: list[str] | None = None) -> int:
