@@ -41,7 +41,7 @@ SKIPPED_SHOWN = 50  # skipped records listed one by one in a report; the count i
 # An import of new documents writes them in transactions of WRITE_SLICE_S each (another
 # writer, an MCP server's upsert, waits one slice at most); a failure takes back what the
 # committed slices added. One that replaces stored documents writes in one transaction.
-WRITE_SLICE_S = 0.5  # as ingest.WRITE_SLICE_S (this module does not load ingest for the CLI)
+WRITE_SLICE_S = 1.0  # as ingest.WRITE_SLICE_S (this module does not load ingest for the CLI)
 
 READERS: dict[str, Callable[..., Plan]] = {
     "server-memory": read_server_memory, "basic-memory": read_basic_memory,
@@ -95,7 +95,8 @@ class Interop:
 
     def _write(self, items: list[Item], progress: "Progress | None" = None) -> list:
         """Embed every item first (no transaction: a writer beside us waits for nothing),
-        then write them all in one transaction."""
+        then write them: new documents in slices (a failure takes back the committed ones),
+        replacements in one transaction."""
         if not items:
             return []
         staged = self.ingest.stage(items, progress=_step(progress, "embedded"), consume=True)
