@@ -115,10 +115,14 @@ async def run(args, work: Path, src: Path, db: Path) -> dict:
         await task
     import resource
 
-    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss_mb = usage.ru_maxrss / 1024  # the largest child
     report = out.decode(errors="replace").strip().splitlines()[:3] if out else None
     return {"seconds": round(seconds, 1), "killed": killed, "returncode": proc.returncode,
-            "report": report, "peak_rss_mb_largest_child": round(rss_mb), "beside": side}
+            "report": report, "peak_rss_mb_largest_child": round(rss_mb),
+            # CPU seconds of the children (the import, the seed, a server beside): on a shared
+            # machine less noisy than the wall clock
+            "cpu_s_children": round(usage.ru_utime + usage.ru_stime, 1), "beside": side}
 
 
 def check_store(db: Path, n: int) -> dict:

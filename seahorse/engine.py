@@ -395,7 +395,9 @@ class RecordVerbs(_Verbs):
         (entities, then relations) or ``jsonl``/``csv`` rows (source, title, text, time, tags,
         metadata), which ``import_from`` reads back. Once iterated, the result's
         ``not_carried`` lists what each record lost on the way (``{"record", "fields"}``)."""
-        from .interop.formats import EXPORT_FORMATS, Export, export_rows
+        from .interop.common import Export
+        from .interop.formats import EXPORT_FORMATS
+        from .interop.jsonl_rows import export_rows
 
         if fmt == "seahorse":
             return self.export()

@@ -111,6 +111,29 @@ def test_fast_tier_is_static_and_consistent() -> None:
     assert np.allclose(spans[0][0], emb.embed(["Zram."])[0])
 
 
+
+def test_fast_tier_embeds_a_batchs_spans_in_one_call_with_the_same_vectors(monkeypatch) -> None:
+    """Each passage's fact spans were embedded in a call of their own: 64 calls per batch of
+    passages (the spans were two thirds of a 20k-entity import's embedding under py-spy, issue
+    37). One call now gives exactly the vectors the per-text calls gave."""
+    from seahorse.mechanisms.models.embed import WordLlamaPhrases, _span_texts
+
+    emb = WordLlamaEmbedder()
+    texts = ["Ann Lee (person)\nAnn paints murals. She lives by the river.",
+             "No facts here", "Bo\nBo sails boats on the bay. " * 40, "Cy (tool)\nCy hums."]
+    spans = [[[(17, 35), (0, 16)], [(36, 58), (0, 16)]], [], [[(3, 28)], [(29, 57), (0, 2)]],
+             [[(10, 18), (0, 9)]]]
+    want_texts, want = emb.embed(texts), _span_texts(emb, texts, spans)
+    calls = []
+    real = WordLlamaPhrases.features
+    monkeypatch.setattr(WordLlamaPhrases, "features", lambda self, t: calls.append(len(t)) or real(self, t))
+    got_texts, got = emb.embed_spans(texts, spans)
+    assert calls == [len(texts) + 5], calls  # one call: the texts and their five spans
+    assert np.array_equal(got_texts, want_texts)
+    assert [g.shape for g in got] == [(2, 256), (0, 256), (2, 256), (1, 256)]
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
 def test_default_tier_is_the_packaged_minilm() -> None:
     emb = minilm()
     assert (emb.name, emb.dim) == ("all-MiniLM-L6-v2-int8", 384)

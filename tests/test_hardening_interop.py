@@ -415,3 +415,29 @@ def test_errors_and_skip_reasons_never_echo_a_100_kb_input(tmp_path: Path, cli, 
                 assert res.is_error and len(res.content[0].text) < 1200, (tool, len(res.content[0].text))
 
     asyncio.run(session())
+
+
+# ----- the input read a line at a time ---------------------------------------------------------
+def test_a_line_separator_inside_a_json_string_does_not_split_the_record(tmp_path: Path, cli) -> None:
+    """The memory server (JavaScript's JSON.stringify) writes U+2028 and U+0085 raw inside a
+    string, as JSON allows. The file is read a line at a time (never whole); before, its whole
+    text went through str.splitlines, which splits there too, and the import refused the file
+    ("line 2 is not JSON"). A byte that is not UTF-8 still refuses it in one line."""
+    graph = tmp_path / "memory.jsonl"
+    odd = "Ann paints\u2028murals\x85and\u2029signs."
+    lines = [{"type": "entity", "name": "Ann", "entityType": "person", "observations": [odd]},
+             {"type": "entity", "name": "Bo", "entityType": "person", "observations": ["Bo sails."]},
+             {"type": "relation", "from": "Ann", "to": "Bo", "relationType": "knows"}]
+    graph.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
+    rep = cli.json("import", "--from", "server-memory", str(graph))
+    assert (rep["added"], rep["relations"], rep["skipped"]) == (2, 1, 0), rep
+    out = tmp_path / "back.jsonl"
+    cli.json("export", "--to", "server-memory", "--out", str(out))
+    back = [json.loads(x) for x in out.read_text(encoding="utf-8").split("\n") if x.strip()]
+    assert next(x for x in back if x.get("name") == "Ann")["observations"] == [odd]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": odd, "source": "odd"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert cli.json("import", "--from", "jsonl", str(rows))["added"] == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(json.dumps(lines[1]).encode() + b"\n" + b'{"type": "entity", "name": "\xff"}\n')
+    assert "is not UTF-8 text" in cli.fails("import", "--from", "server-memory", str(bad))

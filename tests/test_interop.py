@@ -1,4 +1,4 @@
-"""Imports from other memory tools and exports back (interop/formats.py), through the real
+"""Imports from other memory tools and exports back (seahorse/interop/), through the real
 CLI on real SQLite files: import, search finds what was imported, export back, compare. The
 input files are written here for the tests (a small team's memory), in each tool's format."""
 

@@ -163,7 +163,7 @@ def test_heavy_dependencies_live_in_one_module():
              "mcp": "server", "mcp_types": "server", "tree_sitter": "code",
              "starlette": "adapters.ui", "uvicorn": "adapters.ui",
              "subprocess": "repo", "psycopg": "store.postgres",
-             "watchfiles": "code.watch", "yaml": "interop.formats"}
+             "watchfiles": "code.watch", "yaml": "interop.basic_memory"}
     for module, path in _modules().items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -48,6 +48,42 @@ def test_blocked_search_equals_the_plain_rule(monkeypatch, rows: int, cols: int)
     assert all(w >= 0.7 for _a, _b, w in got) and got
 
 
+
+def test_linking_sorts_a_few_pairs_per_phrase_not_every_pair_over_the_threshold(monkeypatch) -> None:
+    """Phrases all alike ("Entity 1" ... "Entity N": every pair over the threshold): a new
+    phrase's neighbours are picked from its k + 1 best per block (ties kept), not by sorting
+    all N pairs over the threshold, which made a 20k import's linking grow with the store
+    (issue 37). The pairs found are exactly the old ones, ties at the k-th place included."""
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal(16)
+    mat = base + 0.05 * rng.standard_normal((400, 16))
+    mat[300:320] = mat[0]  # exact ties at every place
+    mat = (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+    ids = np.arange(400, dtype=np.int64)
+    matrix = PhraseMatrix(0, 16)
+    matrix.append(ids, mat)
+    sorted_pairs: list[int] = []
+    real = synonyms._best
+
+    def counted(r, *a, **kw):
+        sorted_pairs.append(len(r))
+        return real(r, *a, **kw)
+
+    monkeypatch.setattr(synonyms, "_best", counted)
+    monkeypatch.setattr(synonyms, "SIM_COLS", 128)  # several column blocks
+    got = nearest_pairs(mat[290:], ids[290:], matrix, 5, 0.5)
+    monkeypatch.setattr(synonyms, "_best", real)
+    queries = len(mat) - 290
+    assert sum(sorted_pairs) <= queries * 6 * 4 + 20 * 4 * queries, sorted_pairs  # k + 1 per block, ties
+    stored = matrix.rows(0, 400)
+    assert {(a, b) for a, b, _w in got} == reference(mat[290:], ids[290:], ids, stored, 5, 0.5)
+    # the old rule, every pair over the threshold sorted, picks the same pairs in the same order
+    s = mat[290:] @ stored.T
+    r, c = np.nonzero(s >= 0.5)
+    assert len(r) > 10 * sum(sorted_pairs) / 4
+    assert real(r, c, s[r, c], ids[290:], ids, 5) == got
+
+
 def test_the_matrix_keeps_int8_rows_with_a_scale() -> None:
     mat = clustered(40, 32, seed=5)
     matrix = PhraseMatrix(0, 32)

@@ -451,9 +451,13 @@ def test_a_checkouts_batch_lists_only_what_changed(gate: Gate, tmp_path: Path) -
         assert w.index(target, [("head", repo / ".git" / "HEAD")])["updated"] == 1  # m2: whole listing
 
 
-def test_kill_during_an_import_leaves_whole_documents_and_a_rerun_finishes(tmp_path: Path) -> None:
-    """kill -9 while `import --from` writes its slices: the store is whole (integrity, every
-    document with its nodes, text index and vectors), and the same import again writes the rest."""
+def test_kill_during_an_import_leaves_whole_documents_and_a_rerun_finishes(tmp_path: Path,
+                                                                            monkeypatch) -> None:
+    """kill -9 (a real child process, SIGKILL) while `import --from` writes its slices: the
+    store is whole (integrity, every document with its nodes, text index and vectors), and the
+    same import again writes the rest, once: its report adds exactly the documents the kill
+    left out and finds the others unchanged, and the store then holds what an uninterrupted
+    import writes, no document, passage, phrase, fact or context edge twice."""
     from conftest import _clean_env
     from test_crash import _consistent
 
@@ -480,9 +484,36 @@ def test_kill_during_an_import_leaves_whole_documents_and_a_rerun_finishes(tmp_p
     proc.wait(timeout=10)
     before = _consistent(db)
     assert 50 <= before["documents"] < n, "the kill should land mid-write"
-    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    again = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert (report["added"], report["unchanged"], report["updated"]) == (n - before["documents"],
+                                                                         before["documents"], 0)
     assert _consistent(db)["documents"] == n
+    clean = tmp_path / "clean.db"  # the same import, never interrupted
+    monkeypatch.setenv("SEAHORSE_EMBEDDER", "hash")
+    monkeypatch.setenv("SEAHORSE_USAGE", "0")
+    assert main(["import", "--db", str(clean), "--from", "server-memory", str(src), "--json"]) == 0
+    assert _rows(db) == _rows(clean)
+
+
+def _rows(db: Path) -> dict:
+    """What an import wrote, by content (ids and synonym edges aside: the slices a kill cut
+    group the phrases' linking differently)."""
+    con = sqlite3.connect(db)
+    try:
+        one = {name: con.execute(sql).fetchall() for name, sql in {
+            "documents": "SELECT source, title, content_hash FROM documents ORDER BY source",
+            "passages": "SELECT d.source, n.text FROM nodes n JOIN documents d ON d.id = n.doc_id "
+                        "WHERE n.kind = 'passage' ORDER BY 1, 2",
+            "phrases": "SELECT key FROM nodes WHERE kind = 'phrase' ORDER BY key",
+            "context": "SELECT count(*), sum(weight) FROM edges WHERE kind = 'context'",
+            "facts": "SELECT count(*) FROM facts",
+            "fts": "SELECT count(*) FROM passages_fts",
+            "vectors": "SELECT count(*) FROM vectors"}.items()}
+        return one
+    finally:
+        con.close()
 
 
 def test_a_writer_beside_a_watch_burst_waits_a_slice_at_most(gate: Gate, tmp_path: Path) -> None:

@@ -375,7 +375,7 @@ def _write_file(records, out: Path, to: str = "seahorse") -> dict:
 
 def _write(records, out, to: str = "seahorse") -> dict:
     if to == "csv":
-        from ..interop.formats import write_csv
+        from ..interop.csv_rows import write_csv
 
         counts = {"rows": write_csv(records, out)}
     elif to == "seahorse":

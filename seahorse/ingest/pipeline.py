@@ -36,9 +36,12 @@ from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, re
 
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
-WRITE_SLICE_S = 0.5  # a sliced write (import --from, watch) commits about this often
+# A sliced write (import --from, watch) commits at the end of a group of PASSAGE_BATCH
+# documents once another group would take it past WRITE_SLICE_S (the last group's time
+# foretells the next's), so a writer beside it waits about a second at most.
+WRITE_SLICE_S = 1.0
 SLICE_PAUSE_S = 0.12  # between two slices of a sliced write: SQLite's busy handler retries a
-# waiting writer at least every 100 ms, so it gets its turn
+# waiting writer at least every 100 ms, so it gets its turn (the pause is 11% of a 1 s slice)
 SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go to a file
 Progress = Callable[[int, int, str], None]
 Fact = tuple[int, str, list[str]]  # (sentence index, sentence, phrase keys)
@@ -369,10 +372,13 @@ class Ingest:
                      slice_s: float | None = None) -> list[IndexResult]:
         """Write what :meth:`stage` set aside, one document after another; the results in the
         order of the staged items. Without ``slice_s``, inside the caller's transaction (call
-        within ``store.atomic()`` for all or nothing). With it, in transactions of about
+        within ``store.atomic()`` for all or nothing). With it, in transactions of at most about
         ``slice_s`` seconds each, ``SLICE_PAUSE_S`` apart, so another writer (an MCP server's
-        upsert) waits a slice at most, not the whole write; the documents added by committed
-        slices are in ``staged.added`` (the caller takes them back if a later slice fails).
+        upsert) waits a slice at most, not the whole write. A slice ends at the end of a group
+        of ``PASSAGE_BATCH`` documents (whose new phrases are linked together) once another
+        group as long as the last would take it past ``slice_s``: a committed slice holds
+        whole documents with their synonym edges. The documents added by committed slices are
+        in ``staged.added`` (the caller takes them back if a later slice fails).
         ``progress(done, total, source)`` every ``PASSAGE_BATCH`` documents."""
         results = staged.results
         total = sum(r is None for r in results)
@@ -383,14 +389,15 @@ class Ingest:
             self._deferred = []
             try:
                 prepared = iter(staged)
-                started = time.monotonic()
+                started = group_started = time.monotonic()
                 for k, r in enumerate(results):
                     if r is not None:
                         continue
                     prep = next(prepared)
                     if slice_s is not None and not in_slice:
                         txn.enter_context(self.store.atomic())
-                        in_slice, started = True, time.monotonic()
+                        in_slice = True
+                        started = group_started = time.monotonic()
                     results[k] = res = self.write(prep, None)
                     if res.status == "added":
                         slice_.append(res.doc_id)
@@ -402,7 +409,9 @@ class Ingest:
                     self._link_deferred()
                     if progress:
                         progress(done, total, prep.source)
-                    if slice_s is not None and time.monotonic() - started >= slice_s:
+                    now = time.monotonic()
+                    group_s, group_started = now - group_started, now
+                    if slice_s is not None and now - started + group_s > slice_s:
                         txn.close()  # commit this slice
                         in_slice = False
                         staged.added += slice_

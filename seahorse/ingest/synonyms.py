@@ -123,6 +123,18 @@ def _best(r: np.ndarray, c: np.ndarray, s: np.ndarray, query_ids: np.ndarray, id
     return list(zip(me[mask].tolist(), other[mask].tolist(), s[keep][mask].astype(float).tolist()))
 
 
+def _over(s: np.ndarray, threshold: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) of ``s`` at least ``threshold`` that may be among their row's ``k + 1``
+    best: at least the row's (k + 1)-th largest value, ties included, so :func:`_best` picks
+    from them exactly what it would pick from every pair over the threshold. (Phrases alike,
+    "Entity 1" ... "Entity 20000", are all over the threshold with each other: every pair
+    sorted made linking cost grow with the store.)"""
+    if s.shape[1] <= k + 1:
+        return np.nonzero(s >= threshold)
+    kth = np.partition(s, s.shape[1] - k - 1, axis=1)[:, s.shape[1] - k - 1]
+    return np.nonzero(s >= np.maximum(kth, np.float32(threshold))[:, None])
+
+
 def nearest_pairs(queries: np.ndarray, query_ids: np.ndarray, matrix: PhraseMatrix, k: int,
                   threshold: float) -> list[tuple[int, int, float]]:
     """(query id, neighbour id, cosine) for each query's top ``k + 1`` rows of ``matrix`` (itself
@@ -134,7 +146,7 @@ def nearest_pairs(queries: np.ndarray, query_ids: np.ndarray, matrix: PhraseMatr
         rows, cols, sims = [], [], []
         for col in range(0, len(matrix), SIM_COLS):
             s = block @ matrix.rows(col, col + SIM_COLS).T
-            r, c = np.nonzero(s >= threshold)
+            r, c = _over(s, threshold, k)
             rows.append(r)
             cols.append(c + col)
             sims.append(s[r, c])
@@ -353,7 +365,7 @@ class Synonyms:
             for row in range(len(probe)):
                 for a, b in zip(lo[row], hi[row]):
                     allowed[row, a:b] = True
-            r, c = np.nonzero(allowed & (sims >= threshold))
+            r, c = _over(np.where(allowed, sims, np.float32(-np.inf)), threshold, k)
             if len(r):
                 out += _best(r, c, sims[r, c], ids[start:start + CELL_ROWS], cand, k)
         return out

@@ -495,7 +495,17 @@ class WordLlamaEmbedder:
         return self._phrases.embed(texts)
 
     def embed_spans(self, texts, spans):
-        return self.embed(texts), _span_texts(self, texts, spans)
+        """The texts' vectors and each span's, as :func:`_span_texts` makes them (a span's
+        text embedded on its own: every text's vector is its own tokens' mean, whatever
+        else is in the call) but in one call for the whole batch, not one per text: one
+        tokenizer call and one gather of the table's rows per batch of passages."""
+        parts = [" ".join(text[a:b] for a, b in g) for text, groups in zip(texts, spans) for g in groups]
+        vecs = self.embed([*texts, *parts])
+        pooled, at = [], len(texts)
+        for groups in spans:
+            pooled.append(vecs[at:at + len(groups)])
+            at += len(groups)
+        return vecs[:len(texts)], pooled
 
 
 class WordLlamaPhrases:
