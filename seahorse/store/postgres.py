@@ -328,7 +328,8 @@ class PostgresStore(SQLiteStore):
                 for name, script in PG_MIGRATIONS:
                     if name in done:
                         continue
-                    conn.execute(script)
+                    if script.strip():
+                        conn.execute(script)
                     if name == "0013_server_vectors":
                         _fill_dense_vectors(conn)
                     conn.execute("INSERT INTO migrations VALUES ($1, $2)", (name, time.time()))
