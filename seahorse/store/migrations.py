@@ -122,10 +122,9 @@ def _m0002_memories_sessions(db: sqlite3.Connection) -> None:
     )
 
 
-def _m0003_code(db: sqlite3.Connection) -> None:
-    _run_script(
-        db,
-        """
+# The code tables (repositories, files, symbols, references, the parse cache, commits, code
+# links, commit touches): migration 0003's script, kept here so the function stays short.
+_M0003_CODE = """
         CREATE TABLE repos(
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             root TEXT NOT NULL UNIQUE,
@@ -204,8 +203,11 @@ def _m0003_code(db: sqlite3.Connection) -> None:
             PRIMARY KEY(commit_node, path, qualname)
         ) WITHOUT ROWID;
         CREATE INDEX commit_touches_symbol ON commit_touches(qualname);
-        """,
-    )
+        """
+
+
+def _m0003_code(db: sqlite3.Connection) -> None:
+    _run_script(db, _M0003_CODE)
 
 
 def _m0004_code_lineage(db: sqlite3.Connection) -> None:
