@@ -8,12 +8,12 @@ import json
 import posixpath
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from ..core.runtime import check_int, check_path, check_text
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.code import split_identifier
-from ..store import Store
+from ..store.base import HistoryReads, RepoFiles, SymbolReads, TextSearch
 from ..text import estimate_tokens, query_terms
 
 COMMON_SHARE = 0.2  # a term in more than this share of the searched units is not distinctive
@@ -44,10 +44,20 @@ _NEGATION = re.compile(r"\b\w+n['\u2019]t\b")  # hadn't, wouldn't: function word
 _TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only: café stays whole
 
 
+class QueryFacet(RepoFiles, SymbolReads, HistoryReads, Protocol):
+    """The code facet as the code queries read it."""
+
+
+class CodeQueryStore(TextSearch, Protocol):
+    """What the code queries ask of the store: the text index's counts and the code facet."""
+
+    code: QueryFacet
+
+
 class CodeQueries:
     """Read-only lookups over the code tables (symbols, references, commits)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: CodeQueryStore) -> None:
         self.store = store
 
     # ----- repositories ---------------------------------------------------------------
