@@ -605,7 +605,10 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
         recoded = 0
         if dim:
             with self.atomic():
+                seq = self.change_seq()
                 recoded = recode(self.db, int(dim))
+                if recoded:  # the same vectors, narrower: nothing for other processes to catch up on
+                    self.db.execute("DELETE FROM changes WHERE seq > ? AND op = 'vec'", (seq,))
         try:
             for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
                 self.db.execute(sql)
