@@ -16,7 +16,7 @@ from seahorse import Engine, Settings
 from seahorse.ingest import pipeline as ingest
 from seahorse.mechanisms.models.embed import HashEmbedder, HashPhrases
 from seahorse.store import SCHEMA_VERSION
-from seahorse.store.sqlite import _from_blobs
+from seahorse.store.codec import _from_blobs
 
 TOPICS = ["zram swap", "Raspberry Pi cooling", "SQLite WAL mode", "Kyoto temples", "sourdough",
           "river deltas", "jazz harmony", "tidal power"]

@@ -31,8 +31,7 @@ from collections import Counter, defaultdict
 
 from ..errors import InvalidInput
 from ..mechanisms.code import SECONDARY_PATH
-from ..store import Store
-from .conventions import conventions
+from .conventions import ConventionReads, conventions
 from .repotext import Decl, RepoText
 
 DEAD_CONFIDENCE = 0.8  # the default threshold of `analyze dead-code` (README: measured precision)
@@ -309,7 +308,7 @@ class DeadCode:
         return any(p != d.path for p, _n in self.outside(d))
 
 
-def dead_code(store: Store, repo_id: int, min_confidence: float) -> dict:
+def dead_code(store: ConventionReads, repo_id: int, min_confidence: float) -> dict:
     rt = RepoText(store, repo_id)
     dc = DeadCode(rt, store.repo_links_in(repo_id, ("calls", "inherits", "imports")))
     decls = dc.declarations()
@@ -338,7 +337,7 @@ def shingles(tokens: list[str], k: int = SHINGLE) -> set[int]:
     return {hash(tuple(tokens[i:i + k])) for i in range(max(0, len(tokens) - k + 1))}
 
 
-def duplicates(store: Store, repo_id: int, min_similarity: float) -> dict:
+def duplicates(store: ConventionReads, repo_id: int, min_similarity: float) -> dict:
     rt = RepoText(store, repo_id)
     bodies: list[tuple[Decl, set[int], int]] = []
     literal: dict[int, set[int]] = {}  # the same bodies' shingles with their strings kept
@@ -404,8 +403,9 @@ def duplicates(store: Store, repo_id: int, min_similarity: float) -> dict:
 KINDS = ("dead-code", "duplicates", "conventions")
 
 
-def analyze(store: Store, repo_id: int, repo_name: str, kind: str, *, min_confidence: float | None = None,
-            min_similarity: float | None = None, limit: int = 50, cursor: str | None = None) -> dict:
+def analyze(store: ConventionReads, repo_id: int, repo_name: str, kind: str, *,
+            min_confidence: float | None = None, min_similarity: float | None = None, limit: int = 50,
+            cursor: str | None = None) -> dict:
     """One analysis of one indexed repository; list analyses are paginated (``next_cursor``)."""
     kind = kind.replace("_", "-") if isinstance(kind, str) else kind
     if kind not in KINDS:

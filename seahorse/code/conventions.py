@@ -8,9 +8,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter, defaultdict
+from typing import Protocol
 
 from ..mechanisms.code import SECONDARY_PATH
-from ..store import Store
+from ..store.base import RepoReads, SymbolWrites
 from .repotext import RepoText
 
 NAMING = (("snake_case", re.compile(r"_*[a-z][a-z0-9]*(_[a-z0-9]+)+_*")),
@@ -37,7 +38,13 @@ def _shares(counter: Counter, total: int | None = None) -> dict:
     return {k: {"count": v, "share": round(v / total, 3) if total else 0.0} for k, v in counter.most_common()}
 
 
-def conventions(store: Store, repo_id: int) -> dict:
+class ConventionReads(RepoReads, Protocol):
+    """What a repository's analyses read: its files and declarations, and its symbols' texts."""
+
+    code: SymbolWrites
+
+
+def conventions(store: ConventionReads, repo_id: int) -> dict:
     rt = RepoText(store, repo_id)
     return {"kind": "conventions", "languages": _languages(rt), "naming": _naming(rt),
             "docstrings": _docstrings(store, repo_id, rt), "error_handling": _errors(rt),
@@ -67,7 +74,7 @@ def _naming(rt: RepoText) -> dict:
     return out
 
 
-def _docstrings(store: Store, repo_id: int, rt: RepoText) -> dict:
+def _docstrings(store: ConventionReads, repo_id: int, rt: RepoText) -> dict:
     docs = {node: doc for node, _p, _q, _k, _sig, doc, _t in store.code.repo_symbol_texts(repo_id)}
     out = {}
     per: dict[str, Counter] = defaultdict(Counter)

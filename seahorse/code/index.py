@@ -21,7 +21,7 @@ import re
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ..core.runtime import Runtime
 from ..ingest.pipeline import Ingest, Prepared
@@ -29,6 +29,7 @@ from ..mechanisms.code import PARSER_VERSION, SECONDARY_PATH, Symbol, language_f
 from ..mechanisms.extract import Phrase
 from ..mechanisms.ownsource import generated_reason, path_skip_reason
 from ..mechanisms.repo import Commit, Repo, RepoFile
+from ..store.base import Documents, Handle, HistoryWrites, RepoFiles, SymbolWrites, Transactions
 from ..text import clean, decode_text, normalise_phrase
 
 LINK_KINDS = ("calls", "inherits", "imports", "mentions", "touched", "parent")
@@ -72,13 +73,23 @@ def file_source(root: Path | str, path: str) -> str:
     return f"{root}//{path}"
 
 
+class IndexFacet(RepoFiles, SymbolWrites, HistoryWrites, Protocol):
+    """The code facet as indexing a checkout writes it."""
+
+
+class CodeIndexStore(Handle, Transactions, Documents, Protocol):
+    """What indexing a checkout asks of the store: its documents and the code facet."""
+
+    code: IndexFacet
+
+
 class CodeIndex:
     """Index checkouts through the same document writer as any text (:class:`Ingest`)."""
 
     def __init__(self, rt: Runtime, ingest: Ingest) -> None:
         self.rt = rt
         self.ingest = ingest
-        self.store = rt.store
+        self.store: CodeIndexStore = rt.store
 
     def index_repo(self, root: str | Path, *, worktree: bool = False, history: bool = True,
                    max_commits: int = 1000, exclude: tuple[str, ...] = (),

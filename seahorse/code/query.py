@@ -6,20 +6,30 @@ from __future__ import annotations
 
 import posixpath
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from ..core.runtime import check_int, check_path, check_text
 from ..errors import InvalidInput, NotFound
 from ..retrieval.refusal import fts_term, judge_words
-from ..store import Store
+from ..store.base import HistoryReads, RepoFiles, SymbolReads, TextSearch
 
 ID_MAX = 2**63 - 1
+
+
+class QueryFacet(RepoFiles, SymbolReads, HistoryReads, Protocol):
+    """The code facet as the code queries read it."""
+
+
+class CodeQueryStore(TextSearch, Protocol):
+    """What the code queries ask of the store: the text index's counts and the code facet."""
+
+    code: QueryFacet
 
 
 class CodeQueries:
     """Read-only lookups over the code tables (symbols, references, commits)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: CodeQueryStore) -> None:
         self.store = store
 
     # ----- repositories ---------------------------------------------------------------

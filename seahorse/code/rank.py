@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Protocol
 
-from ..store import Store
+from ..store.base import SymbolWrites
 from ..text import STOPWORDS, split_identifier
 
 # Field weights and BM25 parameters (chosen on the dev halves of the code rulers; see README).
@@ -116,12 +117,18 @@ class CodeLexicon:
         return max(count.values(), default=0)
 
 
+class LexiconReads(Protocol):
+    """What the lexicons read: a repository's declarations' texts and their stamp."""
+
+    code: SymbolWrites
+
+
 class CodeLexicons:
     """One :class:`CodeLexicon` per repository, kept until that repository's declarations
     change (``Store.repo_symbols_stamp``): a memory or a document written elsewhere in the
     store does not rebuild it."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: LexiconReads) -> None:
         self.store = store
         # repo id -> (graph version it was last checked at, declarations' stamp, lexicon)
         self._built: dict[int, tuple[int, tuple, CodeLexicon]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..store import Store
+from ..store.base import RepoReads
 
 DECLARATIONS = ("function", "method", "class")
 
@@ -27,7 +27,7 @@ class Decl:
 class RepoText:
     """A repository's files and declarations as one analysis reads them."""
 
-    def __init__(self, store: Store, repo_id: int) -> None:
+    def __init__(self, store: RepoReads, repo_id: int) -> None:
         self.files = {path: (kind, lang, content)
                       for path, kind, lang, content in store.repo_file_rows(repo_id)}
         self.lines = {p: c.split("\n") for p, (_k, _l, c) in self.files.items()}

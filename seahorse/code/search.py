@@ -7,6 +7,7 @@ judged over the repository searched. The query path calls it through
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ..retrieval.refusal import fts_term
 from ..retrieval.seed import FLAT, Seeds
 from ..retrieval.state import RetrievalIndex
 from ..retrieval.walk import Mass
-from ..store import Store
+from ..store.base import RepoFiles, SymbolReads, SymbolWrites
 from . import rank as coderank
 from .query import CodeQueries
 
@@ -29,10 +30,19 @@ DOC_WORDS = frozenset({"doc", "docs", "documentation", "documented", "readme", "
                        "changelog", "explain", "explains", "explained"})
 
 
+class SearchFacet(RepoFiles, SymbolReads, SymbolWrites, Protocol):
+    """The code facet as a repository's search reads it: its documents, its text counts, and
+    what the lexicons read (code.rank.LexiconReads)."""
+
+
+class CodeSearchStore(Protocol):
+    code: SearchFacet
+
+
 class CodeSearch:
     """The code side of search, one per Engine (its caches follow the graph version)."""
 
-    def __init__(self, store: Store, code: CodeQueries) -> None:
+    def __init__(self, store: CodeSearchStore, code: CodeQueries) -> None:
         self.store = store
         self.code = code
         self.lexicons = coderank.CodeLexicons(store)  # BM25F over one repository's declarations

@@ -18,11 +18,13 @@ import json
 import textwrap
 from collections import defaultdict
 from pathlib import Path
+from typing import Protocol
 
 from ..core.runtime import Runtime, check_text
 from ..errors import InvalidInput, NotFound
 from ..mechanisms.code import PARSER_VERSION, SECONDARY_PATH, Symbol, language_for, parse_symbols, symbol_text
 from ..mechanisms.repo import Repo, parse_commit_object
+from ..store.base import CodeVersions, RepoFiles, Transactions
 from ..text import decode_text
 from .index import Resolver, ref_targets
 from .query import CodeQueries, check_limit
@@ -101,12 +103,22 @@ def declaration_rows(path: str, data: bytes, cached: list[Symbol] | None = None
     return rows, failure
 
 
+class VersionFacet(RepoFiles, CodeVersions, Protocol):
+    """The code facet as indexing versions reads and writes it."""
+
+
+class VersionStore(Transactions, Protocol):
+    """What indexing and comparing versions asks of the store."""
+
+    code: VersionFacet
+
+
 class Versions:
     """Index versions on demand and answer compare / search at a version / search history."""
 
     def __init__(self, rt: Runtime, queries: CodeQueries) -> None:
         self.rt = rt
-        self.store = rt.store
+        self.store: VersionStore = rt.store
         self.queries = queries
         self._lexicons: dict[tuple, tuple[CodeLexicon, list[tuple]]] = {}
         self._edges: dict[tuple[int, str], set] = {}  # a version's resolved edges (it never changes)

@@ -21,7 +21,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ..config import DbUrl
 from ..core.progress import Ticker
@@ -30,7 +30,7 @@ from ..errors import InvalidInput, NotFound
 from ..ingest.pipeline import TEXT_SUFFIXES, WRITE_SLICE_S, Ingest, Progress, _decode_file
 from ..mechanisms.code import file_kind
 from ..mechanisms.repo import SKIP_DIRS, Refused, hook_paths, read_inside
-from ..store import Store
+from ..store.base import Documents, Handle, RepoFiles, Transactions
 from ..text import clean, file_title
 from .index import CodeIndex
 
@@ -51,8 +51,14 @@ class Target:
     pending: list = field(default_factory=list)  # changes of a failed batch, tried again
 
 
+class WatchStore(Handle, Transactions, Documents, Protocol):
+    """What watching asks of the store: where it is, documents by source, the repositories."""
+
+    code: RepoFiles
+
+
 class Watcher:
-    def __init__(self, code_index: CodeIndex, ingest: Ingest, store: Store,
+    def __init__(self, code_index: CodeIndex, ingest: Ingest, store: WatchStore,
                  paths: Sequence[str | Path], *, mode: str = "auto", debounce_ms: int = 800,
                  progress: Callable[[str], None] | None = None) -> None:
         if mode not in MODES:

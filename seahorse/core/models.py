@@ -15,7 +15,7 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Protocol
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..mechanisms.budget import process_rss
 from ..mechanisms.models import gliner, onnxrt
 from ..mechanisms.models.embed import TIERS, make_embedders, query_vector
 from ..store import open_store
+from ..store.base import Handle, Maintenance, MetaStore
 
 QUERY = "how does zram help a raspberry pi under memory pressure"
 
@@ -161,9 +162,13 @@ def _fake_name(key: str) -> str:
         return key
 
 
+class CheckedStore(Handle, MetaStore, Maintenance, Protocol):
+    """What ``doctor``'s database check reads: the meta and the integrity check."""
+
+
 def _db_check(settings: Settings, embedder_name: str | None) -> dict:
     try:
-        store = open_store(settings.db_path, read_only=True, create=False)
+        store: CheckedStore = open_store(settings.db_path, read_only=True, create=False)
     except SeahorseError as exc:
         return {"what": "database", "status": "error", "detail": str(exc)}
     try:

@@ -27,11 +27,12 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Protocol
 
 import numpy as np
 
 from ..errors import InvalidInput
-from ..store import Store
+from ..store.base import MemoryHistory, TimeReads
 
 RECENCY_WEIGHT = 0.2  # at most a fifth of a hit's score depends on its age
 HALF_LIFE_DAYS = 30.0  # the recency part halves every 30 days
@@ -211,7 +212,11 @@ class Window:
         return self.as_of if self.as_of is not None else self.until if self.until is not None else time.time()
 
 
-def window_filter(store: Store, window: Window) -> tuple[np.ndarray | None, np.ndarray | None]:
+class TimeRanking(TimeReads, MemoryHistory, Protocol):
+    """What ranking hits by time reads: documents' times and memories' versions."""
+
+
+def window_filter(store: TimeReads, window: Window) -> tuple[np.ndarray | None, np.ndarray | None]:
     """(document ids a search may return, document ids it must leave out); None: no limit."""
     if window.empty:
         closed = store.closed_documents()
@@ -238,7 +243,7 @@ def recency(age_seconds: float) -> float:
     return 1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_DAYS)
 
 
-def rank_by_time(store: Store, hits: list, window: Window, code: bool = False,
+def rank_by_time(store: TimeRanking, hits: list, window: Window, code: bool = False,
                  words_first: bool = False) -> list:
     """Hits re-scored by recency and re-sorted (stable, exact-token hits first, then with
     ``words_first`` — a search for commits only — those the question's words matched); each gets

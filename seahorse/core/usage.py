@@ -31,9 +31,9 @@ import time
 import weakref
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..store import Store
+from ..store.base import Handle, UsageStore
 from ..text import estimate_tokens
 from .timeline import parse_time
 
@@ -52,6 +52,10 @@ AVOIDED_FORMULA = ("sum over search calls of (tokens of the full texts of the hi
                    "actually served); tokens = characters / 4")
 
 
+class UsageWrites(Handle, UsageStore, Protocol):
+    """What recording usage asks of the store: whether it may write, and the usage rows."""
+
+
 def _digest(salt: str, text: str) -> str:
     """16 hex digits of BLAKE2b keyed with the store's salt."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=salt.encode("utf-8")[:64],
@@ -61,7 +65,7 @@ def _digest(salt: str, text: str) -> str:
 class Usage:
     """The recorder one Engine holds; ``depth`` keeps calls made inside a call from counting twice."""
 
-    def __init__(self, store: Store, enabled: bool) -> None:
+    def __init__(self, store: UsageWrites, enabled: bool) -> None:
         self.store = store
         self.enabled = enabled and not store.read_only
         self.buffer: list[tuple] = []
@@ -157,7 +161,7 @@ def _pct(values: list[float], q: float) -> float:
     return round(s[k], 2)
 
 
-def report(store: Store, enabled: bool, since: str | float | None = None) -> dict:
+def report(store: UsageStore, enabled: bool, since: str | float | None = None) -> dict:
     """Counts per tool and surface, latency p50/p95, tokens served against budgets asked, the
     expand rate and the tokens-avoided estimate (with its formula)."""
     start = parse_time(since, "since") if since is not None else None

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Protocol
 
 import numpy as np
 
 from ..core.timeline import parse_time
 from ..errors import InvalidInput
-from ..store import Store
+from ..store.base import Documents, NodeTexts, TextSearch, TimeReads, VectorReads
 from ..text import content_hash, fts_match, query_terms
 
 NEAR_COSINE = 0.97
@@ -93,7 +94,12 @@ def tags_of(metadata: dict | None) -> list[str]:
     return check_tags(metadata["tags"], "metadata.tags")
 
 
-def near_duplicate(store: Store, text: str, vector: np.ndarray, phrase_keys: set[str],
+class DuplicateReads(Documents, NodeTexts, VectorReads, TextSearch, TimeReads, Protocol):
+    """What :func:`near_duplicate` reads: candidates by the text index, their vectors, texts,
+    phrase keys, documents and times."""
+
+
+def near_duplicate(store: DuplicateReads, text: str, vector: np.ndarray, phrase_keys: set[str],
                    source: str) -> int | None:
     """The document id of a stored passage that says the same as this one-passage text."""
     hits = store.fts_search(fts_match(query_terms(text)), NEAR_CANDIDATES)

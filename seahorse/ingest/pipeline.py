@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Iterator, Sequence
+from typing import IO, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -29,8 +29,9 @@ from ..mechanisms.budget import release_free_memory
 from ..mechanisms.extract import Phrase
 from ..mechanisms.models.embed import cap_tokens
 from ..mechanisms.repo import Refused, read_inside
+from ..store.base import DocumentMarks, GraphWrites, MemoryRows, Transactions
 from ..text import chunk, clean, content_hash, file_title, split_sentences
-from .lifecycle import check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
+from .lifecycle import DuplicateReads, check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
 from .synonyms import Synonyms
 from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, read_text_file  # noqa: F401
 
@@ -216,10 +217,14 @@ class IndexResult:
                 "passages": self.passages, "duplicate_of": self.duplicate_of}
 
 
+class IngestStore(DuplicateReads, Transactions, GraphWrites, DocumentMarks, MemoryRows, Protocol):
+    """What indexing and deleting documents asks of the store."""
+
+
 class Ingest:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.store = rt.store
+        self.store: IngestStore = rt.store
         self.synonyms = Synonyms(rt)
         # While ahead() is open: vectors embedded before a write transaction, by what was
         # embedded (text and fact spans), found again by the write instead of running the model.

@@ -21,12 +21,15 @@ are rebuilt from them when needed. Two regimes, by the number of candidate phras
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from ..core.runtime import Runtime
 from ..errors import InvalidInput, MissingExtra
 from ..mechanisms.graph import analyse
 from ..mechanisms.numeric import quantise
+from ..store.base import GraphLoad, GraphWrites, Maintenance, MetaStore, NodeTexts, PhraseIndex, Transactions
 
 SIM_ROWS = 512  # query phrases per similarity block
 SIM_COLS = 8192  # phrases per block of the matrix: 512 x 8192 x 4 bytes = 16 MB of cosines
@@ -41,6 +44,14 @@ TRAIN_ROUNDS = 6  # k-means rounds
 CELL_ROWS = 32  # query phrases per cell search (their probed cells are read together)
 
 
+class SynonymStore(Transactions, MetaStore, PhraseIndex, NodeTexts, GraphWrites, Protocol):
+    """What linking phrases by their vectors asks of the store."""
+
+
+class OptimizeStore(Transactions, MetaStore, PhraseIndex, GraphLoad, Maintenance, Protocol):
+    """What ``optimize`` asks besides: the store's counts and graph before and after."""
+
+
 class PhraseMatrix:
     """Phrase ids and their vectors (int8 + scale per row) with amortised appends: indexing
     adds a few rows per passage."""
@@ -53,7 +64,7 @@ class PhraseMatrix:
         self._scale = np.zeros(0, dtype=np.float32)
 
     @classmethod
-    def load(cls, store, embedder) -> "PhraseMatrix":
+    def load(cls, store: SynonymStore, embedder) -> "PhraseMatrix":
         """From the phrases' stored features; those never computed (a migrated file) are
         computed from the phrases' texts and stored (call inside a write)."""
         m = cls(store.graph_version(), embedder.dim)
@@ -93,7 +104,7 @@ def _grown(a: np.ndarray, cap: int, n: int) -> np.ndarray:
     return out
 
 
-def phrase_vectors(store, embedder, rows: int = LOAD_ROWS):
+def phrase_vectors(store: PhraseIndex, embedder, rows: int = LOAD_ROWS):
     """Every candidate phrase's (ids, float32 vectors), ``rows`` at a time, from the stored
     features; those never computed (a migrated file) are computed from the phrases' texts and
     stored (call inside a write)."""
@@ -211,7 +222,7 @@ class Synonyms:
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.store = rt.store
+        self.store: SynonymStore = rt.store
 
     def state(self) -> PhraseMatrix | CellIndex:
         """The exact regime's matrix, or the cells once the store has them (call inside a
@@ -239,7 +250,7 @@ class Synonyms:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
                 or not 0.0 < threshold <= 1.0:
             raise InvalidInput("threshold must be in (0, 1]", field="threshold")
-        store = self.store
+        store: OptimizeStore = self.rt.store
         before = store.counts()
         with store.atomic():
             removed = store.delete_edges("synonym")

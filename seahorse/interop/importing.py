@@ -27,7 +27,7 @@ from ..ingest.pipeline import PASSAGE_BATCH, Ingest, Progress
 from ..memory.conversation import add_conversation
 from ..memory.memories import MEMORY_KINDS, Memories, check_fields
 from ..memory.records import document_record, memory_record
-from ..store import SCHEMA_VERSION
+from ..store import SCHEMA_VERSION, Store
 from ..text import parse_json
 
 ERRORS_NAMED = 5  # bad lines named in the one-line error (all of them in its data, up to 100)
@@ -38,7 +38,7 @@ _VERSION = ("value", "kind", "trust", "strength", "provenance")
 class Importer:
     def __init__(self, rt: Runtime, ingest: Ingest, memories: Memories) -> None:
         self.rt = rt
-        self.store = rt.store
+        self.store: Store = rt.store  # it replays every kind of record an export holds
         self.ingest = ingest
         self.memories = memories
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -21,8 +21,14 @@ from ..code.index import embed_tokens
 from ..core.runtime import Runtime
 from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
 from ..ingest.pipeline import embed_input, fact_spans
+from ..store.base import ChangeLog, GraphWrites, Handle, MetaStore, Reembedding, Transactions
 from ..text import split_sentences
 from ..version import __version__
+
+
+class ReembedStore(Handle, Transactions, MetaStore, ChangeLog, GraphWrites, Reembedding, Protocol):
+    """What re-embedding asks of the store: the texts, the new vectors, the new model's name."""
+
 
 BATCH = 32  # passages per embedder call between progress reports
 
@@ -42,7 +48,7 @@ def _sentence_ids(passage: str, fact_texts: list[str]) -> list[int]:
 
 def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = None) -> dict:
     """Re-embed every passage with ``engine.embedder`` (the runtime's); returns what was done."""
-    store = engine.store
+    store: ReembedStore = engine.store
     if store.read_only:
         raise ReadOnlyDatabase(f"{store.path} is read-only; reembed needs to write it")
     meta = store.meta()

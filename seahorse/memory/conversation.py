@@ -15,12 +15,13 @@ only turns not stored yet are added, after the conversation's last one."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from ..core.runtime import check_name, check_text
 from ..core.timeline import iso, parse_time
 from ..errors import InvalidInput
 from ..ingest.pipeline import IndexResult, Ingest
-from ..store import Store
+from ..store.base import Documents, GraphWrites, TimeReads, Turns
 from ..text import content_hash, parse_json
 
 TURNS_MAX = 100_000
@@ -82,7 +83,16 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return turns
 
 
-def add_conversation(ingest: Ingest, store: Store, conversation: str, turns) -> dict:
+class NeighbourReads(Turns, TimeReads, Protocol):
+    """What :func:`neighbours` reads: a conversation's turns and their times."""
+
+
+class ConversationWrites(NeighbourReads, Documents, GraphWrites, Protocol):
+    """What adding a conversation asks of the store: its turns, their documents, the edges
+    between neighbouring turns."""
+
+
+def add_conversation(ingest: Ingest, store: ConversationWrites, conversation: str, turns) -> dict:
     """Index the turns of ``conversation`` (appended after the turns it has, unless a turn's
     source is already there)."""
     conversation = check_name("conversation", conversation)
@@ -122,7 +132,7 @@ def add_conversation(ingest: Ingest, store: Store, conversation: str, turns) -> 
             "sources": [r.source for r in results[:3]] + (["..."] if len(results) > 3 else [])}
 
 
-def link_neighbours(store: Store, conversation: str, seq: int) -> None:
+def link_neighbours(store: ConversationWrites, conversation: str, seq: int) -> None:
     """A turn and the turns just before and after it in the same session share an edge
     (kind ``turn``, weight TURN_WEIGHT): an answer is often the reply to the turn that asked,
     so the walk carries some of a matching turn's mass to its neighbours."""
@@ -137,7 +147,7 @@ def link_neighbours(store: Store, conversation: str, seq: int) -> None:
                              if s != seq and ses == session])
 
 
-def neighbours(store: Store, doc_id: int, k: int = NEIGHBOURS) -> dict | None:
+def neighbours(store: NeighbourReads, doc_id: int, k: int = NEIGHBOURS) -> dict | None:
     """The turn of ``doc_id`` and the ``k`` turns either side, in order."""
     turn = store.turn(doc_id)
     if turn is None:

@@ -5,6 +5,7 @@ changes, and the store's statistics."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from ..code.query import CodeQueries
 from ..core.runtime import Runtime
@@ -14,11 +15,18 @@ from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Repo
 from ..retrieval import snapshot
 from ..store import Store
-from .conversation import neighbours
+from ..store.base import Documents, HistoryReads, MemoryHistory, MemoryRows, NodeTexts, Transactions
+from .conversation import NeighbourReads, neighbours
+
+
+class LookupStore(NeighbourReads, Transactions, Documents, NodeTexts, MemoryRows, MemoryHistory, Protocol):
+    """What reading a record back asks of the store (``stats`` reads the whole store)."""
+
+    code: HistoryReads
 
 
 class Lookup:
-    def __init__(self, store: Store, code: CodeQueries) -> None:
+    def __init__(self, store: LookupStore, code: CodeQueries) -> None:
         self.store = store
         self.code = code
 
@@ -79,7 +87,7 @@ class Lookup:
         (``graph_snapshot``: folder, snapshots, whether this process maps one); with
         ``graph``, igraph's analyses too (components, hubs, communities: about 0.2 s at 30k
         nodes)."""
-        store = self.store
+        store: Store = rt.store
         meta = store.meta()
         last = meta.get("synonym_threshold")
         return {"db": str(store.path), "db_bytes": store.file_size(), **store.counts(),

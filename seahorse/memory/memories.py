@@ -13,12 +13,14 @@ same way. ``forget`` removes memories (every version) by key, scope, tag or date
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 from ..core.runtime import Runtime, check_name
 from ..core.timeline import iso, parse_time
 from ..errors import InvalidInput, NotFound
 from ..ingest.lifecycle import check_tags
 from ..ingest.pipeline import Ingest
+from ..store.base import Documents, Listings, MemoryHistory, MemoryRows, Supersession, TimeReads, Transactions
 
 MEMORY_KINDS = ("fact", "preference", "event", "instruction", "note", "decision")
 
@@ -33,10 +35,15 @@ def check_fields(kind, trust, strength, provenance) -> str:
     return check_name("provenance", provenance)
 
 
+class MemoryStore(Transactions, Documents, MemoryRows, MemoryHistory, Supersession, TimeReads, Listings,
+                  Protocol):
+    """What keeping memories asks of the store: their rows, history, versions and tags."""
+
+
 class Memories:
     def __init__(self, rt: Runtime, ingest: Ingest) -> None:
         self.rt = rt
-        self.store = rt.store
+        self.store: MemoryStore = rt.store
         self.ingest = ingest
 
     def upsert(self, key: str, value: str, scope: str = "global", kind: str | None = None,

@@ -14,11 +14,15 @@ conversation (a title with a colon among Wikipedia passages: "In My Time: A Memo
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ..core.timeline import day_named, iso
-from ..store import Store
+from ..store.base import Documents, GraphWrites, Turns
 from .conversation import TURN_WEIGHT
+
+
+class NoteStore(Documents, Turns, GraphWrites, Protocol):
+    """What recording a note as a turn reads and writes."""
 
 _NAME = r"[A-Z][\w'\u2019.-]{0,30}(?: [A-Z][\w'\u2019.-]{0,30}){0,2}"
 _HEAD = re.compile(r"\s*(?:\[(?P<bracket>[^\]\n]{1,60})\]|(?P<iso>\d{4}-\d{2}-\d{2}(?:[ T][\d:.]+Z?)?))?"
@@ -47,7 +51,7 @@ def as_turn(text: str, source: str | None, metadata: dict | None) -> dict | None
             "day": day}
 
 
-def prepare(store: Store, items: Sequence[Item]) -> tuple[list[Item], Callable[[int, int], None] | None]:
+def prepare(store: NoteStore, items: Sequence[Item]) -> tuple[list[Item], Callable[[int, int], None] | None]:
     """The items to index (a note's event time added to its metadata from the day its header
     names, when it gives none) and the hook that records each note-turn in its transaction."""
     if not all(isinstance(i, (tuple, list)) and len(i) == 4 for i in items):

@@ -12,14 +12,16 @@ from itself), then ``{"type": "memory", ..., "history": [oldest first]}``."""
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from ..core.runtime import Runtime, check_int, check_name
 from ..core.timeline import iso, parse_time, stored_time
 from ..errors import InvalidInput
 from ..ingest.lifecycle import check_tags
 from ..ingest.pipeline import Ingest
+from ..store.base import Documents, Handle, Listings, Maintenance, MemoryHistory, MetaStore, Transactions
 from ..version import __version__
+from .conversation import NeighbourReads
 from .memories import Memories
 
 PAGE = 20  # items per page by default
@@ -43,10 +45,23 @@ def _cut(text: str, chars: int | None) -> tuple[str, bool]:
     return text[:chars].rstrip() + "…", True
 
 
+class RecordReads(NeighbourReads, Documents, Listings, MemoryHistory, Protocol):
+    """What a record of a document or a memory reads (:func:`document_record`,
+    :func:`memory_record`)."""
+
+
+class RecordsStore(RecordReads, Transactions, MetaStore, Protocol):
+    """What listing and exporting records asks of the store."""
+
+
+class VacuumStore(Handle, Maintenance, Protocol):
+    """What ``vacuum`` asks of the store."""
+
+
 class Records:
     def __init__(self, rt: Runtime, ingest: Ingest, memories: Memories) -> None:
         self.rt = rt
-        self.store = rt.store
+        self.store: RecordsStore = rt.store
         self.ingest = ingest
         self.memories = memories
 
@@ -142,9 +157,10 @@ class Records:
 
     # ----- vacuum -----------------------------------------------------------------------------
     def vacuum(self) -> dict:
-        before = self.store.file_size()
-        recoded = self.store.vacuum()
-        return {"db": str(self.store.path), "bytes_before": before, "bytes_after": self.store.file_size(),
+        store: VacuumStore = self.rt.store
+        before = store.file_size()
+        recoded = store.vacuum()
+        return {"db": str(store.path), "bytes_before": before, "bytes_after": store.file_size(),
                 "vectors_rewritten": recoded}
 
 
@@ -157,7 +173,7 @@ def stored_metadata(text: str | None) -> dict | None:
     return json.loads(text, parse_constant=str) if text else None
 
 
-def document_record(store, r: tuple) -> dict:
+def document_record(store: RecordReads, r: tuple) -> dict:
     """The export record of a document, from a ``Store.list_documents`` row."""
     turn = store.turn(r[0])
     return {"type": "document", "source": r[1], "title": r[2],
@@ -169,7 +185,7 @@ def document_record(store, r: tuple) -> dict:
                 ("conversation", "seq", "speaker", "id", "session"), turn))}
 
 
-def memory_record(store, row: tuple) -> dict:
+def memory_record(store: RecordReads, row: tuple) -> dict:
     """The export record of a memory (history oldest first), from a ``Store.list_memories`` row."""
     (_id, scope, key, kind, trust, strength, prov, created, updated, doc_id, _t, valid_to) = row
     history = []

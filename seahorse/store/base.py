@@ -1,5 +1,9 @@
-"""The storage interface: what every service may ask of a store. :class:`SQLiteStore` is the
-embedded implementation; a second backend implements these methods (and nothing outside
+"""The storage interface: what every feature may ask of a store, in slices. Each slice is a
+small protocol of the members one concern uses; :class:`Store` is their union and
+:class:`CodeStore` the union of the code facet's. A feature annotates the store it holds with
+the slices it uses (a protocol of its own inheriting them) and tests/test_store_slices.py
+checks that it asks for nothing else. :class:`SQLiteStore` is the embedded implementation and
+``PostgresStore`` the server one; a third backend implements the union (and nothing outside
 ``seahorse/store`` issues SQL, so nothing else has to change).
 
 Conventions: ids are integers; ``atomic()`` is one transaction per logical change (nested
@@ -16,14 +20,21 @@ import numpy as np
 
 
 @runtime_checkable
-class Store(Protocol):
+class Handle(Protocol):
+    """The store as a handle: where it is, whether it may write, whether a reader opened it."""
+
     path: Path
     read_only: bool
     create: bool  # False when opened by a reader: the open writes nothing to a new file
-    code: "CodeStore"  # repositories, symbols, links, git history and versions: their own facet
 
     def close(self) -> None:
         ...
+
+
+@runtime_checkable
+class Transactions(Protocol):
+    """Transactions (``atomic``: one per logical change, nested ones savepoints; ``snapshot``:
+    one view for reads) and the graph's version, which every graph write bumps."""
 
     def atomic(self) -> ContextManager[object]:
         ...
@@ -34,8 +45,16 @@ class Store(Protocol):
     def on_undo(self, fn: Callable[[], None]) -> None:
         ...
 
-    def optimize(self) -> None:
+    def bump_version(self) -> None:
         ...
+
+    def graph_version(self) -> int:
+        ...
+
+
+@runtime_checkable
+class MetaStore(Protocol):
+    """The ``meta`` table's settings (embedder, dimensions, versions) and the store's upkeep."""
 
     def meta(self) -> dict[str, str]:
         ...
@@ -43,11 +62,13 @@ class Store(Protocol):
     def set_meta(self, **values: str) -> None:
         ...
 
-    def bump_version(self) -> None:
+    def optimize(self) -> None:
         ...
 
-    def graph_version(self) -> int:
-        ...
+
+@runtime_checkable
+class ChangeLog(Protocol):
+    """What each write changed (``changes``), for a process holding the search state in memory."""
 
     def change_seq(self) -> int:
         ...
@@ -58,17 +79,23 @@ class Store(Protocol):
     def log_full_change(self) -> None:
         ...
 
+
+@runtime_checkable
+class Documents(Protocol):
+    """Document rows: found by source or id, added, updated, deleted, with their passages."""
+
     def document_by_source(self, source: str) -> tuple | None:
         ...
 
     def document(self, doc_id: int) -> tuple | None:
         ...
 
-    def documents(self, prefix: str | None = None) -> list[tuple]:
-        ...
-
     def insert_document(self, source: str, title: str | None, content_hash: str,
                         metadata: dict | None, extractor: str | None = None) -> int:
+        ...
+
+    def update_document(self, doc_id: int, title: str | None, content_hash: str,
+                        metadata: dict | None, extractor: str | None = None) -> None:
         ...
 
     def delete_document(self, doc_id: int, *, keep_row: bool = False) -> dict[str, int]:
@@ -80,12 +107,11 @@ class Store(Protocol):
     def document_nodes(self, doc_id: int) -> list[tuple[int, str]]:
         ...
 
-    def update_document(self, doc_id: int, title: str | None, content_hash: str,
-                        metadata: dict | None, extractor: str | None = None) -> None:
-        ...
 
-    def extractor_counts(self) -> dict[str, int]:
-        ...
+@runtime_checkable
+class GraphWrites(Protocol):
+    """What indexing a document writes into the graph: passages, phrases, edges, vectors,
+    facts (and the vectors of unchanged passages, to reuse)."""
 
     def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
         ...
@@ -99,52 +125,70 @@ class Store(Protocol):
     def put_edges(self, kind: str, edges: Iterable[tuple[int, int, float]]) -> None:
         ...
 
-    def delete_edges(self, kind: str) -> int:
-        ...
-
-    def delete_orphan_phrases(self) -> int:
-        ...
-
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
         ...
 
     def add_facts(self, rows: Iterable[tuple[int, int, tuple[int, int], list[int], np.ndarray]]) -> None:
         ...
 
-    def memory(self, scope: str, key: str) -> tuple | None:
-        ...
-
-    def memory_by_doc(self, doc_id: int) -> dict | None:
-        ...
-
-    def save_memory(self, scope: str, key: str, doc_id: int, kind: str, trust: float,
-                    strength: float, provenance: str, created_at: float | None) -> None:
-        ...
-
-    def add_memory_history(self, scope: str, key: str, value: str, kind: str, trust: float,
-                           strength: float, provenance: str, *, doc_id: int | None = None,
-                           valid_from: float | None = None, replaced_at: float | None = None) -> None:
-        ...
-
-    def memory_history(self, scope: str, key: str) -> list[dict]:
-        ...
-
-    def memory_priors(self) -> list[tuple[int, float]]:
-        ...
-
-    def delete_memory_history(self, scope: str, key: str) -> int:
-        ...
-
-    def session(self, session_id: str, now: float) -> tuple[dict[int, float], int] | None:
-        ...
-
-    def save_session(self, session_id: str, context: dict[int, float], turns: int,
-                     ttl: float) -> None:
-        ...
-
     def passage_embeddings(self, node_ids: Sequence[int], dim: int
                            ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
         ...
+
+
+@runtime_checkable
+class DocumentMarks(Protocol):
+    """A document's time, normalised-text hash (duplicates) and tags, as indexing writes them."""
+
+    def set_document_time(self, doc_id: int, event_time: float | None, norm_hash: str | None) -> None:
+        ...
+
+    def duplicate_of(self, norm_hash: str, source: str) -> tuple | None:
+        ...
+
+    def set_tags(self, doc_id: int, tags: Sequence[str]) -> None:
+        ...
+
+
+@runtime_checkable
+class PhraseIndex(Protocol):
+    """Synonym edges between phrases: each phrase's features, the cells and their centroids
+    (ingest/synonyms.py)."""
+
+    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]],
+                            cells: Sequence[int] | None = None) -> None:
+        ...
+
+    def set_phrase_cells(self, ids: Sequence[int], cells: Sequence[int]) -> None:
+        ...
+
+    def phrase_count(self) -> int:
+        ...
+
+    def phrases_in_cells(self, cells: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        ...
+
+    def phrase_centroids(self) -> np.ndarray | None:
+        ...
+
+    def set_phrase_centroids(self, centroids: np.ndarray | None) -> None:
+        ...
+
+    def iter_phrase_features(self, rows: int = 8192
+                             ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
+        ...
+
+    def delete_edges(self, kind: str) -> int:
+        ...
+
+    def delete_orphan_phrases(self) -> int:
+        ...
+
+
+@runtime_checkable
+class GraphLoad(Protocol):
+    """The graph's nodes and edges as the search state loads and catches up on them
+    (retrieval/state.py)."""
 
     def load_nodes(self) -> list[tuple[int, str, int | None]]:
         ...
@@ -170,6 +214,44 @@ class Store(Protocol):
     def edge_kinds(self, node_ids: Sequence[int]) -> dict[tuple[int, int], str]:
         ...
 
+
+@runtime_checkable
+class NodeTexts(Protocol):
+    """Nodes' and phrases' texts and keys, by id."""
+
+    def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
+        ...
+
+    def node_phrase_keys(self, node_ids: Sequence[int]) -> dict[int, set[str]]:
+        ...
+
+    def phrase_ids(self, keys: Sequence[str]) -> dict[str, int]:
+        ...
+
+    def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        ...
+
+
+@runtime_checkable
+class SearchWeights(Protocol):
+    """What a search weighs per node beside the graph: event times, speakers, memory priors."""
+
+    def event_times(self) -> list[tuple[int, float]]:
+        """(doc_id, event_time) of every document that says when what it tells happened."""
+        ...
+
+    def turn_speakers(self) -> list[tuple[int, str]]:
+        """(doc_id, speaker) of every turn that names its speaker."""
+        ...
+
+    def memory_priors(self) -> list[tuple[int, float]]:
+        ...
+
+
+@runtime_checkable
+class VectorReads(Protocol):
+    """Passage vectors and facts (and, on a server that scores them, a query's nearest)."""
+
     def load_vectors(self, space: str, dim: int, since: int = 0,
                      ids: Sequence[int] | None = None,
                      limit: int | None = None, values: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
@@ -186,63 +268,12 @@ class Store(Protocol):
                  ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         ...
 
-    def phrase_ids(self, keys: Sequence[str]) -> dict[str, int]:
-        ...
 
-    def phrase_texts(self, ids: Sequence[int]) -> dict[int, str]:
-        ...
-
-    def set_phrase_features(self, items: Iterable[tuple[int, np.ndarray]],
-                            cells: Sequence[int] | None = None) -> None:
-        ...
-
-    def set_phrase_cells(self, ids: Sequence[int], cells: Sequence[int]) -> None:
-        ...
-
-    def phrase_count(self) -> int:
-        ...
-
-    def phrases_in_cells(self, cells: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        ...
-
-    def phrase_centroids(self) -> np.ndarray | None:
-        ...
-
-    def set_phrase_centroids(self, centroids: np.ndarray | None) -> None:
-        ...
-
-    def iter_phrase_features(self, rows: int = 8192
-                             ) -> Iterator[tuple[np.ndarray, list[np.ndarray | None], list[str]]]:
-        ...
-
-    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
-        ...
-
-    def fact_texts(self) -> list[tuple[int, int, str]]:
-        ...
-
-    def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        ...
-
-    def node_texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int | None, int | None]]:
-        ...
+@runtime_checkable
+class TextSearch(Protocol):
+    """The full-text index: matches ranked, and the counts its scores need."""
 
     def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
-        ...
-
-    def counts(self) -> dict[str, object]:
-        ...
-
-    def file_size(self) -> int:
-        ...
-
-    def dump_rows(self, table: str) -> tuple[list[str], list[tuple]]:
-        ...
-
-    def load_rows(self, table: str, cols: Sequence[str], rows: Iterable[tuple]) -> int:
-        ...
-
-    def finish_load(self) -> None:
         ...
 
     def text_units(self) -> int:
@@ -251,34 +282,35 @@ class Store(Protocol):
     def text_matches(self, match: str) -> int:
         ...
 
-    # ----- time and lifecycle (store/lifecycle.py) ---------------------------------------
-    def set_document_time(self, doc_id: int, event_time: float | None, norm_hash: str | None) -> None:
+
+@runtime_checkable
+class MemoryRows(Protocol):
+    """A memory's current row, by key or by its document."""
+
+    def memory(self, scope: str, key: str) -> tuple | None:
         ...
 
-    def duplicate_of(self, norm_hash: str, source: str) -> tuple | None:
+    def memory_by_doc(self, doc_id: int) -> dict | None:
         ...
 
-    def close_document(self, doc_id: int, valid_to: float, superseded_by: int | None,
-                       source: str | None = None) -> None:
+    def save_memory(self, scope: str, key: str, doc_id: int, kind: str, trust: float,
+                    strength: float, provenance: str, created_at: float | None) -> None:
         ...
 
-    def link_superseded(self, old_doc: int, new_doc: int) -> None:
+    def delete_memory_history(self, scope: str, key: str) -> int:
         ...
 
-    def doc_times(self, doc_ids: Sequence[int]
-                  ) -> dict[int, tuple[float, float | None, int | None, float | None]]:
+
+@runtime_checkable
+class MemoryHistory(Protocol):
+    """A memory's replaced values and its versions in time."""
+
+    def add_memory_history(self, scope: str, key: str, value: str, kind: str, trust: float,
+                           strength: float, provenance: str, *, doc_id: int | None = None,
+                           valid_from: float | None = None, replaced_at: float | None = None) -> None:
         ...
 
-    def docs_in_time(self, since: float | None, until: float | None, as_of: float | None) -> list[int]:
-        ...
-
-    def closed_documents(self) -> list[int]:
-        ...
-
-    def set_tags(self, doc_id: int, tags: Sequence[str]) -> None:
-        ...
-
-    def tags_of(self, doc_ids: Sequence[int]) -> dict[int, list[str]]:
+    def memory_history(self, scope: str, key: str) -> list[dict]:
         ...
 
     def memory_versions(self, scope: str, key: str) -> list[int]:
@@ -291,13 +323,55 @@ class Store(Protocol):
                           before: float | None) -> list[tuple[str, str, int]]:
         ...
 
+
+@runtime_checkable
+class Supersession(Protocol):
+    """A document closed at a time, and which one replaced it."""
+
+    def close_document(self, doc_id: int, valid_to: float, superseded_by: int | None,
+                       source: str | None = None) -> None:
+        ...
+
+    def link_superseded(self, old_doc: int, new_doc: int) -> None:
+        ...
+
+
+@runtime_checkable
+class TimeReads(Protocol):
+    """When documents were true: their times, those in a window, those closed."""
+
+    def doc_times(self, doc_ids: Sequence[int]
+                  ) -> dict[int, tuple[float, float | None, int | None, float | None]]:
+        ...
+
+    def docs_in_time(self, since: float | None, until: float | None, as_of: float | None) -> list[int]:
+        ...
+
+    def closed_documents(self) -> list[int]:
+        ...
+
+
+@runtime_checkable
+class Listings(Protocol):
+    """Documents and memories listed page by page with their tags, and restored with their
+    times (export and import: memory/records.py, interop/importing.py)."""
+
+    def documents(self, prefix: str | None = None) -> list[tuple]:
+        ...
+
+    def extractor_counts(self) -> dict[str, int]:
+        ...
+
+    def list_documents(self, after: int, limit: int, prefix: str | None, tag: str | None,
+                       since: float | None, until: float | None, memories: bool) -> list[tuple]:
+        ...
+
     def list_memories(self, after: int, limit: int, scope: str | None, kind: str | None,
                       tag: str | None, since: float | None, until: float | None,
                       current: bool) -> list[tuple]:
         ...
 
-    def list_documents(self, after: int, limit: int, prefix: str | None, tag: str | None,
-                       since: float | None, until: float | None, memories: bool) -> list[tuple]:
+    def tags_of(self, doc_ids: Sequence[int]) -> dict[int, list[str]]:
         ...
 
     def restore_document(self, doc_id: int, created_at: float, updated_at: float,
@@ -308,14 +382,10 @@ class Store(Protocol):
                        history: Sequence[tuple[float | None, float]]) -> None:
         ...
 
-    def vacuum(self) -> int:
-        ...
 
-    def integrity(self) -> dict:
-        ...
-
-    def damage(self) -> str | None:
-        ...
+@runtime_checkable
+class Turns(Protocol):
+    """A conversation's turns in order (memory/conversation.py)."""
 
     def add_turn(self, doc_id: int, conversation: str, seq: int, speaker: str | None,
                  turn_id: str | None, session: str | None) -> None:
@@ -331,29 +401,68 @@ class Store(Protocol):
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
         ...
 
-    def event_times(self) -> list[tuple[int, float]]:
-        """(doc_id, event_time) of every document that says when what it tells happened."""
-        ...
-
-    def turn_speakers(self) -> list[tuple[int, str]]:
-        """(doc_id, speaker) of every turn that names its speaker."""
-        ...
-
     def last_turn_seq(self, conversation: str) -> int:
         ...
 
-    def node_phrase_keys(self, node_ids: Sequence[int]) -> dict[int, set[str]]:
+
+@runtime_checkable
+class Sessions(Protocol):
+    """A search session's carried context (retrieval/search.py)."""
+
+    def session(self, session_id: str, now: float) -> tuple[dict[int, float], int] | None:
         ...
 
-    # ----- whole-repository analyses and usage analytics (store/code/analysis.py) --------------
-    def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
+    def save_session(self, session_id: str, context: dict[int, float], turns: int,
+                     ttl: float) -> None:
         ...
 
-    def repo_declarations(self, repo_id: int) -> list[tuple]:
+
+@runtime_checkable
+class Maintenance(Protocol):
+    """Sizes, checks, vacuum, and the copy of every row (``seahorse migrate``)."""
+
+    def counts(self) -> dict[str, object]:
         ...
 
-    def repo_links_in(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
+    def file_size(self) -> int:
         ...
+
+    def vacuum(self) -> int:
+        ...
+
+    def integrity(self) -> dict:
+        ...
+
+    def damage(self) -> str | None:
+        ...
+
+    def dump_rows(self, table: str) -> tuple[list[str], list[tuple]]:
+        ...
+
+    def load_rows(self, table: str, cols: Sequence[str], rows: Iterable[tuple]) -> int:
+        ...
+
+    def finish_load(self) -> None:
+        ...
+
+
+@runtime_checkable
+class Reembedding(Protocol):
+    """The texts a re-embedding reads and the fact vectors it writes (interop/reembed.py)."""
+
+    def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
+        ...
+
+    def fact_texts(self) -> list[tuple[int, int, str]]:
+        ...
+
+    def set_fact_vectors(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        ...
+
+
+@runtime_checkable
+class UsageStore(Protocol):
+    """Local usage analytics (core/usage.py, ``seahorse gain``)."""
 
     def add_usage(self, rows: Sequence[tuple]) -> None:
         ...
@@ -369,10 +478,31 @@ class Store(Protocol):
 
 
 @runtime_checkable
-class CodeStore(Protocol):
-    """The code facet of a store (``store.code``): repositories, files, symbols, references,
-    directed code links, the parse cache, git history and indexed versions. Only the code
-    services ask for it; it writes through its store's transaction (``atomic``)."""
+class RepoReads(Protocol):
+    """The whole-repository reads of the analyses (code/repotext.py, code/analysis.py)."""
+
+    def repo_file_rows(self, repo_id: int) -> list[tuple[str, str, str | None, str]]:
+        ...
+
+    def repo_declarations(self, repo_id: int) -> list[tuple]:
+        ...
+
+    def repo_links_in(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
+        ...
+
+
+@runtime_checkable
+class CodeFacet(Protocol):
+    """The code facet, whole. A code feature declares ``code`` itself, with the facet's slices
+    it uses (code/index.py's ``CodeIndexStore``)."""
+
+    code: "CodeStore"  # repositories, symbols, links, git history and versions: their own facet
+
+
+@runtime_checkable
+class RepoFiles(Protocol):
+    """Repositories, their files and the parse cache: what indexing a checkout reads and writes
+    first (code/index.py)."""
 
     def repo_rows(self) -> list[tuple]:
         ...
@@ -402,6 +532,14 @@ class CodeStore(Protocol):
                       language: str | None, dirty: bool, content: str) -> None:
         ...
 
+    def doc_passages(self, repo_id: int) -> list[tuple[int, str]]:
+        ...
+
+
+@runtime_checkable
+class SymbolWrites(Protocol):
+    """Symbols, their references and the code links resolved from them (code/index.py)."""
+
     def set_node_kind(self, node_id: int, kind: str) -> None:
         ...
 
@@ -428,8 +566,13 @@ class CodeStore(Protocol):
     def link_refs(self, repo_id: int) -> list[tuple]:
         ...
 
-    def doc_passages(self, repo_id: int) -> list[tuple[int, str]]:
+    def delete_nodes(self, node_ids: Sequence[int]) -> None:
         ...
+
+
+@runtime_checkable
+class HistoryWrites(Protocol):
+    """A repository's git history as indexing writes it: commits, touches, renames."""
 
     def commit_nodes(self, repo_id: int) -> dict[str, int]:
         ...
@@ -446,9 +589,6 @@ class CodeStore(Protocol):
     def set_history_parser(self, repo_id: int, parser: str) -> None:
         ...
 
-    def delete_nodes(self, node_ids: Sequence[int]) -> None:
-        ...
-
     def add_commit(self, repo_id: int, history_doc: int, sha: str, parents: str, author: str,
                    email: str, date: str, message: str, text: str) -> int:
         ...
@@ -462,6 +602,11 @@ class CodeStore(Protocol):
 
     def repo_renames(self, repo_id: int) -> dict[str, str]:
         ...
+
+
+@runtime_checkable
+class HistoryReads(Protocol):
+    """A repository's git history as the code queries read it (code/query.py)."""
 
     def renamed_from(self, repo_id: int, paths: Sequence[str]) -> list[str]:
         ...
@@ -477,6 +622,18 @@ class CodeStore(Protocol):
 
     def symbol_commits(self, repo_id: int, qualname: str, paths: Sequence[str], limit: int) -> list[tuple]:
         ...
+
+    def commit_fts(self, repo_id: int | None, match: str, limit: int) -> list[tuple[int, float]]:
+        ...
+
+    def history_shape(self, repo_id: int) -> tuple[int, int]:
+        ...
+
+
+@runtime_checkable
+class SymbolReads(Protocol):
+    """Symbols, references and code links as the code queries and impact read them
+    (code/query.py, code/impact.py)."""
 
     def code_rows(self, node_ids: Sequence[int]) -> tuple[list[tuple], list[tuple]]:
         ...
@@ -508,11 +665,26 @@ class CodeStore(Protocol):
     def repo_text_matches(self, repo_id: int, match: str) -> int:
         ...
 
-    def commit_fts(self, repo_id: int | None, match: str, limit: int) -> list[tuple[int, float]]:
+    def links_of(self, node_ids: Sequence[int], kinds: Sequence[str],
+                 incoming: bool) -> list[tuple[int, int, str]]:
         ...
 
-    def history_shape(self, repo_id: int) -> tuple[int, int]:
+    def decl_rows(self, node_ids: Sequence[int]) -> list[tuple]:
         ...
+
+    def repo_decl_rows(self, repo_id: int) -> list[tuple]:
+        ...
+
+    def repo_links(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
+        ...
+
+    def symbols_in_file(self, repo_id: int, path: str) -> list[tuple[int, str, str]]:
+        ...
+
+
+@runtime_checkable
+class CodeVersions(Protocol):
+    """Versions of a checkout beside its HEAD index (code/versions.py)."""
 
     def version_row(self, repo_id: int, sha: str) -> tuple | None:
         ...
@@ -541,18 +713,19 @@ class CodeStore(Protocol):
     def commits_by_sha(self, repo_id: int, shas: Sequence[str]) -> dict[str, tuple]:
         ...
 
-    def links_of(self, node_ids: Sequence[int], kinds: Sequence[str],
-                 incoming: bool) -> list[tuple[int, int, str]]:
-        ...
 
-    def decl_rows(self, node_ids: Sequence[int]) -> list[tuple]:
-        ...
+@runtime_checkable
+class Store(Handle, Transactions, MetaStore, ChangeLog, Documents, GraphWrites, DocumentMarks, PhraseIndex,
+            GraphLoad, NodeTexts, SearchWeights, VectorReads, TextSearch, MemoryRows, MemoryHistory,
+            Supersession, TimeReads, Listings, Turns, Sessions, Maintenance, Reembedding,
+            UsageStore, RepoReads, CodeFacet, Protocol):
+    """Everything a store does: the union of the slices above. The engine holds one; a
+    feature declares (and is given) only the slices it uses, so a second backend implements
+    these and a feature's needs are read off its annotation (tests/test_store_slices.py)."""
 
-    def repo_decl_rows(self, repo_id: int) -> list[tuple]:
-        ...
 
-    def repo_links(self, repo_id: int, kinds: Sequence[str]) -> list[tuple[int, int, str]]:
-        ...
-
-    def symbols_in_file(self, repo_id: int, path: str) -> list[tuple[int, str, str]]:
-        ...
+@runtime_checkable
+class CodeStore(RepoFiles, SymbolWrites, HistoryWrites, HistoryReads, SymbolReads, CodeVersions, Protocol):
+    """The code facet of a store (``store.code``): repositories, files, symbols, references,
+    directed code links, the parse cache, git history and indexed versions. Only the code
+    features ask for it; it writes through its store's transaction (``atomic``)."""

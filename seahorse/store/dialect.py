@@ -1,10 +1,11 @@
 """The SQL that differs between the two backends, written out once for each.
 
 The store's statements are written in the SQL both servers speak (``?`` placeholders,
-``ON CONFLICT … DO UPDATE``, ``RETURNING id``). Where the two differ, a statement asks its
-backend's dialect for the words, :class:`SQLiteSQL` or :class:`PostgresSQL`; nothing is
-rewritten on the way to the server. PostgreSQL's connection only numbers the placeholders
-(``?`` as ``$1``, ``$2``…, by a scanner that skips literals, quoted names and comments).
+``ON CONFLICT … DO UPDATE``, ``RETURNING id``: :func:`upsert` and :func:`insert_new` are one
+statement for both). Where the two differ, a statement asks its backend's dialect for the
+words, :class:`SQLiteSQL` or :class:`PostgresSQL`; nothing is rewritten on the way to the
+server. PostgreSQL's connection only numbers the placeholders (``?`` as ``$1``, ``$2``…, by
+a scanner that skips literals, quoted names and comments).
 """
 
 from __future__ import annotations
@@ -20,25 +21,35 @@ def _columns(cols: Sequence[str]) -> tuple[str, str]:
     return ", ".join(cols), ", ".join("?" * len(cols))
 
 
+@lru_cache(maxsize=None)
+def upsert(table: str, cols: tuple[str, ...], keys: tuple[str, ...]) -> str:
+    """Insert a row, or update in place the row with the same ``keys``: the same statement
+    on both backends. The columns not in ``cols`` keep their values and nothing that
+    references the row is touched (SQLite's ``INSERT OR REPLACE``, used before, deleted the
+    row and inserted a new one: unlisted columns reset, ``ON DELETE CASCADE`` children gone).
+    A conflict on another unique constraint than ``keys`` is an error, not a deletion."""
+    names, marks = _columns(cols)
+    sets = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys)
+    return (f"INSERT INTO {table}({names}) VALUES ({marks}) ON CONFLICT ({', '.join(keys)}) "
+            + (f"DO UPDATE SET {sets}" if sets else "DO NOTHING"))
+
+
+@lru_cache(maxsize=None)
+def insert_new(table: str, cols: tuple[str, ...]) -> str:
+    """Insert a row unless one with the same key is there (a unique conflict only: SQLite's
+    ``INSERT OR IGNORE`` also skipped a row breaking NOT NULL or CHECK; PostgreSQL never did)."""
+    names, marks = _columns(cols)
+    return f"INSERT INTO {table}({names}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+
+
 class SQLiteSQL:
-    """SQLite's words: its writer lock, FTS5's table beside ``nodes``, ``OR REPLACE``."""
+    """SQLite's words: its writer lock, FTS5's table beside ``nodes``."""
 
     begin_write = "BEGIN IMMEDIATE"  # the writer lock, taken at the start
     begin_read = "BEGIN"  # a snapshot from the first read on (WAL)
 
-    @staticmethod
-    @lru_cache(maxsize=None)
-    def upsert(table: str, cols: tuple[str, ...], keys: tuple[str, ...]) -> str:
-        """Insert a row, or replace the row with the same ``keys``."""
-        names, marks = _columns(cols)
-        return f"INSERT OR REPLACE INTO {table}({names}) VALUES ({marks})"
-
-    @staticmethod
-    @lru_cache(maxsize=None)
-    def insert_new(table: str, cols: tuple[str, ...]) -> str:
-        """Insert a row unless one with the same key is there."""
-        names, marks = _columns(cols)
-        return f"INSERT OR IGNORE INTO {table}({names}) VALUES ({marks})"
+    upsert = staticmethod(upsert)
+    insert_new = staticmethod(insert_new)
 
     @staticmethod
     def unindexed(column: str) -> str:
@@ -63,25 +74,14 @@ class SQLiteSQL:
 
 
 class PostgresSQL:
-    """PostgreSQL's words: an advisory lock as the writer lock, ``ON CONFLICT`` with the key
-    named, the text index a generated column (``nodes.tsv``) with nothing to maintain."""
+    """PostgreSQL's words: an advisory lock as the writer lock, the text index a generated
+    column (``nodes.tsv``) with nothing to maintain."""
 
     begin_write = f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})"
     begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ"  # one view for every read in it
 
-    @staticmethod
-    @lru_cache(maxsize=None)
-    def upsert(table: str, cols: tuple[str, ...], keys: tuple[str, ...]) -> str:
-        names, marks = _columns(cols)
-        sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c not in keys)
-        return (f"INSERT INTO {table}({names}) VALUES ({marks}) ON CONFLICT ({', '.join(keys)}) "
-                + (f"DO UPDATE SET {sets}" if sets else "DO NOTHING"))
-
-    @staticmethod
-    @lru_cache(maxsize=None)
-    def insert_new(table: str, cols: tuple[str, ...]) -> str:
-        names, marks = _columns(cols)
-        return f"INSERT INTO {table}({names}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+    upsert = staticmethod(upsert)
+    insert_new = staticmethod(insert_new)
 
     @staticmethod
     def unindexed(column: str) -> str:

@@ -122,10 +122,9 @@ def _m0002_memories_sessions(db: sqlite3.Connection) -> None:
     )
 
 
-def _m0003_code(db: sqlite3.Connection) -> None:
-    _run_script(
-        db,
-        """
+# The code tables (repositories, files, symbols, references, the parse cache, commits, code
+# links, commit touches): migration 0003's script, kept here so the function stays short.
+_M0003_CODE = """
         CREATE TABLE repos(
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             root TEXT NOT NULL UNIQUE,
@@ -204,8 +203,11 @@ def _m0003_code(db: sqlite3.Connection) -> None:
             PRIMARY KEY(commit_node, path, qualname)
         ) WITHOUT ROWID;
         CREATE INDEX commit_touches_symbol ON commit_touches(qualname);
-        """,
-    )
+        """
+
+
+def _m0003_code(db: sqlite3.Connection) -> None:
+    _run_script(db, _M0003_CODE)
 
 
 def _m0004_code_lineage(db: sqlite3.Connection) -> None:
@@ -483,6 +485,20 @@ def _m0014_compact_rows(db: sqlite3.Connection) -> None:
     db.execute("UPDATE documents SET norm_hash = substr(norm_hash, 1, 16) WHERE length(norm_hash) > 16")
 
 
+def _m0015_upsert_in_place(db: sqlite3.Connection) -> None:
+    """An upsert updates its row in place (``dialect.upsert``: ``ON CONFLICT … DO UPDATE``,
+    where ``INSERT OR REPLACE`` deleted the row and inserted it again), so a dense vector set
+    again is an UPDATE of ``vectors``: the change log logs it as its PostgreSQL twin has since
+    0007, or a process holding the search state would keep the old vector."""
+    _run_script(
+        db,
+        """
+        CREATE TRIGGER log_vector_update AFTER UPDATE ON vectors WHEN NEW.space = 'dense'
+        BEGIN INSERT INTO changes(op, a) VALUES ('vec', NEW.node_id); END;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -498,6 +514,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0012_phrase_cells", _m0012_phrase_cells),
     ("0013_server_vectors", _m0013_server_vectors),
     ("0014_compact_rows", _m0014_compact_rows),
+    ("0015_upsert_in_place", _m0015_upsert_in_place),
 ]
 
 

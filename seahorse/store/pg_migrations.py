@@ -388,6 +388,10 @@ ALTER TABLE facts ALTER COLUMN phrase_ids SET NOT NULL;
 UPDATE documents SET norm_hash = substr(norm_hash, 1, 16) WHERE length(norm_hash) > 16;
 """
 
+# Nothing here: ``log_vector`` has fired on an UPDATE of ``vectors`` since 0007; the SQLite
+# twin adds that trigger now that its upsert updates in place (dialect.upsert).
+_M0015 = ""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -403,4 +407,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0012_phrase_cells", _M0012),
     ("0013_server_vectors", _M0013),
     ("0014_compact_rows", _M0014),
+    ("0015_upsert_in_place", _M0015),
 ]

@@ -328,7 +328,8 @@ class PostgresStore(SQLiteStore):
                 for name, script in PG_MIGRATIONS:
                     if name in done:
                         continue
-                    conn.execute(script)
+                    if script.strip():
+                        conn.execute(script)
                     if name == "0013_server_vectors":
                         _fill_dense_vectors(conn)
                     conn.execute("INSERT INTO migrations VALUES ($1, $2)", (name, time.time()))
@@ -393,7 +394,7 @@ class PostgresStore(SQLiteStore):
                 recoded = recode(self.db, int(dim))
                 if recoded:
                     # The same vectors in a narrower encoding: no change for other processes to
-                    # catch up on (the trigger logs updates here; SQLite's only inserts).
+                    # catch up on (the trigger logs updates, as SQLite's does since 0015).
                     self.db.execute("DELETE FROM changes WHERE seq > ? AND op = 'vec'", (seq,))
                     self.db.execute("DELETE FROM dense_vectors")
                     _fill_dense_vectors(self.db.conn)

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
-import numpy as np
-
 from ..errors import (
     InvalidInput,
     MissingExtra,
@@ -34,9 +32,10 @@ from ..errors import (
 from .code.analysis import AnalysisTables
 from .code.facet import SQLiteCode
 from .codec import _from_blobs, _to_blob, _to_blobs, pack_ids, recode  # noqa: F401  (_to_blob: imported from here)
-from .dialect import SQLiteSQL, inserted_id
+from .dialect import SQLiteSQL
 from .docrows import DocumentRows
 from .graphreads import CHANGE_LOG_KEEP, GraphReads
+from .graphwrites import GraphWriteRows
 from .lifecycle import Lifecycle
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -169,7 +168,7 @@ def _fs_read_only(path: Path) -> bool:
         return False
 
 
-class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
+class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, DocumentRows):
     """Every read and write of the knowledge graph goes through here.
 
     ``create`` (default True) lets the open make a new store in a missing or empty file;
@@ -606,7 +605,10 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         recoded = 0
         if dim:
             with self.atomic():
+                seq = self.change_seq()
                 recoded = recode(self.db, int(dim))
+                if recoded:  # the same vectors, narrower: nothing for other processes to catch up on
+                    self.db.execute("DELETE FROM changes WHERE seq > ? AND op = 'vec'", (seq,))
         try:
             for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
                 self.db.execute(sql)
@@ -654,75 +656,6 @@ class SQLiteStore(GraphReads, Lifecycle, AnalysisTables, DocumentRows):
         )
         self.db.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
                         (CHANGE_LOG_KEEP,))
-
-    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
-        """A retrievable text node (``passage`` of a document, or a ``memory``)."""
-        node_id = inserted_id(self.db.execute(
-            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES (?, ?, ?, ?, ?) RETURNING id",
-            (kind, f"{doc_id}:{ordinal}", text, doc_id, ordinal)))
-        self._sql.index_texts(self.db, [(node_id, text)])
-        return node_id
-
-    def upsert_phrases(self, phrases: dict[str, str]) -> tuple[dict[str, int], list[int]]:
-        """Map normalised key -> surface text to node ids; also return the ids created."""
-        ids: dict[str, int] = {}
-        created: list[int] = []
-        for key, text in phrases.items():
-            row = self.db.execute(
-                "SELECT id FROM nodes WHERE kind='phrase' AND key=?", (key,)).fetchone()
-            if row is None:
-                ids[key] = inserted_id(self.db.execute(
-                    "INSERT INTO nodes(kind, key, text) VALUES ('phrase', ?, ?) RETURNING id",
-                    (key, text)))
-                created.append(ids[key])
-            else:
-                ids[key] = int(row[0])
-        return ids, created
-
-    def add_edges(self, edges: Iterable[tuple[int, int, str, float]]) -> None:
-        """Undirected edges, stored once with src < dst; repeated edges add their weight."""
-        rows = [(min(a, b), max(a, b), kind, w) for a, b, kind, w in edges if a != b]
-        self.db.executemany(
-            "INSERT INTO edges VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = edges.weight + excluded.weight",
-            rows,
-        )
-
-    def put_edges(self, kind: str, edges: Iterable[tuple[int, int, float]]) -> None:
-        """Undirected edges of one kind whose weight is set, not accumulated (synonyms: the
-        weight is the cosine)."""
-        rows = {(min(a, b), max(a, b)): w for a, b, w in edges if a != b}
-        self.db.executemany(self._sql.upsert("edges", ("src", "dst", "kind", "weight"),
-                                             ("src", "dst", "kind")),
-                            [(a, b, kind, w) for (a, b), w in rows.items()])
-
-    def delete_edges(self, kind: str) -> int:
-        return self.db.execute("DELETE FROM edges WHERE kind=?", (kind,)).rowcount
-
-    def delete_orphan_phrases(self) -> int:
-        """Phrases are kept alive by context edges (to passages); drop those left with none."""
-        return self.db.execute(
-            "DELETE FROM nodes WHERE kind='phrase'"
-            " AND NOT EXISTS (SELECT 1 FROM edges WHERE src=nodes.id AND kind='context')"
-            " AND NOT EXISTS (SELECT 1 FROM edges WHERE dst=nodes.id AND kind='context')"
-        ).rowcount
-
-    def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        items = list(items)
-        blobs = _to_blobs([v for _n, v in items]) if items else []
-        self.db.executemany(self._sql.upsert("vectors", ("node_id", "space", "vec"), ("node_id",)),
-                            [(node_id, space, b) for (node_id, _v), b in zip(items, blobs)])
-
-    def add_facts(self, rows: Iterable[tuple[int, int, tuple[int, int], list[int], np.ndarray]]) -> None:
-        """Facts: (passage id, ordinal, the sentence's (start, end) in the passage's text,
-        phrase ids, vector). The sentence is kept as its span: its text is the passage's."""
-        rows = list(rows)
-        blobs = _to_blobs([r[4] for r in rows]) if rows else []
-        self.db.executemany(
-            "INSERT INTO facts(passage_id, ordinal, text_start, text_len, phrase_ids, vec) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(p, o, a, z - a, pack_ids(ph), b) for (p, o, (a, z), ph, _v), b in zip(rows, blobs)],
-        )
 
     def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over passages; higher is better (FTS5's bm25() is negated here)."""

@@ -1,0 +1,88 @@
+"""The store's writes of an indexed document into the graph: its passages (and their text
+index rows), phrases, edges (accumulated or set), passage vectors and facts, and the clean-up
+of synonym edges and orphan phrases. Mixed into :class:`~seahorse.store.sqlite.SQLiteStore`
+(``self.db`` is its connection, ``self._sql`` its dialect)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Iterable
+
+import numpy as np
+
+from .codec import _to_blobs, pack_ids
+from .dialect import SQLiteSQL, inserted_id
+
+
+class GraphWriteRows:
+    db: sqlite3.Connection
+    _sql: type[SQLiteSQL]
+
+    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
+        """A retrievable text node (``passage`` of a document, or a ``memory``)."""
+        node_id = inserted_id(self.db.execute(
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES (?, ?, ?, ?, ?) RETURNING id",
+            (kind, f"{doc_id}:{ordinal}", text, doc_id, ordinal)))
+        self._sql.index_texts(self.db, [(node_id, text)])
+        return node_id
+
+    def upsert_phrases(self, phrases: dict[str, str]) -> tuple[dict[str, int], list[int]]:
+        """Map normalised key -> surface text to node ids; also return the ids created."""
+        ids: dict[str, int] = {}
+        created: list[int] = []
+        for key, text in phrases.items():
+            row = self.db.execute(
+                "SELECT id FROM nodes WHERE kind='phrase' AND key=?", (key,)).fetchone()
+            if row is None:
+                ids[key] = inserted_id(self.db.execute(
+                    "INSERT INTO nodes(kind, key, text) VALUES ('phrase', ?, ?) RETURNING id",
+                    (key, text)))
+                created.append(ids[key])
+            else:
+                ids[key] = int(row[0])
+        return ids, created
+
+    def add_edges(self, edges: Iterable[tuple[int, int, str, float]]) -> None:
+        """Undirected edges, stored once with src < dst; repeated edges add their weight."""
+        rows = [(min(a, b), max(a, b), kind, w) for a, b, kind, w in edges if a != b]
+        self.db.executemany(
+            "INSERT INTO edges VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = edges.weight + excluded.weight",
+            rows,
+        )
+
+    def put_edges(self, kind: str, edges: Iterable[tuple[int, int, float]]) -> None:
+        """Undirected edges of one kind whose weight is set, not accumulated (synonyms: the
+        weight is the cosine)."""
+        rows = {(min(a, b), max(a, b)): w for a, b, w in edges if a != b}
+        self.db.executemany(self._sql.upsert("edges", ("src", "dst", "kind", "weight"),
+                                             ("src", "dst", "kind")),
+                            [(a, b, kind, w) for (a, b), w in rows.items()])
+
+    def delete_edges(self, kind: str) -> int:
+        return self.db.execute("DELETE FROM edges WHERE kind=?", (kind,)).rowcount
+
+    def delete_orphan_phrases(self) -> int:
+        """Phrases are kept alive by context edges (to passages); drop those left with none."""
+        return self.db.execute(
+            "DELETE FROM nodes WHERE kind='phrase'"
+            " AND NOT EXISTS (SELECT 1 FROM edges WHERE src=nodes.id AND kind='context')"
+            " AND NOT EXISTS (SELECT 1 FROM edges WHERE dst=nodes.id AND kind='context')"
+        ).rowcount
+
+    def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        items = list(items)
+        blobs = _to_blobs([v for _n, v in items]) if items else []
+        self.db.executemany(self._sql.upsert("vectors", ("node_id", "space", "vec"), ("node_id",)),
+                            [(node_id, space, b) for (node_id, _v), b in zip(items, blobs)])
+
+    def add_facts(self, rows: Iterable[tuple[int, int, tuple[int, int], list[int], np.ndarray]]) -> None:
+        """Facts: (passage id, ordinal, the sentence's (start, end) in the passage's text,
+        phrase ids, vector). The sentence is kept as its span: its text is the passage's."""
+        rows = list(rows)
+        blobs = _to_blobs([r[4] for r in rows]) if rows else []
+        self.db.executemany(
+            "INSERT INTO facts(passage_id, ordinal, text_start, text_len, phrase_ids, vec) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(p, o, a, z - a, pack_ids(ph), b) for (p, o, (a, z), ph, _v), b in zip(rows, blobs)],
+        )
