@@ -512,18 +512,23 @@ HEAD = (Index(), AddDocument(), IndexRepo(), Search(), SearchCode(), Get(), Expa
 
 # ----- run, ui ----------------------------------------------------------------------------------
 class Run(Command):
-    name, help = "run", "serve the MCP memory server over stdio"
+    name, help = "run", "serve the MCP memory server over stdio (or over HTTP with --http)"
 
     def arguments(self, p):
+        from .server import http_arguments
+
         p.add_argument("--allow", action="append", default=[], metavar="PATH",
                        help="a folder index_repo may read besides the client's roots (repeatable; "
                             "also SEAHORSE_ALLOW)")
+        http_arguments(p)
 
     def run(self, args, engine):
         from .server import main as serve
 
-        serve((["--db", args.db] if args.db else []) + [f"--allow={p}" for p in args.allow])
-        raise SystemExit(0)
+        http = [f"--{flag.replace('_', '-')}={getattr(args, flag)}"
+                for flag in ("http", "token_file", "read_only_token_file") if getattr(args, flag)]
+        raise SystemExit(serve((["--db", args.db] if args.db else []) + [f"--allow={p}" for p in args.allow]
+                               + http))
 
 
 class Ui(Command):

@@ -633,9 +633,10 @@ TOOLS = (add_document, search, upsert_memory, delete_memory, forget, add_convers
          search_history, change_impact, find_dependencies, get_repo_map, index_status, analyze)
 
 
-def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPServer:
+def build_server(db: str | None = None, allow: list[str] | None = None, **options: Any) -> MCPServer:
     """The MCP server over one engine holder (opened on the first tool call), every tool of
-    TOOLS and the graph://stats resource registered."""
+    TOOLS and the graph://stats resource registered; ``options`` go to MCPServer (the HTTP
+    transport's auth: adapters/http.py)."""
     holder = _Runtime(db, allow)
 
     @asynccontextmanager
@@ -648,14 +649,14 @@ def build_server(db: str | None = None, allow: list[str] | None = None) -> MCPSe
             await anyio.to_thread.run_sync(holder.close)
 
     server = MCPServer(name="seahorse", version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING", lifespan=lifespan)
+                       log_level="WARNING", lifespan=lifespan, **options)
     register(server, holder)
     return server
 
 
 def register(server: MCPServer, holder: _Runtime) -> None:
     """Every tool of TOOLS (in that order) and the graph://stats resource, on ``server``: the
-    one registration any transport (stdio today) uses. The tools find the engine holder in
+    one registration every transport (stdio, HTTP) uses. The tools find the engine holder in
     the server's lifespan context (``runtime(ctx)``); the resource, which the SDK gives no
     Context, is handed ``holder``."""
     for fn in TOOLS:
@@ -673,27 +674,44 @@ def register(server: MCPServer, holder: _Runtime) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `seahorse-server` and `seahorse run`: serve MCP over stdio."""
+    """Entry point of `seahorse-server` and `seahorse run`: serve MCP over stdio (or HTTP)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="seahorse-server", description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=None, help="SQLite file or postgresql:// URL (default $SEAHORSE_DB)")
     ap.add_argument("--allow", action="append", default=[], metavar="PATH",
                     help="a folder index_repo may read (repeatable; also SEAHORSE_ALLOW)")
+    http_arguments(ap)
     args = ap.parse_args(argv)
     from ..config import load_settings, pin_blas_threads
-    from ..errors import ConfigError
 
     try:  # a bad setting is one line at start, not an error on every tool call
         load_settings(**({"db_path": args.db} if args.db else {}))
-    except ConfigError as exc:
+        pin_blas_threads()
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                            format="seahorse-server: %(message)s")
+        if args.http:
+            from .http import serve_http
+
+            serve_http(args.db, args.allow, args.http, args.token_file, args.read_only_token_file)
+            return 0
+    except SeahorseError as exc:
         print(f"seahorse-server: {exc}", file=sys.stderr)
         return exc.exit_code
-    pin_blas_threads()
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="seahorse-server: %(message)s")
     anyio.run(serve_stdio, build_server(args.db, args.allow))
     return 0
+
+
+def http_arguments(p: Any) -> None:
+    """--http, --token-file, --read-only-token-file: for `seahorse-server` and `seahorse run`."""
+    p.add_argument("--http", metavar="HOST:PORT", default=None,
+                   help="serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio; every "
+                        "request needs 'Authorization: Bearer TOKEN'")
+    p.add_argument("--token-file", default=None, metavar="FILE",
+                   help="--http: the file holding the token (default $SEAHORSE_HTTP_TOKEN, else one "
+                        "generated on the first start and kept as http_token beside the store, mode 0600)")
+    p.add_argument("--read-only-token-file", default=None, metavar="FILE",
+                   help="--http: a second token that may call only the reading tools")
 
 
 async def serve_stdio(server: MCPServer) -> None:
