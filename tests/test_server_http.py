@@ -4,6 +4,7 @@ driven by the MCP SDK's streamable HTTP client; plain HTTP requests for the 401s
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import stat
@@ -81,8 +82,9 @@ def http_server(tmp_path: Path, *flags: str,
 
 
 @asynccontextmanager
-async def client(url: str, token: str) -> AsyncIterator[ClientSession]:
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
+async def client(url: str, token: str | None = None,
+                 headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    async with create_mcp_http_client(headers=headers or {"Authorization": f"Bearer {token}"}) as http, \
             streamable_http_client(url, http_client=http) as (r, w), ClientSession(r, w) as session:
         await session.initialize()
         yield session
@@ -146,6 +148,23 @@ def test_a_generated_token_is_kept_0600_and_shown_once(tmp_path: Path) -> None:
                 return len((await s.list_tools()).tools)
 
         assert run(tools()) == len(TOOLS)
+        # `setup --http` writes entries a client connects with: the token itself (--token-file)...
+        home = tmp_path / "home"
+        entry = setup(tmp_path, home, "claude-code", "--http", url.removesuffix("/mcp"),
+                      "--token-file", str(stored))
+        assert entry["type"] == "http" and entry["url"] == url
+        assert stat.S_IMODE((tmp_path / ".mcp.json").stat().st_mode) == 0o600
+
+        async def tools_of(entry: dict) -> int:
+            async with client(entry["url"], headers=entry["headers"]) as s:
+                return len((await s.list_tools()).tools)
+
+        assert run(tools_of(entry)) == len(TOOLS)
+        # ... or the client's own way of reading it from the environment (expanded here as it would)
+        entry = setup(tmp_path, home, "cursor", "--http", url)
+        assert entry["headers"]["Authorization"] == "Bearer ${env:SEAHORSE_HTTP_TOKEN}"
+        entry["headers"]["Authorization"] = f"Bearer {token}"
+        assert run(tools_of(entry)) == len(TOOLS)
     with http_server(tmp_path, token=None) as (url, _proc, errlog):  # the next start: not shown again
         assert token not in errlog.read_text() and str(stored) in errlog.read_text()
         assert stored.read_text().strip() == token
@@ -174,3 +193,40 @@ def test_bad_http_flags_are_one_line_before_anything_listens(tmp_path: Path, cap
         code = exc.code
     assert code not in (0, None) and "SEAHORSE_HTTP_TOKEN" in capsys.readouterr().err
     assert not os.path.exists(db)
+
+
+def setup(cwd: Path, home: Path, *argv: str) -> dict:
+    """`seahorse setup ...` in-process in cwd with HOME=home; the seahorse entry it wrote."""
+    old = (os.getcwd(), os.environ.get("HOME"))
+    os.chdir(cwd)
+    os.environ["HOME"] = str(home)
+    try:
+        assert cli_main(["setup", *argv]) == 0
+        path = cwd / ".mcp.json" if argv[0] == "claude-code" else home / ".cursor" / "mcp.json"
+        return json.loads(path.read_text())["mcpServers"]["seahorse"]
+    finally:
+        os.chdir(old[0])
+        if old[1] is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = old[1]
+
+
+def test_setup_http_for_clients_without_remote_entries_is_one_clear_line(tmp_path: Path, capsys,
+                                                                          monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for argv, words in ((["claude-desktop", "--http", "http://127.0.0.1:8765/mcp"], "Connectors"),
+                        (["openclaw", "--http", "http://127.0.0.1:8765/mcp"], "stdio entry"),
+                        (["cursor", "--http", "127.0.0.1:8765"], "give the server's URL"),
+                        (["cursor", "--token-file", "x"], "goes with --http")):
+        assert cli_main(["setup", *argv]) != 0
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, (argv, err)
+    assert not any(tmp_path.rglob("*.json"))
+    assert cli_main(["setup", "claude-code", "--http", "http://memory.example:8765/mcp", "--print"]) == 0
+    out, err = capsys.readouterr()
+    printed = json.loads(out)["mcpServers"]["seahorse"]
+    assert "unencrypted" in err and "SEAHORSE_HTTP_TOKEN" in err
+    assert printed == {"type": "http", "url": "http://memory.example:8765/mcp",
+                       "headers": {"Authorization": "Bearer ${SEAHORSE_HTTP_TOKEN}"}}

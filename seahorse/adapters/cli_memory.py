@@ -320,11 +320,17 @@ class Setup(Command):
                        help="print the configuration instead of writing it")
         p.add_argument("--allow", action="append", default=[], metavar="PATH",
                        help="a folder the server may index besides the client's roots (repeatable)")
+        p.add_argument("--http", metavar="URL", default=None,
+                       help="an entry for a server running `seahorse run --http` at URL (with an "
+                            "Authorization header) instead of a stdio one: claude-code and cursor")
+        p.add_argument("--token-file", default=None, metavar="FILE",
+                       help="--http: write the token in FILE into the entry (default: the client reads "
+                            "$SEAHORSE_HTTP_TOKEN)")
 
     def run(self, args, engine):
         from .setup import setup_client
 
-        out = setup_client(args.client, args.db, args.print_only, args.allow)
+        out = setup_client(args.client, args.db, args.print_only, args.allow, args.http, args.token_file)
         if args.print_only and not args.json:  # stdout is the configuration: the note goes aside
             for notice in out["notices"]:
                 print(f"seahorse: note: {notice}", file=sys.stderr)
@@ -333,7 +339,9 @@ class Setup(Command):
     def human(self, args, out):
         if "text" in out:
             return out["text"]
-        return "\n".join([f"wrote {out['path']} (store {out['db']})",
+        server = out["config"]["mcpServers"]["seahorse"]
+        where = f"store {out['db']}" if out.get("db") else f"server {server['url']}"
+        return "\n".join([f"wrote {out['path']} ({where})",
                           *(f"note: {n}" for n in out.get("notices", []))])
 
 
