@@ -515,7 +515,7 @@ class Run(Command):
     name, help = "run", "serve the MCP memory server over stdio (or over HTTP with --http)"
 
     def arguments(self, p):
-        from .server import http_arguments
+        from .http import http_arguments
 
         p.add_argument("--allow", action="append", default=[], metavar="PATH",
                        help="a folder index_repo may read besides the client's roots (repeatable; "
@@ -523,12 +523,15 @@ class Run(Command):
         http_arguments(p)
 
     def run(self, args, engine):
+        if args.http:
+            from .http import main as serve_http
+
+            raise SystemExit(serve_http(args.db, args.allow, args.http, args.token_file,
+                                        args.read_only_token_file))
         from .server import main as serve
 
-        http = [f"--{flag.replace('_', '-')}={getattr(args, flag)}"
-                for flag in ("http", "token_file", "read_only_token_file") if getattr(args, flag)]
-        raise SystemExit(serve((["--db", args.db] if args.db else []) + [f"--allow={p}" for p in args.allow]
-                               + http))
+        serve((["--db", args.db] if args.db else []) + [f"--allow={p}" for p in args.allow])
+        raise SystemExit(0)
 
 
 class Ui(Command):

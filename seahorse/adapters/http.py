@@ -137,6 +137,37 @@ def build_app(db: str | None, allow: list[str], host: str, tokens: Tokens) -> An
     return server.streamable_http_app(streamable_http_path=PATH, host=host)
 
 
+def http_arguments(p: Any) -> None:
+    """--http, --token-file, --read-only-token-file of `seahorse run`."""
+    p.add_argument("--http", metavar="HOST:PORT", default=None,
+                   help="serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio; every "
+                        "request needs 'Authorization: Bearer TOKEN'")
+    p.add_argument("--token-file", default=None, metavar="FILE",
+                   help="--http: the file holding the token (default $SEAHORSE_HTTP_TOKEN, else one "
+                        "generated on the first start and kept as http_token beside the store, mode 0600)")
+    p.add_argument("--read-only-token-file", default=None, metavar="FILE",
+                   help="--http: a second token that may call only the reading tools")
+
+
+def main(db: str | None, allow: list[str], address: str, token_file: str | None,
+         read_only_file: str | None) -> int:
+    """`seahorse run --http`: a bad setting, address or token is one line and an exit code."""
+    import logging
+
+    from ..config import load_settings, pin_blas_threads
+    from ..errors import SeahorseError
+
+    try:
+        load_settings(**({"db_path": db} if db else {}))
+        pin_blas_threads()
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="seahorse-server: %(message)s")
+        serve_http(db, allow, address, token_file, read_only_file)
+    except SeahorseError as exc:
+        print(f"seahorse: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
 def serve_http(db: str | None, allow: list[str], address: str, token_file: str | None,
                read_only_file: str | None) -> None:
     """Serve until interrupted; a bad address or token is one line, before anything listens."""

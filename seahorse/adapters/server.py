@@ -1,4 +1,4 @@
-"""The MCP memory server (stdio): thin tools over one Engine; mcp lives only here.
+"""The MCP memory server (stdio): thin tools over one Engine; mcp lives here (and in http.py, its HTTP transport).
 
 stdout carries the protocol alone; logs go to stderr. The server's lifespan owns the engine,
 which (and with it numpy, the graph and the models) loads on the first tool call, so the
@@ -674,44 +674,28 @@ def register(server: MCPServer, holder: _Runtime) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `seahorse-server` and `seahorse run`: serve MCP over stdio (or HTTP)."""
+    """Entry point of `seahorse-server` and `seahorse run`: serve MCP over stdio (`seahorse run
+    --http` is adapters/http.py)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="seahorse-server", description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=None, help="SQLite file or postgresql:// URL (default $SEAHORSE_DB)")
     ap.add_argument("--allow", action="append", default=[], metavar="PATH",
                     help="a folder index_repo may read (repeatable; also SEAHORSE_ALLOW)")
-    http_arguments(ap)
     args = ap.parse_args(argv)
     from ..config import load_settings, pin_blas_threads
+    from ..errors import ConfigError
 
     try:  # a bad setting is one line at start, not an error on every tool call
         load_settings(**({"db_path": args.db} if args.db else {}))
-        pin_blas_threads()
-        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                            format="seahorse-server: %(message)s")
-        if args.http:
-            from .http import serve_http
-
-            serve_http(args.db, args.allow, args.http, args.token_file, args.read_only_token_file)
-            return 0
-    except SeahorseError as exc:
+    except ConfigError as exc:
         print(f"seahorse-server: {exc}", file=sys.stderr)
         return exc.exit_code
+    pin_blas_threads()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="seahorse-server: %(message)s")
     anyio.run(serve_stdio, build_server(args.db, args.allow))
     return 0
-
-
-def http_arguments(p: Any) -> None:
-    """--http, --token-file, --read-only-token-file: for `seahorse-server` and `seahorse run`."""
-    p.add_argument("--http", metavar="HOST:PORT", default=None,
-                   help="serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio; every "
-                        "request needs 'Authorization: Bearer TOKEN'")
-    p.add_argument("--token-file", default=None, metavar="FILE",
-                   help="--http: the file holding the token (default $SEAHORSE_HTTP_TOKEN, else one "
-                        "generated on the first start and kept as http_token beside the store, mode 0600)")
-    p.add_argument("--read-only-token-file", default=None, metavar="FILE",
-                   help="--http: a second token that may call only the reading tools")
 
 
 async def serve_stdio(server: MCPServer) -> None:
