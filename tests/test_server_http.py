@@ -230,3 +230,21 @@ def test_setup_http_for_clients_without_remote_entries_is_one_clear_line(tmp_pat
     assert "unencrypted" in err and "SEAHORSE_HTTP_TOKEN" in err
     assert printed == {"type": "http", "url": "http://memory.example:8765/mcp",
                        "headers": {"Authorization": "Bearer ${SEAHORSE_HTTP_TOKEN}"}}
+
+
+def test_an_address_beyond_loopback_is_said_to_be_reachable(tmp_path: Path, capsys, monkeypatch) -> None:
+    """0.0.0.0 gets the warning before the server binds (here it cannot: the port is taken, so
+    nothing listens on the network during the test)."""
+    monkeypatch.setenv("SEAHORSE_HTTP_TOKEN", TOKEN)
+    monkeypatch.setenv("SEAHORSE_EMBEDDER", "hash")
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        port = taken.getsockname()[1]
+        try:
+            code = cli_main(["run", "--db", str(tmp_path / "kg.db"), "--http", f"0.0.0.0:{port}"])
+        except SystemExit as exc:
+            code = exc.code
+    err = capsys.readouterr().err
+    assert code not in (0, None)
+    assert "0.0.0.0 is reachable from the network" in err and "TLS" in err and TOKEN not in err
+    assert "Traceback" not in err
