@@ -33,7 +33,7 @@ from ..errors import (
 )
 from .code.analysis import AnalysisTables
 from .code.facet import SQLiteCode
-from .codec import _to_blobs, pack_ids, recode
+from .codec import _from_blobs, _to_blob, _to_blobs, pack_ids, recode  # noqa: F401  (_to_blob: imported from here)
 from .dialect import SQLiteSQL, inserted_id
 from .docrows import DocumentRows
 from .graphreads import CHANGE_LOG_KEEP, GraphReads

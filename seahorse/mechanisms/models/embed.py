@@ -269,7 +269,7 @@ def _span_texts(embedder, texts, spans) -> list[np.ndarray]:
 
 
 # all-MiniLM-L6-v2's tokenizer.json (Apache-2.0, licence beside it), shipped in this package.
-MINILM_TOKENIZER = Path(__file__).resolve().parent.parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+MINILM_TOKENIZER = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
 
 
 def minilm(threads: int | None = None) -> OnnxEmbedder:

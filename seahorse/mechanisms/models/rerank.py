@@ -59,10 +59,11 @@ from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from ...config import (
+from ...config import (  # noqa: F401 - re-exported: the settings and limits this module applies
     DEFAULT_W_PPR,
     DEFAULT_W_RERANK,
     FUSION_METHODS,
+    MAX_RRF_K,
     SPECIAL_TOKENS_PER_PAIR,
     RerankSettings,
     length_problem,
