@@ -79,7 +79,9 @@ def render(run: dict, top: int, note: str) -> str:
         f"- pytest's wall time: {run['wall']:.0f} s; the tests' own times add up to {run['sum']:.0f} s "
         "(setup, call and teardown; on two workers the wall time is about half of it).",
         "",
-        f"The {top} slowest (setup + call + teardown, seconds):",
+        f"The {top} slowest (setup + call + teardown, seconds; under xdist a worker's last test before "
+        "more arrive counts the wait for them as teardown, so a test with a long teardown may be "
+        "quick itself):",
         "",
         "| s | test |",
         "|---:|---|",
