@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= data/demo.db
 
-.PHONY: demo test lint bench schema reference clean
+.PHONY: demo test durations lint bench schema reference clean
 
 # constraints.txt pins every package (scripts/lock_constraints.py regenerates it).
 $(BIN)/seahorse: pyproject.toml constraints.txt
@@ -20,9 +20,15 @@ demo: $(BIN)/seahorse
 	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "Raspberry Pi 5 users often enable zram so compressed pages stay in memory before disk swap."
 	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse search "What should I switch on when a Pi 5 starts crawling during on-device inference?"
 
+# The suite on TEST_WORKERS processes (pytest-xdist); the 30 slowest tests are listed at the end.
+TEST_WORKERS ?= 2
 test: $(BIN)/seahorse
 	$(BIN)/ruff check seahorse tests scripts
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=30 --junitxml=.pytest_cache/junit.xml $(PYTEST_ARGS)
+
+# docs/test-durations.md from the last `make test`, rewritten only when it moved (15 %).
+durations:
+	$(PY) scripts/test_durations.py .pytest_cache/junit.xml --if-moved 15
 
 lint: $(BIN)/seahorse
 	$(BIN)/ruff check seahorse tests scripts

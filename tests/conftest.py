@@ -1,14 +1,19 @@
-"""Shared fixtures: real SQLite files in tmp_path, the hash embedder, a real CLI runner."""
+"""Shared fixtures: real SQLite files in tmp_path, the hash embedder, the CLI run in process or spawned."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import logging
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import traceback
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -86,15 +91,20 @@ def _clean_env() -> dict[str, str]:
 
 
 class CLI:
-    """Runs `python -m seahorse.adapters.cli` in a real subprocess against a real SQLite file."""
+    """Runs the `seahorse` command against a real SQLite file: in this process by default
+    (``seahorse.adapters.cli.main(argv)`` with this call's environment, working folder, stdin and
+    captured stdout/stderr), or as a real `python -m seahorse` process with ``spawn=True`` (exit
+    codes of the real binary, signals, what reaches the file descriptors). A spawn costs ~1-2 s
+    of imports; the in-process call returns the same CompletedProcess."""
 
-    def __init__(self, cwd: Path, db: Path) -> None:
+    def __init__(self, cwd: Path, db: Path, *, spawn: bool = False) -> None:
         self.cwd = cwd
         self.db = db
+        self.spawn = spawn
 
     def run(self, *args: str, embedder: str | None = "hash", db: Path | None | bool = True,
-            env: dict[str, str] | None = None, timeout: float = 120
-            ) -> subprocess.CompletedProcess[str]:
+            env: dict[str, str] | None = None, timeout: float = 120, input: str | None = None,
+            spawn: bool | None = None) -> subprocess.CompletedProcess[str]:
         full = _clean_env()
         if embedder is not None:
             full["SEAHORSE_EMBEDDER"] = embedder
@@ -103,14 +113,76 @@ class CLI:
         elif db:
             full["SEAHORSE_DB"] = str(db)
         full.update(env or {})
-        return subprocess.run([sys.executable, "-m", "seahorse", *args], cwd=self.cwd,
-                              env=full, capture_output=True, text=True, timeout=timeout)
+        if self.spawn if spawn is None else spawn:
+            return subprocess.run([sys.executable, "-m", "seahorse", *args], cwd=self.cwd, env=full,
+                                  capture_output=True, text=True, timeout=timeout, input=input)
+        return run_in_process(list(args), env=full, cwd=self.cwd, input=input)
 
     def json(self, *args: str, **kw) -> dict:
         proc = self.run(*args, "--json", **kw)
         assert proc.returncode == 0, proc.stderr
         assert "Traceback" not in proc.stderr, proc.stderr
         return json.loads(proc.stdout)
+
+
+def _stream(data: bytes = b"") -> io.TextIOWrapper:
+    """A text stream with a ``.buffer`` and strict UTF-8, as a process's stdio has."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=None, write_through=True)
+
+
+def run_in_process(argv: list[str], *, env: dict[str, str], cwd: Path,
+                   input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``seahorse <argv>`` through ``cli.main`` in this process, as a process would see it: exactly
+    *env* in ``os.environ``, *cwd* as the working folder, *input* (or nothing) on stdin, Python's
+    default warning filters; stdout and stderr captured. Everything is put back afterwards
+    (environment, folder, streams, signal handlers, the root logger's level). An exception that
+    escapes main() is a traceback on stderr and exit code 1, as the interpreter would print."""
+    from seahorse.adapters import cli as cli_module
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_io = sys.stdin, sys.stdout, sys.stderr
+    saved_signals = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    root = logging.getLogger()
+    saved_level, saved_handlers = root.level, list(root.handlers)
+    out, err = _stream(), _stream()
+    sys.stdin = _stream((input or "").encode("utf-8"))
+    sys.stdout, sys.stderr = out, err
+    os.environ.clear()
+    os.environ.update(env)
+    code: int
+    try:
+        os.chdir(cwd)
+        with warnings.catch_warnings():
+            warnings.resetwarnings()  # a fresh interpreter's filters, not pytest's "error"
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            try:
+                code = cli_module.main(argv)
+            except SystemExit as exc:
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+                    code = 1
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
+                traceback.print_exc(file=sys.stderr)
+                code = 1
+        for stream in (out, err):
+            stream.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_io
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for sig, handler in saved_signals.items():
+            signal.signal(sig, handler)
+        for handler in [h for h in root.handlers if h not in saved_handlers]:
+            root.removeHandler(handler)
+        root.setLevel(saved_level)
+    text = [s.buffer.getvalue().decode("utf-8", "replace").replace("\r\n", "\n") for s in (out, err)]
+    return subprocess.CompletedProcess(["seahorse", *argv], code, text[0], text[1])
 
 
 @pytest.fixture

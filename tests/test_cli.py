@@ -357,13 +357,14 @@ def test_not_a_database(cli, tmp_path: Path) -> None:
     bogus = tmp_path / "notes.db"
     bogus.write_text("these are my notes, not a database\n" * 50)
     content = bogus.read_bytes()
-    line = assert_one_error_line(cli.run("stats", db=bogus), code=6)
+    # A real process: the binary's own exit code and what reaches its stderr descriptor.
+    line = assert_one_error_line(cli.run("stats", db=bogus, spawn=True), code=6)
     assert "not a Seahorse database" in line
     assert bogus.read_bytes() == content
 
 
 def test_version_and_help(cli) -> None:
-    v = cli.run("--version")
+    v = cli.run("--version", spawn=True)  # the real binary, start to exit
     assert v.returncode == 0 and v.stdout.strip() == "seahorse 0.1.0"
     h = cli.run("index", "--help")
     assert h.returncode == 0 and "--dir" in h.stdout and h.stderr == ""
@@ -446,3 +447,14 @@ def test_the_old_module_paths_still_run() -> None:
         proc = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True,
                               timeout=60)
         assert proc.returncode == 0 and "usage:" in proc.stdout, (module, proc.stderr)
+
+
+def test_each_in_process_call_logs_to_its_own_stderr(cli, seeded_db: Path) -> None:
+    """main() run twice in one process (the tests do so since CI runs the CLI in process): each
+    call's log lines reach that call's stderr. logging.basicConfig did nothing once the host
+    had a root handler (pytest has), so in process the warning below was lost."""
+    bad = {"RERANK_W_PPR": "0", "RERANK_W_RERANK": "0"}  # warned about, then the defaults are used
+    for _ in range(2):
+        proc = cli.run("stats", env=bad)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.count("are not usable weights") == 1, proc.stderr

@@ -401,16 +401,8 @@ def test_index_dir_lists_fifos_gz_and_html_as_skipped(cli, tmp_path: Path):
 
 
 def test_text_dash_reads_standard_input(cli):
-    import subprocess
-    import sys
-
-    from conftest import _clean_env
-
-    env = {**_clean_env(), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_DB": str(cli.db)}
     for args in (["index", "--text", "-"], ["add-document", "-"]):
-        proc = subprocess.run([sys.executable, "-m", "seahorse", *args, "--json"], cwd=cli.cwd,
-                              env=env, input="Zram keeps compressed pages in memory.\n",
-                              capture_output=True, text=True, timeout=120)
+        proc = cli.run(*args, "--json", input="Zram keeps compressed pages in memory.\n")
         assert proc.returncode == 0, proc.stderr
     doc = cli.json("documents", "show", "1")
     assert doc["text"] == "Zram keeps compressed pages in memory."

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import _clean_env, new_pg_database
+from conftest import _clean_env, new_pg_database, run_in_process
 
 from seahorse import Engine, Settings
 
@@ -31,8 +31,8 @@ def _git(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
 
 
 def _seahorse(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "seahorse", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
+    """`seahorse hooks ...` in this process (the hooks it writes run real processes)."""
+    return run_in_process(list(args), env=env, cwd=Path.cwd())
 
 
 def _write(root: Path, path: str, text: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from conftest import _clean_env, new_pg_database
+from conftest import _clean_env, new_pg_database, run_in_process
 
 from seahorse import Engine, Settings, text
 from seahorse.errors import InvalidInput, MissingExtra, SchemaMismatch, StorageError
@@ -140,6 +140,8 @@ def test_migration_0014_keeps_each_sentence_as_its_span_and_packs_phrase_ids(bac
 
 def _cli(cwd: Path, db: str, *args: str, block_psycopg: bool = False) -> subprocess.CompletedProcess:
     env = {**_clean_env(), "SEAHORSE_DB": db, "SEAHORSE_EMBEDDER": "hash"}
+    if not block_psycopg:  # in this process; a process of its own only where psycopg must be missing
+        return run_in_process(list(args), env=env, cwd=cwd)
     code = ("import sys\n" + ("sys.modules['psycopg'] = None\n" if block_psycopg else "")
             + "from seahorse.adapters.cli import main\nsys.exit(main())\n")
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,

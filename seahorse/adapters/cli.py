@@ -120,10 +120,23 @@ def error_message(exc: SeahorseError) -> str:
     return f"{exc}; {hint}" if hint else str(exc)
 
 
+def _log_to_stderr(verbose: bool) -> None:
+    """Log lines to this call's stderr. Not basicConfig: that does nothing once the root logger
+    has a handler, so a second main() in one process (the tests) would log to the first call's
+    stream, at the first call's level. Each call replaces the handler the previous one added."""
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "seahorse_cli", False)]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.seahorse_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("seahorse: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        stream=sys.stderr, format="seahorse: %(message)s")
+    _log_to_stderr(args.verbose)
     args.command = ALIASES.get(args.command, args.command)
     try:
         out = COMMANDS[args.command].run(args, _engine)
