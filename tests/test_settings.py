@@ -156,10 +156,11 @@ def test_an_old_name_still_works_with_one_notice_naming_the_new_one(cli, seeded_
     it and says once on stderr what to set instead; with the new one set too, the new one wins."""
     db = tmp_path / "seed.db"
     shutil.copy(seeded_template, db)
-    old = cli.run("stats", "--json", db=db, env={"HIPPO_NODE_MAX": "123"})
+    old = cli.run("stats", "--json", db=db, env={"HIPPO_NODE_MAX": "123"}, spawn=True)
     assert old.returncode == 0 and json.loads(old.stdout)["budget"]["node_budget"] == 123
     assert old.stderr.count("HIPPO_NODE_MAX is deprecated: set SEAHORSE_NODE_MAX instead") == 1
-    both = cli.run("stats", "--json", db=db, env={"HIPPO_NODE_MAX": "123", "SEAHORSE_NODE_MAX": "456"})
+    both = cli.run("stats", "--json", db=db, env={"HIPPO_NODE_MAX": "123", "SEAHORSE_NODE_MAX": "456"},
+                  spawn=True)
     assert both.returncode == 0 and json.loads(both.stdout)["budget"]["node_budget"] == 456
     assert both.stderr.count("HIPPO_NODE_MAX is deprecated and ignored: SEAHORSE_NODE_MAX is set too "
                              "and wins") == 1

@@ -461,7 +461,7 @@ def test_kill_during_an_import_leaves_whole_documents_and_a_rerun_finishes(tmp_p
     from conftest import _clean_env
     from test_crash import _consistent
 
-    n = 1500
+    n = 6000  # a slice writes ~1 s of documents (WRITE_SLICE_S): several slices, so the kill lands mid-write
     src = _entities(tmp_path / "memory.jsonl", n)
     db = tmp_path / "kill.db"
     env = _clean_env() | {"SEAHORSE_DB": str(db), "SEAHORSE_EMBEDDER": "hash", "SEAHORSE_USAGE": "0"}
