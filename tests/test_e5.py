@@ -234,3 +234,21 @@ def test_e5_tier_through_the_cli_ranks_the_paraphrased_passage_first(cli) -> Non
     assert moved.returncode == 0 and "[5/5] passages" in moved.stderr, moved.stderr
     out = cli.json("search", QUESTION, "--top-k", "3", embedder="e5", env=env)
     assert out["hits"][0]["text"] == PASSAGES[2]
+
+
+def test_e5_enpt_refuses_by_its_own_cosine_scale_and_gives_confidence(cli) -> None:
+    # e5 packs cosines into a high band (unrelated texts ~0.7-0.8, MiniLM's ~0.1-0.3): its
+    # refusal thresholds and confidence fit are its own (scripts/fit_trust.py on dev). A
+    # five-note store is too small to judge words by, so only the weak-cosine rule speaks.
+    env = {"SEAHORSE_ONNX_THREADS": "1"}
+    for text in PASSAGES:
+        assert cli.json("index", "--text", text, embedder="e5-enpt", env=env)["status"] == "added"
+    for absent in ("What is the capital of Mongolia?", "Who won the 1998 football world cup final?"):
+        out = cli.json("search", absent, embedder="e5-enpt", env=env)
+        assert out["hits"] == [] and out["refusal"]["reason"] == "weak_match", out
+        ev = out["refusal"]["evidence"]
+        assert ev["words_judged"] is False and ev["top_dense"] < ev["weak_below"] == 0.79, ev
+    out = cli.json("search", QUESTION, "--top-k", "3", embedder="e5-enpt", env=env)
+    assert out["hits"][0]["text"] == PASSAGES[2] and "refusal" not in out
+    conf = [h["confidence"] for h in out["hits"]]
+    assert conf[0] == max(conf) and conf[0] >= 0.5 and conf[-1] < conf[0], conf
