@@ -16,7 +16,11 @@ Confidence: the answerable questions' top-5 hits (refusal off), gold or not, fit
 logistic model of (ln score ratio to the first hit, ln rank, dense cosine) by Newton's method
 (summed log-loss, L2 penalty 0.01 on the slopes); and the same without the cosine (the model-free rule).
 
-    OPENBLAS_NUM_THREADS=1 python scripts/fit_trust.py --set embedder=e5-enpt --db-dir DIR
+``--locomo N`` then asks, with refusal on and the thresholds in force, the LoCoMo dev questions
+(categories 1-4) of bench_quality.py's first N conversation stores in ``--db-dir`` (built by its
+``--rulers locomo``): how many of these answerable questions are refused, and why.
+
+    OPENBLAS_NUM_THREADS=1 python scripts/fit_trust.py --set embedder=e5-enpt --db-dir DIR [--locomo 5]
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "seahorse-bench")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--db-dir", type=Path, help="bench_quality.py's stores for this embedder")
+    ap.add_argument("--locomo", type=int, default=0, metavar="N",
+                    help="also count refused LoCoMo dev questions in the first N conversation stores")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     from seahorse import config as config_module
@@ -109,6 +115,9 @@ def main() -> None:
         k, v = item.split("=", 1)
         bq.KW[k] = config_module._ENV[k][1](v) if k in config_module._ENV else type(getattr(defaults, k))(v)
     bq.install_cache(Path(args.cache) if str(args.cache) else None)
+    if args.locomo:
+        locomo_refusals(args)
+        return
     absent = [q for q in json.loads(bq.ABSENT.read_text())["queries"] if q["split"] == "dev"]
     answerable, away, rows = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,6 +142,31 @@ def main() -> None:
     report = {"model": model, "refusal": summary(answerable, away), "confidence": fit(rows), "hits": rows}
     if args.json:
         args.json.write_text(json.dumps({**report, "answerable": answerable, "absent": away}, indent=2))
+
+
+def locomo_refusals(args) -> None:
+    from bench_memory import CATEGORIES
+
+    from seahorse import Engine
+
+    path = args.bench_dir / "locomo_dev.json"
+    fp = benchlib.fingerprint([path])
+    refused, asked, reasons = 0, 0, {}
+    for n, sample in enumerate(json.loads(path.read_text())[:args.locomo]):
+        db = args.db_dir / f"locomo-{fp}-{n}.db"
+        if not db.exists():
+            raise SystemExit(f"no store {db}: run bench_quality.py --rulers locomo --db-dir {args.db_dir}")
+        with Engine(load_settings(db_path=db, **bq.KW)) as eng:
+            for q in sample["qa"]:
+                if q.get("category") in CATEGORIES:
+                    res = eng.search(q["question"], top_k=5)
+                    asked += 1
+                    if not res.hits:
+                        refused += 1
+                        why = res.info["refusal"]["reason"]
+                        reasons[why] = reasons.get(why, 0) + 1
+    print(f"# LoCoMo dev, {args.locomo} conversations: {refused} of {asked} answerable questions "
+          f"refused {reasons}")
 
 
 def summary(answerable: list[dict], away: list[dict]) -> dict:
