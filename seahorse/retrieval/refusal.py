@@ -68,10 +68,13 @@ WORDS_MIN_UNITS = 50
 # best cosine, all: <= 0.514 (absent_prose dev over MuSiQue and HotpotQA). multilingual-e5-small
 # (e5-enpt, INT8; 2026-12-06, scripts/fit_trust.py --set embedder=e5-enpt) packs its cosines
 # into a narrow high band: answerable >= 0.815 (>= 0.854 with a word absent); absent let through
-# by the words <= 0.826 (each with a word absent); absent, all: <= 0.831.
+# by the words <= 0.826 (each with a word absent); absent, all: <= 0.831. The margins are thin
+# on purpose: LoCoMo dev's answerable questions (fit_trust.py --locomo 5) lie just above them
+# (with a word absent >= 0.814, refused by words >= 0.795): 13 of 762 refused here, 37 at
+# (0.79, 0.84, 0.85); MiniLM refuses 8.
 DENSE_THRESHOLDS: dict[str, tuple[float, float, float]] = {
     "all-MiniLM-L6-v2-int8": (0.30, 0.40, 0.55),
-    "multilingual-e5-small-enpt-int8": (0.79, 0.84, 0.85),
+    "multilingual-e5-small-enpt-int8": (0.79, 0.83, 0.835),
 }
 
 
