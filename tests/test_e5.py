@@ -172,6 +172,24 @@ def test_a_damaged_or_missing_graph_is_rebuilt(tmp_path, monkeypatch) -> None:
     assert sorted(p.name for p in graph.parent.iterdir()) == [graph.name, graph.name + ".sha256"]
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_building_the_graph_holds_one_matrix_at_a_time(tmp_path) -> None:
+    # Matrices are quantised one at a time as they are read (no float model, no second
+    # quantiser pass): the first use peaked at ~420 MB before (e5: ~670 MB), ~230 MB now (e5: ~280 MB).
+    import subprocess
+
+    # VmHWM is the peak of this process's own memory (ru_maxrss would carry pytest's over the exec).
+    code = ("import sys; from pathlib import Path; from seahorse.mechanisms.models import e5onnx; "
+            "e5onnx.ensure_graph(Path(sys.argv[1])); "
+            "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code, str(ENPT)], env=env, capture_output=True,
+                         text=True, check=True)
+    assert int(out.stdout.split()[-1]) < 350 * 1024, out.stdout  # kB
+    built = list((tmp_path / "cache" / "seahorse" / "onnx").glob("*.onnx"))
+    assert len(built) == 1 and e5onnx.is_intact(built[0])
+
+
 def test_building_without_onnx_names_the_extra_and_a_built_graph_needs_none(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setitem(sys.modules, "onnx", None)  # how Python marks a module unimportable
@@ -234,3 +252,21 @@ def test_e5_tier_through_the_cli_ranks_the_paraphrased_passage_first(cli) -> Non
     assert moved.returncode == 0 and "[5/5] passages" in moved.stderr, moved.stderr
     out = cli.json("search", QUESTION, "--top-k", "3", embedder="e5", env=env)
     assert out["hits"][0]["text"] == PASSAGES[2]
+
+
+def test_e5_enpt_refuses_by_its_own_cosine_scale_and_gives_confidence(cli) -> None:
+    # e5 packs cosines into a high band (unrelated texts ~0.7-0.8, MiniLM's ~0.1-0.3): its
+    # refusal thresholds and confidence fit are its own (scripts/fit_trust.py on dev). A
+    # five-note store is too small to judge words by, so only the weak-cosine rule speaks.
+    env = {"SEAHORSE_ONNX_THREADS": "1"}
+    for text in PASSAGES:
+        assert cli.json("index", "--text", text, embedder="e5-enpt", env=env)["status"] == "added"
+    for absent in ("What is the capital of Mongolia?", "Who won the 1998 football world cup final?"):
+        out = cli.json("search", absent, embedder="e5-enpt", env=env)
+        assert out["hits"] == [] and out["refusal"]["reason"] == "weak_match", out
+        ev = out["refusal"]["evidence"]
+        assert ev["words_judged"] is False and ev["top_dense"] < ev["weak_below"] == 0.79, ev
+    out = cli.json("search", QUESTION, "--top-k", "3", embedder="e5-enpt", env=env)
+    assert out["hits"][0]["text"] == PASSAGES[2] and "refusal" not in out
+    conf = [h["confidence"] for h in out["hits"]]
+    assert conf[0] == max(conf) and conf[0] >= 0.5 and conf[-1] < conf[0], conf

@@ -12,8 +12,8 @@ Two kinds of evidence, both read at query time:
   names things in other words than the question;
 * **meaning**: the best dense cosine among the top hits. Cosines are a property of the
   embedding model, so the thresholds exist per model, calibrated on dev data only
-  (scripts/bench_trust.py: MuSiQue and HotpotQA dev questions as the answerable side, the
-  dev half of scripts/data/absent_prose.json as the absent side). For a model without
+  (scripts/bench_trust.py, scripts/fit_trust.py: MuSiQue and HotpotQA dev questions as the
+  answerable side, the dev half of scripts/data/absent_prose.json as the absent side). For a model without
   calibrated thresholds (``hash``, a user's ONNX model) only the words are judged.
 
 A hit that holds one of the query's exact tokens (an id, an error code: ``evidence.exact``)
@@ -65,9 +65,16 @@ WORDS_MIN_UNITS = 50
 # words than the question: "console" for the game system a turn names). Dev (2026-12-04,
 # all-MiniLM-L6-v2 INT8): answerable questions' best cosine >= 0.389 (>= 0.453 with a word
 # absent); absent questions that the words alone let through: <= 0.339; absent questions'
-# best cosine, all: <= 0.514 (absent_prose dev over MuSiQue and HotpotQA).
+# best cosine, all: <= 0.514 (absent_prose dev over MuSiQue and HotpotQA). multilingual-e5-small
+# (e5-enpt, INT8; 2026-12-06, scripts/fit_trust.py --set embedder=e5-enpt) packs its cosines
+# into a narrow high band: answerable >= 0.815 (>= 0.854 with a word absent); absent let through
+# by the words <= 0.826 (each with a word absent); absent, all: <= 0.831. The margins are thin
+# on purpose: LoCoMo dev's answerable questions (fit_trust.py --locomo 5) lie just above them
+# (with a word absent >= 0.814, refused by words >= 0.795): 13 of 762 refused here, 37 at
+# (0.79, 0.84, 0.85); MiniLM refuses 8.
 DENSE_THRESHOLDS: dict[str, tuple[float, float, float]] = {
     "all-MiniLM-L6-v2-int8": (0.30, 0.40, 0.55),
+    "multilingual-e5-small-enpt-int8": (0.79, 0.83, 0.835),
 }
 
 

@@ -9,9 +9,12 @@ vectors are pooled from the passage's own token states):
 * :func:`read_packed` reads the file (layout below) into numpy arrays;
 * :func:`build_graph` writes the BERT/XLM-R encoder with ``onnx.helper``: the word table stays
   4-bit exact (its nibbles as int8 plus one scale per block of 32, gathered per token and
-  multiplied), every other matrix is dequantised to float32;
-* :func:`build` quantises the matrices to INT8 (``quantize_dynamic`` through :mod:`onnxrt`,
-  the attention products left in float) and writes the graph with a ``.sha256`` beside it;
+  multiplied); every projection is dequantised and at once quantised to INT8 per output
+  column, as onnxruntime's ``quantize_dynamic`` does (its own ``quantize_data``, its node
+  pattern), one matrix at a time (the attention products left in float);
+* :func:`build` writes the graph with its inferred shapes, the word table streamed after it
+  (:func:`write_word_table`), and a ``.sha256`` beside it: the vectors are bit for bit those
+  of the former float-graph-then-``quantize_dynamic`` build, at a third of its peak memory;
 * :func:`ensure_graph` returns the built graph from the user's cache (``$XDG_CACHE_HOME`` or
   ``~/.cache``, ``seahorse/onnx/``), building it when missing and rebuilding it when its hash
   no longer matches (a cut-short or damaged file);
@@ -46,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InvalidInput, MissingExtra
+from .onnxrt import int8_per_column
 
 log = logging.getLogger("seahorse")
 
@@ -81,15 +85,13 @@ class Packed:
 
     def blocks(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """A 4-bit tensor as (values in -8..7, int8, [blocks, 32]; scales, float32, [blocks])."""
+        raw = self.raw_blocks(name)
+        return nibbles(raw["qs"]), raw["d"].astype(np.float32)
+
+    def raw_blocks(self, name: str) -> np.ndarray:
+        """A 4-bit tensor's blocks as stored (fp16 scale ``d``, 16 bytes ``qs``), unread."""
         _dtype, n, buf = self._tensor(name, 1)
-        raw = np.frombuffer(buf, _BLOCK, n // 32)
-        qs = raw["qs"]
-        values = np.empty((len(raw), 32), np.uint8)  # one array, filled in place (96 MB for the table)
-        np.bitwise_and(qs, 0x0F, out=values[:, :16])
-        np.right_shift(qs, 4, out=values[:, 16:])
-        values = values.view(np.int8)
-        values -= 8
-        return values, raw["d"].astype(np.float32)
+        return np.frombuffer(buf, _BLOCK, n // 32)
 
     def matrix(self, name: str, rows: int, cols: int) -> np.ndarray:
         """A 4-bit [rows, cols] matrix dequantised to float32."""
@@ -104,6 +106,16 @@ class Packed:
         if found[0] != dtype:
             raise InvalidInput(f"the e5 weights file's tensor {name!r} has dtype {found[0]}, not {dtype}")
         return found
+
+
+def nibbles(qs: np.ndarray) -> np.ndarray:
+    """Blocks' packed bytes [blocks, 16] as their values in -8..7 (int8, [blocks, 32])."""
+    values = np.empty((len(qs), 32), np.uint8)  # one array, filled in place
+    np.bitwise_and(qs, 0x0F, out=values[:, :16])
+    np.right_shift(qs, 4, out=values[:, 16:])
+    values = values.view(np.int8)
+    values -= 8
+    return values
 
 
 def read_packed(path: Path) -> Packed:
@@ -180,45 +192,45 @@ def _onnx():
     return onnx, helper, numpy_helper
 
 
-def attention_products(layers: int) -> list[str]:
-    """Names of the activation x activation MatMuls (kept in float when quantising)."""
-    return [f"l{i}.{part}" for i in range(layers) for part in ("scores", "context")]
+def write_word_table(f, p: Packed, rows: int = 8192) -> None:
+    """Append the word table's two initializers to a serialised model in ``f``: its 4-bit
+    values as int8 [rows, hidden], then the scale of each block of 32 [rows, hidden / 32].
+    Serialisations of a message concatenated parse as one message (repeated fields appended),
+    so each comes as a ModelProto holding a graph holding the one tensor; the values (96 MB
+    for 250k pieces) are unpacked and written ``rows`` rows at a time, never held whole."""
+    onnx, _helper, numpy_helper = _onnx()
+    head = onnx.TensorProto(dims=[p.vocab_rows, p.hidden], data_type=onnx.TensorProto.INT8,
+                            name="emb.word.values").SerializeToString()
+    size = p.vocab_rows * p.hidden
+    tensor = len(head) + len(_field(9, size)) + size  # TensorProto.raw_data is field 9
+    f.write(_field(7, len(_field(5, tensor)) + tensor) + _field(5, tensor) + head + _field(9, size))
+    raw = p.raw_blocks("emb.word")  # ModelProto.graph is field 7, GraphProto.initializer 5
+    step = rows * p.hidden // 32
+    for i in range(0, len(raw), step):
+        f.write(nibbles(raw["qs"][i:i + step]).tobytes())
+    scales = raw["d"].astype(np.float32).reshape(p.vocab_rows, p.hidden // 32)
+    table = onnx.GraphProto(initializer=[numpy_helper.from_array(scales, "emb.word.scales")])
+    f.write(onnx.ModelProto(graph=table).SerializeToString())
 
 
-def word_table(p: Packed):
-    """The word table's two initializers: its 4-bit values as int8 [rows, hidden] and the
-    scale of each block of 32 [rows, hidden / 32]."""
-    _onnx_mod, _helper, numpy_helper = _onnx()
-    values, scales = p.blocks("emb.word")
-    out = [numpy_helper.from_array(values.reshape(p.vocab_rows, p.hidden), "emb.word.values")]
-    del values
-    return out + [numpy_helper.from_array(scales.reshape(p.vocab_rows, p.hidden // 32), "emb.word.scales")]
-
-
-def build_graph(p: Packed, with_word_table: bool = True):
-    """The encoder as an ONNX model: ``input_ids``, ``attention_mask`` [batch, tokens] (int64) in,
-    ``last_hidden_state`` [batch, tokens, hidden] out. Without the word table, its two tensors
-    (:func:`word_table`) are graph inputs, to be made initializers after quantisation (which
-    then never holds the 96 MB table, nor its copies)."""
-    g = _Graph(p)
-    if with_word_table:
-        g.inits += word_table(p)
-    g.constants()
-    x = g.embeddings()
-    mask = g.padding_mask()
-    for i in range(p.layers):
-        x = g.encoder_layer(f"l{i}", x, mask)
-    return g.model(x, with_word_table)
+def _field(number: int, length: int) -> bytes:
+    """A length-delimited protobuf field's key and length."""
+    out, n = bytearray([number << 3 | 2]), length
+    while True:
+        out.append(n & 0x7F | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
 
 
 class _Graph:
-    """The ONNX nodes and initializers of :func:`build_graph`, in the order they are added."""
+    """The initializers and nodes of :func:`build_graph` as they are made."""
 
     def __init__(self, p: Packed) -> None:
-        self.onnx, self.helper, self.numpy_helper = _onnx()
-        self.p = p
+        self.p, (self.onnx, self.helper, self.numpy_helper) = p, _onnx()
         self.inits: list = []
         self.nodes: list = []
+        self.quantised: dict[str, tuple[str, str, str]] = {}  # activation -> DynamicQuantizeLinear's outputs
 
     def const(self, name: str, arr) -> str:
         self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(arr), name))
@@ -228,62 +240,78 @@ class _Graph:
         self.nodes.append(self.helper.make_node(op, ins, [out], name=out, **attrs))
         return out
 
-    def linear(self, x: str, name: str, rows: int, cols: int, out: str) -> str:
-        w = self.const(f"{name}.w", self.p.matrix(f"{name}.w", rows, cols).T)
-        b = self.const(f"{name}.b", self.p.floats(f"{name}.b"))
-        return self.node("Add", [self.node("MatMul", [x, w], f"{out}.mm"), b], out)
+    def linear(self, x: str, name: str, rows: int, cols: int, out: str, scale: float | None = None) -> str:
+        """``x @ w + b`` as onnxruntime's dynamic quantisation writes a MatMul: ``w`` INT8 per
+        output column (its float copy dropped before the next matrix is read), ``x``
+        quantised per run by one DynamicQuantizeLinear shared by the products that read it."""
+        if x not in self.quantised:
+            self.quantised[x] = (f"{x}_quantized", f"{x}_scale", f"{x}_zero_point")
+            self.nodes.append(self.helper.make_node("DynamicQuantizeLinear", [x], list(self.quantised[x]),
+                                                    name=f"{x}_QuantizeLinear"))
+        xq, xs, xz = self.quantised[x]
+        w, b = self.p.matrix(f"{name}.w", rows, cols).T, self.p.floats(f"{name}.b")
+        if scale is not None:
+            w, b = w * scale, b * scale
+        q, scales = int8_per_column(w)
+        del w
+        wq, ws = self.const(f"{name}.w_quantized", q), self.const(f"{name}.w_scale", scales)
+        wz = self.const(f"{name}.w_zero_point", np.zeros(len(scales), np.int8))
+        mm = self.node("MatMulInteger", [xq, wq, xz, wz], f"{out}.mm_output_quantized")
+        mm = self.node("Cast", [mm], f"{out}.mm_output_quantized_cast_output", to=self.onnx.TensorProto.FLOAT)
+        mm = self.node("Mul", [mm, self.node("Mul", [xs, ws], f"{out}.mm_quant_scales_mul")], f"{out}.mm")
+        return self.node("Add", [mm, self.const(f"{name}.b", b)], out)
 
     def layer_norm(self, x: str, w: str, b: str, out: str) -> str:
-        p = self.p
-        return self.node("LayerNormalization", [x, self.const(f"{w}", p.floats(w)),
-                                                self.const(f"{b}", p.floats(b))],
-                         out, axis=-1, epsilon=p.eps)
+        return self.node("LayerNormalization", [x, self.const(w, self.p.floats(w)),
+                                                self.const(b, self.p.floats(b))],
+                         out, axis=-1, epsilon=self.p.eps)
 
-    def constants(self) -> None:
-        """The shapes, axes and scalars the nodes below name."""
-        H, NH = self.p.hidden, self.p.heads
-        const = self.const
-        const("shape.blocks", np.array([0, 0, H // 32, 32], np.int64))
-        const("shape.hidden", np.array([0, 0, H], np.int64))
-        const("shape.heads", np.array([0, 0, NH, H // NH], np.int64))
-        const("axes.last", np.array([-1], np.int64))
-        const("axes.mask", np.array([1, 2], np.int64))
-        const("zero.1d", np.array([0], np.int64))
-        const("one.f", np.array(1.0, np.float32))
-        const("half.f", np.array(0.5, np.float32))
-        const("sqrt2.f", np.array(np.sqrt(2.0), np.float32))
-        const("masked.f", np.array(-1e9, np.float32))
 
-    def embeddings(self) -> str:
-        """The word table 4-bit exact (int8 nibbles, a scale per block), + position + type 0."""
-        p, node, float_ = self.p, self.node, self.onnx.TensorProto.FLOAT
-        word = node("Cast", [node("Gather", ["emb.word.values", "input_ids"], "word.q")], "word.f", to=float_)
-        word = node("Reshape", [word, "shape.blocks"], "word.blocks")
-        scale = node("Unsqueeze", [node("Gather", ["emb.word.scales", "input_ids"], "word.s"), "axes.last"],
-                     "word.s4")
-        word = node("Reshape", [node("Mul", [word, scale], "word.deq"), "shape.hidden"], "word")
-        length = node("Shape", ["input_ids"], "ids.len", start=1, end=2)  # [tokens], 1-D
-        pos_table = self.const("emb.pos", p.floats("emb.pos").reshape(p.max_positions, p.hidden))
-        pos = node("Slice", [pos_table, "zero.1d", length, "zero.1d"], "pos")  # rows 0 .. tokens - 1
-        typ = self.const("emb.type0", p.floats("emb.type")[:p.hidden])
-        x = node("Add", [node("Add", [word, pos], "emb.wp"), typ], "emb.sum")
-        return self.layer_norm(x, "emb.ln.w", "emb.ln.b", "emb")
+def build_graph(p: Packed):
+    """The encoder as an ONNX model: ``input_ids``, ``attention_mask`` [batch, tokens] (int64) in,
+    ``last_hidden_state`` [batch, tokens, hidden] out, and the word table's two tensors
+    (:func:`write_word_table`) as inputs too, for :func:`build` to write as initializers after shape
+    inference (which then never copies the table). Each projection's weight is dequantised
+    from its 4-bit blocks, quantised to INT8 per output column (:func:`onnxrt.int8_per_column`) and its
+    float copy dropped before the next is read, so the build never holds the float model (the
+    attention products, activation by activation, stay in float)."""
+    onnx, helper, _numpy_helper = _onnx()
+    H, NH, FF = p.hidden, p.heads, p.ffn
+    hd = H // NH
+    g = _Graph(p)
+    const, node, linear, layer_norm, inits, nodes = g.const, g.node, g.linear, g.layer_norm, g.inits, g.nodes
 
-    def padding_mask(self) -> str:
-        """-1e9 added to the scores of the keys the mask leaves out."""
-        node = self.node
-        keep = node("Cast", ["attention_mask"], "mask.f", to=self.onnx.TensorProto.FLOAT)
-        mask = node("Mul", [node("Sub", ["one.f", keep], "mask.off"), "masked.f"], "mask.add")
-        return node("Unsqueeze", [mask, "axes.mask"], "mask4")
-
-    def encoder_layer(self, n: str, x: str, mask: str) -> str:
-        """One layer: self-attention, then the GELU feed-forward, each with residual + norm."""
-        p, node, const, linear = self.p, self.node, self.const, self.linear
-        H, FF = p.hidden, p.ffn
-        scale_q = np.float32(1.0 / np.sqrt(H // p.heads))  # folded into the query projection
-        wq = const(f"{n}.q.w", p.matrix(f"{n}.q.w", H, H).T * scale_q)
-        bq = const(f"{n}.q.b", p.floats(f"{n}.q.b") * scale_q)
-        q = node("Add", [node("MatMul", [x, wq], f"{n}.q.mm"), bq], f"{n}.q")
+    # Embeddings: the word table 4-bit exact (int8 nibbles, a scale per block), + position + type 0.
+    const("shape.blocks", np.array([0, 0, H // 32, 32], np.int64))
+    const("shape.hidden", np.array([0, 0, H], np.int64))
+    const("shape.heads", np.array([0, 0, NH, hd], np.int64))
+    const("axes.last", np.array([-1], np.int64))
+    const("axes.mask", np.array([1, 2], np.int64))
+    const("zero.1d", np.array([0], np.int64))
+    const("one.f", np.array(1.0, np.float32))
+    const("half.f", np.array(0.5, np.float32))
+    const("sqrt2.f", np.array(np.sqrt(2.0), np.float32))
+    const("masked.f", np.array(-1e9, np.float32))
+    word = node("Cast", [node("Gather", ["emb.word.values", "input_ids"], "word.q")], "word.f",
+                to=onnx.TensorProto.FLOAT)
+    word = node("Reshape", [word, "shape.blocks"], "word.blocks")
+    scale = node("Unsqueeze", [node("Gather", ["emb.word.scales", "input_ids"], "word.s"), "axes.last"],
+                 "word.s4")
+    word = node("Reshape", [node("Mul", [word, scale], "word.deq"), "shape.hidden"], "word")
+    length = node("Shape", ["input_ids"], "ids.len", start=1, end=2)  # [tokens], 1-D
+    pos_table = const("emb.pos", p.floats("emb.pos").reshape(p.max_positions, H))
+    pos = node("Slice", [pos_table, "zero.1d", length, "zero.1d"], "pos")  # rows 0 .. tokens - 1
+    typ = const("emb.type0", p.floats("emb.type")[:H])
+    x = node("Add", [node("Add", [word, pos], "emb.wp"), typ], "emb.sum")
+    x = layer_norm(x, "emb.ln.w", "emb.ln.b", "emb")
+    # Padding: -1e9 added to the scores of the keys the mask leaves out.
+    keep = node("Cast", ["attention_mask"], "mask.f", to=onnx.TensorProto.FLOAT)
+    mask = node("Mul", [node("Sub", ["one.f", keep], "mask.off"), "masked.f"], "mask.add")
+    mask = node("Unsqueeze", [mask, "axes.mask"], "mask4")
+    scale_q = np.float32(1.0 / np.sqrt(hd))  # folded into the query projection
+    for i in range(p.layers):
+        n = f"l{i}"
+        q = linear(x, f"{n}.q", H, H, f"{n}.q", scale_q)
         k = linear(x, f"{n}.k", H, H, f"{n}.k")
         v = linear(x, f"{n}.v", H, H, f"{n}.v")
         q = node("Transpose", [node("Reshape", [q, "shape.heads"], f"{n}.q4")], f"{n}.qh", perm=[0, 2, 1, 3])
@@ -294,70 +322,51 @@ class _Graph:
         ctx = node("Transpose", [node("MatMul", [probs, v], f"{n}.context")], f"{n}.ctx4", perm=[0, 2, 1, 3])
         ctx = node("Reshape", [ctx, "shape.hidden"], f"{n}.ctx")
         attn = linear(ctx, f"{n}.ao", H, H, f"{n}.ao")
-        x = self.layer_norm(node("Add", [x, attn], f"{n}.res1"), f"{n}.aln.w", f"{n}.aln.b", f"{n}.x1")
+        x = layer_norm(node("Add", [x, attn], f"{n}.res1"), f"{n}.aln.w", f"{n}.aln.b", f"{n}.x1")
         mid = linear(x, f"{n}.fi", FF, H, f"{n}.fi")
         erf = node("Erf", [node("Div", [mid, "sqrt2.f"], f"{n}.gelu.div")], f"{n}.gelu.erf")
         gelu = node("Mul", [node("Mul", [mid, node("Add", [erf, "one.f"], f"{n}.gelu.add")],
                                  f"{n}.gelu.mul"), "half.f"], f"{n}.gelu")
         out = linear(gelu, f"{n}.fo", H, FF, f"{n}.fo")
-        return self.layer_norm(node("Add", [x, out], f"{n}.res2"), f"{n}.oln.w", f"{n}.oln.b", f"{n}.x2")
-
-    def model(self, x: str, with_word_table: bool):
-        """The model: inputs (the word table's two tensors among them when it is not built in),
-        ``last_hidden_state`` out."""
-        onnx, helper, p = self.onnx, self.helper, self.p
-        extra_inputs = [] if with_word_table else [
-            helper.make_tensor_value_info("emb.word.values", onnx.TensorProto.INT8, [p.vocab_rows, p.hidden]),
-            helper.make_tensor_value_info("emb.word.scales", onnx.TensorProto.FLOAT,
-                                          [p.vocab_rows, p.hidden // 32])]
-        self.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
-        graph = helper.make_graph(
-            self.nodes, "multilingual-e5-small",
-            [helper.make_tensor_value_info("input_ids", onnx.TensorProto.INT64, ["batch", "tokens"]),
-             helper.make_tensor_value_info("attention_mask", onnx.TensorProto.INT64, ["batch", "tokens"]),
-             *extra_inputs],
-            [helper.make_tensor_value_info("last_hidden_state", onnx.TensorProto.FLOAT,
-                                           ["batch", "tokens", p.hidden])],
-            self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  producer_name="seahorse.e5onnx")
-        model.ir_version = 8
-        return model
+        x = layer_norm(node("Add", [x, out], f"{n}.res2"), f"{n}.oln.w", f"{n}.oln.b", f"{n}.x2")
+    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
+    graph = helper.make_graph(
+        nodes, "multilingual-e5-small",
+        [helper.make_tensor_value_info("input_ids", onnx.TensorProto.INT64, ["batch", "tokens"]),
+         helper.make_tensor_value_info("attention_mask", onnx.TensorProto.INT64, ["batch", "tokens"]),
+         helper.make_tensor_value_info("emb.word.values", onnx.TensorProto.INT8, [p.vocab_rows, H]),
+         helper.make_tensor_value_info("emb.word.scales", onnx.TensorProto.FLOAT, [p.vocab_rows, H // 32])],
+        [helper.make_tensor_value_info("last_hidden_state", onnx.TensorProto.FLOAT,
+                                       ["batch", "tokens", H])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="seahorse.e5onnx")
+    model.ir_version = 8
+    return model
 
 
 def build(packed_path: Path, out: Path) -> Path:
     """Build the INT8 graph of ``packed_path`` at ``out`` (atomically) with ``out.sha256``."""
-    from .onnxrt import quantize_dynamic_int8
-
     onnx, _helper, _np = _onnx()
     p = read_packed(packed_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}-", suffix=".float.onnx")
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}-", suffix=".onnx")
     os.close(fd)
-    quantised = Path(tmp).with_suffix(".int8.onnx")
     try:
-        model = build_graph(p, with_word_table=False)
-        onnx.save_model(model, tmp)
-        del model
         # Per channel: cosine 0.997 to the float graph on MuSiQue passages (0.984 per tensor),
         # at the same speed.
-        quantize_dynamic_int8(tmp, quantised, op_types=["MatMul"],
-                              exclude=attention_products(p.layers), per_channel=True)
-        model = onnx.load_model(str(quantised))
-        table = word_table(p)
-        names = {t.name for t in table}
-        kept = [i for i in model.graph.input if i.name not in names]
-        del model.graph.input[:]
-        model.graph.input.extend(kept)
-        model.graph.initializer.extend(table)
-        del table
-        onnx.save_model(model, tmp)
-        del model
+        # The inferred shapes go with the graph, as quantize_dynamic wrote them: onnxruntime
+        # fuses the quantised products differently without them (cosine 0.997, not identity).
+        model = onnx.shape_inference.infer_shapes(build_graph(p))
+        del model.graph.input[2:]  # the word table: initializers, appended below
+        with open(tmp, "wb") as f:
+            f.write(model.SerializeToString())
+            del model
+            write_word_table(f, p)
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
     finally:
         Path(tmp).unlink(missing_ok=True)
-        quantised.unlink(missing_ok=True)
     _write_atomic(_sidecar(out), f"{_sha256(out)}  {out.name}\n")
     log.info("built the e5 ONNX graph %s from %s", out, packed_path)
     return out

@@ -244,6 +244,23 @@ class _DropAdvice(logging.Filter):
         return "pre-processing" not in record.getMessage()
 
 
+def int8_per_column(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A MatMul weight [in, out] as ``quantize_dynamic(per_channel=True)`` writes it: each
+    output column symmetric INT8 with its own scale (zero point 0), by onnxruntime's own
+    ``quantize_data`` (the e5 graph is built matrix by matrix with it: mechanisms/models/e5onnx.py)."""
+    try:
+        from onnxruntime.quantization.quant_utils import quantize_data  # it imports onnx
+    except ImportError as exc:
+        raise MissingExtra(f"quantization needs {exc.name or 'onnx'}; run `pip install onnx`") from None
+    q = np.empty(w.shape, np.int8)
+    scales = np.empty(w.shape[1], np.float32)
+    for j in range(w.shape[1]):
+        _zp, scale, data = quantize_data(w[:, j], 3, True, reduce_range=False)  # 3: onnx's INT8
+        q[:, j] = data
+        scales[j] = scale
+    return q, scales
+
+
 def quantize_dynamic_int8(src: str | os.PathLike[str], dst: str | os.PathLike[str],
                           op_types: list[str] | None = None,
                           exclude: list[str] | None = None, per_channel: bool = False) -> dict[str, Any]:
