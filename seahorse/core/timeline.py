@@ -104,6 +104,7 @@ _DAY_FIRST = re.compile(rf"\b{_ORD} {_MONTH},?\s*{_YEAR}\b", re.IGNORECASE)
 _MONTH_FIRST = re.compile(rf"\b{_MONTH} {_ORD},?\s*{_YEAR}\b", re.IGNORECASE)
 _ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},? {_YEAR}\b", re.IGNORECASE)
+DAY_PATTERNS = ((_DAY_FIRST, "dmy"), (_MONTH_FIRST, "mdy"), (_ISO_DAY, "iso"))
 DATE_SLACK_DAYS = 3.0  # a day named in a question matches documents dated this close to it
 
 
@@ -119,11 +120,11 @@ def _utc(y: int, m: int, d: int = 1) -> float | None:
         return None
 
 
-def day_named(text: str) -> float | None:
-    """The first day ``text`` names ("8 May, 2023", "May 8, 2023", "2023-05-08"), as 00:00 UTC
-    of that day; None when it names none."""
-    best: tuple[int, float] | None = None
-    for pattern, order in ((_DAY_FIRST, "dmy"), (_MONTH_FIRST, "mdy"), (_ISO_DAY, "iso")):
+def _days(text: str):
+    """(where, 00:00 UTC) of each day ``text`` names, pattern by pattern ("3 June, 2023",
+    "June 3, 2023", "2023-06-03"), with the text each pattern leaves for the next; a date no
+    calendar holds is skipped."""
+    for pattern, order in DAY_PATTERNS:
         for m in pattern.finditer(text):
             if order == "dmy":
                 t = _utc(int(m[3]), _month(m[2]), int(m[1]))
@@ -131,31 +132,25 @@ def day_named(text: str) -> float | None:
                 t = _utc(int(m[3]), _month(m[1]), int(m[2]))
             else:
                 t = _utc(int(m[1]), int(m[2]), int(m[3]))
-            if t is not None and (best is None or m.start() < best[0]):
-                best = (m.start(), t)
             if t is not None:
-                break
-    return None if best is None else best[1]
+                yield m.start(), t
+        text = pattern.sub(" ", text)
+
+
+def day_named(text: str) -> float | None:
+    """The first day ``text`` names ("8 May, 2023", "May 8, 2023", "2023-05-08"), as 00:00 UTC
+    of that day; None when it names none."""
+    return min(_days(text), default=(0, None))[1]
 
 
 def dates_in(query: str) -> list[tuple[float, float]]:
     """The time windows a question names: a day ("on 3 June, 2023", "May 3, 2023",
     "2023-06-03") with DATE_SLACK_DAYS either side, or a month of a year ("in August 2023").
     A year alone, or a month without its year, names nothing."""
-    out: list[tuple[float, float]] = []
     slack = DATE_SLACK_DAYS * DAY
+    out = [(t - slack, t + DAY + slack) for _at, t in _days(query)]
     text = query
-    for pattern, order in ((_DAY_FIRST, "dmy"), (_MONTH_FIRST, "mdy"), (_ISO_DAY, "iso")):
-        for m in pattern.finditer(text):
-            if order == "dmy":
-                y, mo, d = int(m[3]), _month(m[2]), int(m[1])
-            elif order == "mdy":
-                y, mo, d = int(m[3]), _month(m[1]), int(m[2])
-            else:
-                y, mo, d = int(m[1]), int(m[2]), int(m[3])
-            t = _utc(y, mo, d)
-            if t is not None:
-                out.append((t - slack, t + DAY + slack))
+    for pattern, _order in DAY_PATTERNS:  # a month-year inside a day is that day's
         text = pattern.sub(" ", text)
     for m in _MONTH_YEAR.finditer(text):
         y, mo = int(m[2]), _month(m[1])

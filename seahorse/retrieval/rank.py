@@ -120,14 +120,19 @@ def _best(index: RetrievalIndex, scope: Scope, cand: np.ndarray, scores: np.ndar
     """The order of a stable sort by (held tokens, score) descending over every candidate,
     ascending vertex breaking ties: computed over the scored candidates (and the holders), then
     filled, if short, by the unscored candidates (score 0) in vertex order."""
-    extra = np.array(sorted(v for v in held if v not in set(cand.tolist())), dtype=np.int64)
+    holders = np.array(sorted(held), dtype=np.int64)
+    extra = holders[~np.isin(holders, cand)]
     if len(extra):
         extra = extra[scope.keeps(index, extra)]
         if walked is not None:
             extra = extra[walked.scores[extra] > 0]
     verts = np.concatenate([cand, extra]) if len(extra) else cand
     vals = np.concatenate([scores, np.zeros(len(extra))]) if len(extra) else scores
-    hold = np.array([held.get(int(v), 0.0) for v in verts]) if held else np.zeros(len(verts))
+    hold = np.zeros(len(verts))
+    if held:  # each holder's count where it sits among the vertices
+        at = np.searchsorted(holders, verts)
+        hit = holders[np.minimum(at, len(holders) - 1)] == verts
+        hold[hit] = np.array([held[int(v)] for v in holders])[at[hit]]
     order = np.lexsort((verts, -vals, -hold))
     if not complete:  # a vertex outside ``cand`` scores 0: those in the lead are the positive ones
         order = order[(vals[order] > 0) | (hold[order] > 0)]
