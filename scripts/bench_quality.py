@@ -177,12 +177,12 @@ class CachedEmbedder:
 
 
 def install_cache(cache_dir: Path | None) -> dict:
-    """Wrap the embedder tier in force (``--set embedder=...``, else minilm); same name, so the
+    """Wrap the embedder tier in force (``--set embedder=...``, else the default); same name, so the
     store's meta is the real model's, and the cache keys carry that name."""
     stats: dict = {"cache": str(cache_dir) if cache_dir else None, "embedders": []}
     if cache_dir is None:
         return stats
-    tier = KW.get("embedder", "minilm")
+    tier = KW.get("embedder", embed_mod.DEFAULT_TIER)
     original = embed_mod._REGISTRY[tier]
 
     def cached(path, threads):
@@ -411,7 +411,7 @@ def run_tiny(args, folder: Path, report: dict) -> None:
     from seahorse.mechanisms.models.gliner import make_extractor
 
     # One model for the hundred stores (an Engine would load its own each time).
-    models = embed_mod.make_embedders(KW.get("embedder", "minilm"))
+    models = embed_mod.make_embedders(KW.get("embedder", embed_mod.DEFAULT_TIER))
     shared = dict(zip(("embedder", "phrase_embedder"), models))
     shared["extractor"] = make_extractor(load_settings(**KW))
     for name, (items, files) in tiny_sets(args.bench_dir).items():
@@ -596,6 +596,8 @@ def main() -> None:
         k, v = item.split("=", 1)
         default = getattr(defaults, k)  # a setting casts as its variable does ("false" is False)
         KW[k] = config_module._ENV[k][1](v) if k in config_module._ENV else type(default)(v)
+    if KW.get("embedder", embed_mod.AUTO) == embed_mod.AUTO:  # a new store's tier, said outright:
+        KW["embedder"] = embed_mod.DEFAULT_TIER  # a kept store of another tier is refused, not mixed
     cache = install_cache(Path(args.cache) if str(args.cache) else None)
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()

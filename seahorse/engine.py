@@ -28,14 +28,14 @@ from .core.runtime import Runtime, check_int, check_path, check_text
 from .core.timeline import Window
 from .core.usage import Usage
 from .core.usage import report as usage_report
-from .errors import InvalidInput, ReadOnlyDatabase, SeahorseError, StorageError
+from .errors import ConfigError, InvalidInput, ReadOnlyDatabase, SeahorseError, StorageError
 from .ingest.pipeline import IndexResult, Ingest
 from .interop.formats import Interop
 from .interop.importing import Importer
 from .interop.reembed import reembed
 from .mechanisms.budget import Budget
 from .mechanisms.extract import Extractor
-from .mechanisms.models.embed import Embedder, make_embedders
+from .mechanisms.models.embed import AUTO, TIERS, Embedder, chosen_tier, make_embedders
 from .mechanisms.models.gliner import make_extractor
 from .memory import notes
 from .memory.conversation import add_conversation, read_jsonl
@@ -627,7 +627,11 @@ class Engine(DocumentVerbs, RetrievalVerbs, MemoryVerbs, RecordVerbs, CodeVerbs,
         store = open_store(settings.db_path, read_only=read_only, create=create)
         try:
             if embedder is None:
-                embedder, default_phrases = make_embedders(settings.embedder, settings.embedder_path,
+                if reembedding and settings.embedder == AUTO:
+                    raise ConfigError("re-embedding needs the tier to move to: set SEAHORSE_EMBEDDER "
+                                      f"(one of {', '.join(TIERS)})", code="embedder_needed")
+                tier = chosen_tier(settings.embedder, store.meta().get("embedder"))
+                embedder, default_phrases = make_embedders(tier, settings.embedder_path,
                                                            settings.onnx_threads)
                 phrase_embedder = phrase_embedder or default_phrases
             self.rt = rt = Runtime(settings, store, embedder,

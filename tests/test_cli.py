@@ -48,12 +48,12 @@ def assert_one_error_line(proc: subprocess.CompletedProcess, code: int | None = 
 
 
 # ----- the one test on the real default embedder --------------------------------------------
-def test_minilm_ranks_the_zram_passage_first(cli, pi_sentences, pi_query) -> None:
+def test_the_default_embedder_ranks_the_zram_passage_first(cli, pi_sentences, pi_query) -> None:
     for text in pi_sentences:
         out = cli.json("index", "--text", text, embedder=None)
         assert out["status"] == "added"
     stats = cli.json("stats", embedder=None)
-    assert stats["embedder"] == "all-MiniLM-L6-v2-int8" and stats["dim"] == 384
+    assert stats["embedder"] == "multilingual-e5-small-enpt-int8" and stats["dim"] == 384  # e5-enpt
     out = cli.json("search", pi_query, embedder=None)
     hits = _assert_hits(out, 3)
     assert "zram" in hits[0]["text"], [h["text"] for h in hits]

@@ -1,7 +1,7 @@
 """The quality gate: a ranking change that drops recall fails CI.
 
 A small, fast subset of the shared multi-hop rulers, dev questions only, with the real default
-embedder (MiniLM) through the real index and search path: the first GATE_QUESTIONS dev questions
+embedder (e5-enpt) through the real index and search path: the first GATE_QUESTIONS dev questions
 of HotpotQA and MuSiQue, each store holding exactly those questions' own passages (10 and 20 per
 question: the gold ones and their distractors). Recall@5 of Seahorse must stay at or above a
 floor set one question below what the committed ranking scores, and above dense retrieval with
@@ -28,16 +28,18 @@ import numpy as np
 import pytest
 
 from seahorse import Engine, load_settings
+from seahorse.mechanisms.models.embed import query_vector
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench" / "memory"
 GATE_QUESTIONS = {"hotpotqa": 30, "musique": 20}
-# R@5 of the committed ranking on these subsets (measured by this test's `measure`, 2026-12-05,
-# issue 22's extractor change, again 2026-12-06; dense: 0.767 / 0.654), less one question's share:
-# one gold passage of one question may move, not two.
-MEASURED = {"hotpotqa": 0.8667, "musique": 0.8542}
+# R@5 of the committed ranking on these subsets (measured by this test's `measure`, 2026-12-06,
+# when e5-enpt became the default embedder; dense: 0.917 / 0.646. Under MiniLM they were 0.8667 /
+# 0.8542, dense 0.767 / 0.654: these 20 MuSiQue questions are where e5-enpt does worst, see
+# docs/benchmarks.md), less one question's share: one gold passage of one question may move, not two.
+MEASURED = {"hotpotqa": 0.9667, "musique": 0.7792}
 FLOORS = {name: MEASURED[name] - 1.0 / GATE_QUESTIONS[name] for name in MEASURED}
 BOUNDED = {"dense_shortlist": 60, "node_max": 400}
-MEASURED_BOUNDED = {"hotpotqa": 0.9333, "musique": 0.85}  # the same day
+MEASURED_BOUNDED = {"hotpotqa": 0.9667, "musique": 0.7792}  # the same day (MiniLM: 0.9333 / 0.85)
 BOUNDED_FLOORS = {name: MEASURED_BOUNDED[name] - 1.0 / GATE_QUESTIONS[name] for name in MEASURED_BOUNDED}
 
 
@@ -96,7 +98,7 @@ def measure(folder: Path) -> dict:
             for question, gold in questions:
                 hits = eng.search(question, top_k=10, refuse=False).hits
                 seahorse.append(_recall([h.source for h in hits], gold))
-                q = eng.embedder.embed([question])[0]
+                q = query_vector(eng.embedder, question)  # as a search embeds it (e5: "query: ")
                 order = np.argsort(-(index.passage_vecs @ q), kind="stable")[:30]
                 dense.append(_recall([rows[o] for o in order], gold))
         bounded, walked = [], []

@@ -306,7 +306,7 @@ def test_memory_survives_processes_replaces_and_deletes(tmp_path: Path, backend:
 
     async def second(old_id: int) -> int:
         async with serve(db, embedder=None, workdir=tmp_path) as srv:
-            assert (await srv.stats())["embedder"] == "all-MiniLM-L6-v2-int8"
+            assert (await srv.stats())["embedder"] == "multilingual-e5-small-enpt-int8"  # the default
             hits = memory_hits(await srv.ok("search", {"query": query}))
             assert hits and hits[0]["id"] == old_id and hits[0]["text"] == EDITOR_V1, hits
             assert hits[0]["memory"]["key"] == "editor"

@@ -27,8 +27,9 @@ BABBAGE_PHRASES = ("babbage", "analytical engine", "difference engine")
 
 @pytest.fixture
 def minilm(tmp_path: Path):
-    """The real default embedder (no SEAHORSE_* from the environment), DOCS indexed."""
-    eng = Engine(load_settings(env={}, db_path=tmp_path / "kg.db"))
+    """A real embedder (MiniLM, the default until issue 38; the session rules are about walk
+    mass, not cosines), DOCS indexed."""
+    eng = Engine(load_settings(env={"SEAHORSE_EMBEDDER": "minilm"}, db_path=tmp_path / "kg.db"))
     assert eng.embedder.name == "all-MiniLM-L6-v2-int8"
     for text in DOCS:
         eng.add_document(text)

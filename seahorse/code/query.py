@@ -80,7 +80,7 @@ class CodeQueries:
     # ----- refusal ------------------------------------------------------------------
     def refusal(self, terms: list[str], top_dense: float | None,
                 counts: Callable[[str], int] | None = None, total: int | None = None,
-                held: int = 0) -> dict | None:
+                held: int = 0, model: str = "") -> dict | None:
         """:func:`~seahorse.retrieval.refusal.judge_words` over ``counts`` (a term's matching
         units) and ``total`` (the units): one repository's documents (see
         :meth:`~seahorse.code.search.CodeScope.repo_term_count`); by default the whole store."""
@@ -89,7 +89,7 @@ class CodeQueries:
             def counts(t: str) -> int:
                 return self.store.text_matches(fts_term(t))
         total = total if total is not None else self.store.text_units()
-        return judge_words(terms, top_dense, counts, total, scoped, held)
+        return judge_words(terms, top_dense, counts, total, scoped, held, model)
 
     # ----- symbols ------------------------------------------------------------------
     def find(self, name: str, repo_id: int | None = None, limit: int = 20) -> list[dict]:

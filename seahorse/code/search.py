@@ -75,14 +75,15 @@ class CodeSearch:
             return
         dense = [h.evidence.get("dense", 0.0) for h in result.hits[:NO_MATCH_DEPTH] if h.kind != "commit"]
         terms = result.parsed.refusal_terms if result.parsed is not None else []
+        model = result.parsed.model if result.parsed is not None else ""
         if repo_id is None:
-            why = self.code.refusal(terms, max(dense) if dense else None)
+            why = self.code.refusal(terms, max(dense) if dense else None, model=model)
         else:
             top = [h.id for h in result.hits[:NO_MATCH_DEPTH]]
             why = self.code.refusal(terms, max(dense) if dense else None,
                                     lambda t: self.repo_term_count(version, repo_id, t),
                                     self.repo_term_count(version, repo_id, None),
-                                    self.lexicons.lexicon(version, repo_id).held(query, top))
+                                    self.lexicons.lexicon(version, repo_id).held(query, top), model)
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)

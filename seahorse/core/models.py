@@ -23,7 +23,7 @@ from ..config import Settings
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import process_rss
 from ..mechanisms.models import gliner, onnxrt
-from ..mechanisms.models.embed import TIERS, make_embedders, query_vector
+from ..mechanisms.models.embed import TIERS, chosen_tier, make_embedders, query_vector
 from ..store import open_store
 from ..store.base import Handle, Maintenance, MetaStore
 
@@ -125,8 +125,12 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
     """What is in force for these settings, with the fallback and its reason for each option
     (*env*: as in :func:`inventory`)."""
     checks = []
-    emb = _embedder_row(settings.embedder, settings, False) if settings.embedder in TIERS else {
-        "tier": settings.embedder, "found": True, "name": _fake_name(settings.embedder)}
+    try:
+        key = chosen_tier(settings.embedder, _recorded_embedder(settings))
+        emb = _embedder_row(key, settings, False) if key in TIERS else {
+            "tier": key, "found": True, "name": _fake_name(key)}
+    except SeahorseError as exc:  # auto cannot tell a store's own model
+        emb = {"tier": settings.embedder, "found": False, "why": str(exc)}
     checks.append({"what": "embedder", "status": "ok" if emb.get("found") else "error",
                    "detail": emb.get("name") if emb.get("found") else emb["why"]})
     rr = _reranker_row(settings, False)
@@ -151,6 +155,23 @@ def doctor(settings: Settings, env: Mapping[str, str] | None = None) -> dict:
         checks.append(_db_check(settings, emb.get("name")))
     return {"checks": checks, "db": str(settings.db_path), "onnxruntime": _ort_version(),
             "threads": onnxrt.onnx_threads(settings.onnx_threads)}
+
+
+def _recorded_embedder(settings: Settings) -> str | None:
+    """The model name the store records, or None (no store yet, or not readable: the
+    database check says why)."""
+    if not settings.db_path.exists():
+        return None
+    try:
+        store: CheckedStore = open_store(settings.db_path, read_only=True, create=False)
+    except SeahorseError:
+        return None
+    try:
+        return store.meta().get("embedder")
+    except SeahorseError:
+        return None
+    finally:
+        store.close()
 
 
 def _fake_name(key: str) -> str:

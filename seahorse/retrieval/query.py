@@ -23,10 +23,11 @@ EXACT_TOKENS = 4  # at most this many id-like words of one query are looked up
 class Query:
     text: str
     vector: np.ndarray = field(repr=False)
+    model: str = ""  # the embedder's name: whose cosine scale ``vector`` reads (retrieval/scale.py)
 
     @classmethod
     def embed(cls, text: str, embedder: Embedder) -> "Query":
-        return cls(text, query_vector(embedder, text))
+        return cls(text, query_vector(embedder, text), embedder.name)
 
     @cached_property
     def terms(self) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..store import Store
 from .query import Query
+from .scale import on_reference
 from .seed import KIND_POWER, Seeds
 from .state import RETRIEVABLE, RetrievalIndex
 from .walk import Mass
@@ -103,8 +104,8 @@ def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seed
     scores = mass.scores[cand] * index.prior[cand]
     # past a cut the rows hold the floor: those with walk mass read their own cosine
     cut = bool(seeds.shortlist) and (index.served or len(seeds.dense) > seeds.shortlist)
-    scores *= (own_relevance(index, seeds.dense, cand, query.vector, store, mass.scores) if cut
-               else own_relevance(index, seeds.dense, cand))
+    scores *= (own_relevance(index, seeds.dense, cand, query.vector, store, mass.scores, query.model)
+               if cut else own_relevance(index, seeds.dense, cand, model=query.model))
     others, named = speaker_focus(index, store, query, cand)
     scores[others] *= OTHER_SPEAKER
     elsewhere = date_focus(index, store, query, cand)
@@ -180,7 +181,7 @@ def date_focus(index: RetrievalIndex, store: Store, query: Query, cand: np.ndarr
 
 def own_relevance(index: RetrievalIndex, dense: np.ndarray, cand: np.ndarray,
                   q: np.ndarray | None = None, store: Store | None = None,
-                  scores: np.ndarray | None = None) -> np.ndarray:
+                  scores: np.ndarray | None = None, model: str = "") -> np.ndarray:
     """Per candidate, 1 for a passage; for another kind with a vector (a symbol, a memory),
     its own cosine over the best cosine of all, clipped to [0, 1], to the power KIND_POWER.
     A symbol collects walk mass by the structure of its repository (a class with forty
@@ -188,9 +189,10 @@ def own_relevance(index: RetrievalIndex, dense: np.ndarray, cand: np.ndarray,
     animals. Passages are exempt: the walk is there to find the passage a question names only
     through another (multi-hop), whose own cosine is low. ``dense`` is per vector row (the
     floor past a dense shortlist): past one, those with walk mass (``scores``) get their own
-    cosine, read from ``index.cosines``."""
+    cosine, read from ``index.cosines``. Cosines are read on the reference model's scale
+    (``model``'s, retrieval/scale.py)."""
     out = np.ones(len(cand))
-    top = float(dense.max()) if len(dense) else 0.0
+    top = float(on_reference(float(dense.max()), model)) if len(dense) else 0.0
     if len(dense) < index.graph.n:  # the vertices without a vector count as cosine 0
         top = max(top, 0.0)
     if top <= 0:
@@ -202,7 +204,7 @@ def own_relevance(index: RetrievalIndex, dense: np.ndarray, cand: np.ndarray,
         alive = np.flatnonzero(scores[cand[gate]] > 0)
         own = own.copy()
         own[alive] = index.cosines(q, cand[gate][alive], store)
-    out[gate] = np.clip(own / top, 0.0, 1.0) ** KIND_POWER
+    out[gate] = np.clip(on_reference(own, model) / top, 0.0, 1.0) ** KIND_POWER
     return out
 
 

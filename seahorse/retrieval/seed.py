@@ -19,6 +19,7 @@ from ..mechanisms.extract import Extractor
 from ..mechanisms.numeric import minmax, scale_lexical
 from ..store import Store
 from .query import Query
+from .scale import on_reference
 from .state import DENSE_SHORTLIST, RETRIEVABLE, RetrievalIndex
 
 LEXICAL_CANDIDATES = 100
@@ -61,7 +62,7 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
         shortlist = 0 if (code or set(kinds) != set(RETRIEVABLE) or narrowed) else DENSE_SHORTLIST
     dense = index.dense(query.vector, store, shortlist)
     vector = np.zeros(g.n)
-    fair = 1.0 if code else kind_relevance(index, dense)
+    fair = 1.0 if code else kind_relevance(index, dense, query.model)
     vector[index.passage_idx] += settings.passage_prior * minmax(dense, FLAT) * fair
     lexical: dict[int, float] = {}
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)
@@ -136,17 +137,19 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
     return phrase_seed, asked
 
 
-def kind_relevance(index: RetrievalIndex, dense: np.ndarray) -> np.ndarray | float:
+def kind_relevance(index: RetrievalIndex, dense: np.ndarray, model: str = "") -> np.ndarray | float:
     """Per vector row, how relevant its kind is to the query: the best cosine among that
     kind's nodes over the best of all (clipped to [0, 1], to the power KIND_POWER). The
     dense seed is min-max scaled over every vector, so without this a kind the question is not
     about (a repository's symbols, for a question about history) still takes a large share of
     the seed mass, one small seed per node, and its dense graph collects it on its hubs. In a
-    store of one kind it is 1 (nothing changes)."""
+    store of one kind it is 1 (nothing changes). Cosines are read on the reference model's
+    scale (``model``'s, retrieval/scale.py): a ratio of two cosines means nothing otherwise."""
     codes = index.kind_code[index.passage_idx]
     kinds = np.unique(codes)
     if len(kinds) < 2 or not len(dense):
         return 1.0
+    dense = on_reference(dense, model)
     top = float(dense.max())
     if top <= 0:
         return 1.0

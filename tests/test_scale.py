@@ -1,0 +1,94 @@
+"""Issue 38: cosines on one scale whatever the embedder (retrieval/scale.py), and the default
+embedder chosen per store (SEAHORSE_EMBEDDER=auto: a store keeps the tier it was built with, a
+new store gets e5-enpt)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from seahorse import Engine
+from seahorse.config import Settings
+from seahorse.errors import ConfigError
+from seahorse.mechanisms.models import embed
+from seahorse.retrieval import scale
+from seahorse.retrieval.refusal import DENSE_VOUCH, judge_words
+from seahorse.retrieval.seed import kind_relevance
+
+E5 = "multilingual-e5-small-enpt-int8"
+MINILM = scale.REFERENCE
+
+
+def test_the_reference_and_an_unmeasured_model_read_cosines_as_they_are() -> None:
+    x = np.array([-0.2, 0.3, 0.9])
+    assert scale.on_reference(x, MINILM) is x
+    assert scale.on_reference(0.7, "hash-64") == 0.7
+    assert scale.on_reference(0.7, "") == 0.7
+
+
+def test_e5_reads_its_unrelated_and_its_best_cosine_as_minilm_does() -> None:
+    lo, hi = scale.MEASURED[E5]
+    ref_lo, ref_hi = scale.MEASURED[MINILM]
+    got = scale.on_reference(np.array([lo, hi]), E5)
+    assert got == pytest.approx([ref_lo, ref_hi])
+    assert scale.on_reference(hi, E5) == pytest.approx(ref_hi)
+
+
+def test_a_repository_refusal_judges_e5_cosines_on_minilm_scale() -> None:
+    # 0.80 is above DENSE_VOUCH as a number, but for e5 it is a question and a passage about
+    # different things (its p99 against unrelated passages): the missing word refuses.
+    counts = {"flask": 3, "teleporter": 0}.get
+    e5 = judge_words(["flask", "teleporter"], 0.80, counts, 100, scoped=True, model=E5)
+    assert e5 is not None and e5["reason"] == "absent_terms" and e5["top_dense"] == 0.8
+    assert 0.80 >= DENSE_VOUCH
+    assert judge_words(["flask", "teleporter"], 0.80, counts, 100, scoped=True) is None
+    # e5's best-passage cosine vouches, as MiniLM's does
+    assert judge_words(["flask", "teleporter"], 0.89, counts, 100, scoped=True, model=E5) is None
+
+
+def test_a_kind_the_question_is_not_about_gets_little_seed_under_e5() -> None:
+    # rows 0-1 passages (best 0.88), rows 2-3 symbols (best 0.78: an unrelated e5 cosine)
+    index = SimpleNamespace(kind_code=np.array([0, 0, 1, 1]), passage_idx=np.arange(4))
+    dense = np.array([0.88, 0.80, 0.78, 0.76])
+    raw = kind_relevance(index, dense)
+    e5 = kind_relevance(index, dense, E5)
+    assert raw[2] == pytest.approx((0.78 / 0.88) ** 2)  # 0.79: nearly a passage's share
+    assert e5[2] < 0.1 and e5[0] == 1.0
+
+
+def test_auto_keeps_a_store_s_own_tier_and_gives_a_new_one_the_default() -> None:
+    assert embed.chosen_tier("auto", None) == embed.DEFAULT_TIER == "e5-enpt"
+    assert embed.chosen_tier("auto", MINILM) == "minilm"
+    assert embed.chosen_tier("auto", E5) == "e5-enpt"
+    assert embed.chosen_tier("auto", "wordllama-l2-256") == "wordllama"
+    assert embed.chosen_tier("auto", "hash-64") == "hash"
+    assert embed.chosen_tier("minilm", E5) == "minilm"  # said outright: checked against the store later
+    with pytest.raises(ConfigError) as err:
+        embed.chosen_tier("auto", "onnx:/models/mine:0123abcd")
+    assert err.value.code == "embedder_unknown" and "SEAHORSE_EMBEDDER_PATH" in str(err.value)
+    assert Settings().embedder == "auto"
+
+
+def test_a_minilm_store_opens_with_minilm_under_the_default_setting(tmp_path) -> None:
+    db = tmp_path / "kg.db"
+    with Engine(Settings(db_path=db, embedder="minilm")) as eng:
+        eng.add_document("Raspberry Pi 5 users often enable zram before disk swap.", source="a")
+    with Engine(Settings(db_path=db)) as eng:
+        assert eng.embedder.name == MINILM
+        assert eng.search("what helps a Pi under memory pressure?").hits[0].source == "a"
+    with pytest.raises(ConfigError) as err:
+        Engine(Settings(db_path=db), reembedding=True)
+    assert err.value.code == "embedder_needed"
+
+
+def test_a_new_store_under_the_default_setting_is_embedded_with_e5_enpt(tmp_path) -> None:
+    db = tmp_path / "kg.db"
+    with Engine(Settings(db_path=db, onnx_threads=1)) as eng:
+        eng.add_document("Production deploys happen on Thursdays after the staging sign-off.",
+                         source="deploys")
+        eng.add_document("The runbook for a database failover lists three steps.", source="runbook")
+        assert eng.embedder.name == E5 and eng.stats()["embedder"] == E5
+        hits = eng.search("When can I ship to production?").hits
+        assert hits[0].source == "deploys" and hits[0].confidence > hits[-1].confidence
