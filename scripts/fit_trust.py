@@ -12,6 +12,9 @@ missing (``weak_match``), else neither; the best cosine of the top 3 comes with 
 the answerable questions' lowest best cosine (all, with a word missing, refused by words), the
 absent questions' highest (all, let through by the words). Thresholds go between them.
 
+Scale: per answerable question, the median and the best cosine against every passage of its store,
+averaged: the two points retrieval/scale.py puts another model's cosines on MiniLM's scale by.
+
 Confidence: the answerable questions' top-5 hits (refusal off), gold or not, fitted as a
 logistic model of (ln score ratio to the first hit, ln rank, dense cosine) by Newton's method
 (summed log-loss, L2 penalty 0.01 on the slopes); and the same without the cosine (the model-free rule).
@@ -45,6 +48,7 @@ import benchlib  # noqa: E402
 from bench_multihop import DEV, load_hotpot, load_musique  # noqa: E402
 
 from seahorse import load_settings  # noqa: E402
+from seahorse.mechanisms.models.embed import query_vector  # noqa: E402
 from seahorse.retrieval import refusal as refusal_mod  # noqa: E402
 
 K = 5
@@ -119,15 +123,18 @@ def main() -> None:
         locomo_refusals(args)
         return
     absent = [q for q in json.loads(bq.ABSENT.read_text())["queries"] if q["split"] == "dev"]
-    answerable, away, rows = [], [], []
+    answerable, away, rows, scale_rows = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name, loader in (("musique", load_musique), ("hotpotqa", load_hotpot)):
             docs, questions, files = loader(args.bench_dir)
             eng, _src = bq.build_multihop(name, docs, "api", Path(tmp), benchlib.fingerprint(files),
                                           args.db_dir)
             model = eng.embedder.name
+            index = eng.searcher.index()
             for qi in DEV:
                 question, gold = questions[qi]
+                cos = index.dense(query_vector(eng.embedder, question), eng.store, 0)
+                scale_rows.append((float(np.median(cos)), float(cos.max())))
                 answerable.append({"corpus": name, "q": qi, **probe(eng, question, model)})
                 hits = eng.search(question, top_k=K, refuse=False).hits
                 top = max(hits[0].score, 1e-300) if hits else 1.0
@@ -139,7 +146,11 @@ def main() -> None:
                 away.append({"corpus": name, "q": q["id"], **probe(eng, q["query"], model)})
             eng.close()
     print(f"# model {model}; {len(answerable)} answerable, {len(away)} absent (dev)")
-    report = {"model": model, "refusal": summary(answerable, away), "confidence": fit(rows), "hits": rows}
+    med, best = (round(float(x), 3) for x in np.mean(scale_rows, axis=0))
+    print(f"# cosine scale (retrieval/scale.py MEASURED): median {med}, mean best {best} "
+          f"over {len(scale_rows)} questions, each against every passage of its store")
+    report = {"model": model, "refusal": summary(answerable, away), "confidence": fit(rows), "hits": rows,
+              "scale": {"median": med, "best": best}}
     if args.json:
         args.json.write_text(json.dumps({**report, "answerable": answerable, "absent": away}, indent=2))
 
