@@ -10,6 +10,7 @@ import asyncio
 import importlib.util
 import inspect
 import re
+import shutil
 import textwrap
 from functools import cache
 from pathlib import Path
@@ -83,16 +84,25 @@ def test_the_package_graph_is_the_import_graph() -> None:
 
 
 def test_a_new_module_fails_the_table_until_it_is_regenerated(tmp_path: Path) -> None:
-    probe = PKG / "memory" / "_probe_docs.py"
-    try:
-        probe.write_text('"""A probe of the module table: it exists for this test only."""\n')
-        assert "`seahorse/memory/_probe_docs.py` |  | A probe of the module table" in gen().modules_block()
-        assert gen().main(["--check", "--only", "modules"]) == 1
-        probe.write_text("x = 1\n")
-        with pytest.raises(SystemExit, match="_probe_docs.py has no docstring"):
-            gen().modules_block()
-    finally:
-        probe.unlink()
+    # The probe goes into a copy of the package: written into the checkout, it showed up in the
+    # module-table tests a parallel worker ran meanwhile.
+    copy = tmp_path / "seahorse"
+    shutil.copytree(PKG, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = importlib.util.spec_from_file_location("gen_docs_probe", ROOT / "scripts" / "gen_docs.py")
+    g = importlib.util.module_from_spec(spec)  # its own copy: gen()'s is shared by other tests
+    spec.loader.exec_module(g)
+    g.ROOT, g.PKG = tmp_path, copy
+    shutil.copy(SPEC, tmp_path / "TECH_SPEC.md")
+    (tmp_path / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "test_layers.py", tmp_path / "tests")
+    g.SPEC = tmp_path / "TECH_SPEC.md"
+    probe = copy / "memory" / "_probe_docs.py"
+    probe.write_text('"""A probe of the module table: it exists for this test only."""\n')
+    assert "`seahorse/memory/_probe_docs.py` |  | A probe of the module table" in g.modules_block()
+    assert g.main(["--check", "--only", "modules"]) == 1
+    probe.write_text("x = 1\n")
+    with pytest.raises(SystemExit, match="_probe_docs.py has no docstring"):
+        g.modules_block()
 
 
 def test_the_demo_comparison_allows_a_last_digit_only() -> None:

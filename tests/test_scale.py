@@ -92,3 +92,22 @@ def test_a_new_store_under_the_default_setting_is_embedded_with_e5_enpt(tmp_path
         assert eng.embedder.name == E5 and eng.stats()["embedder"] == E5
         hits = eng.search("When can I ship to production?").hits
         assert hits[0].source == "deploys" and hits[0].confidence > hits[-1].confidence
+
+
+@pytest.mark.parametrize("direction", ["en->pt", "pt->en"])
+def test_a_question_in_one_language_finds_the_note_in_the_other_through_search(tmp_path, direction) -> None:
+    """Issue 38: test_e5.py's hand-made cross-language set through the whole search with the
+    default embedder, the notes in one language, the questions in the other. Dense alone puts
+    each note first (test_e5.py); through the walk, whose phrases are read by English rules,
+    3 of 5 (English questions) and 4 of 5 (Portuguese) come first and every one in the top 3
+    (2026-12-06). With refusal on, one question each way is refused: cross-language cosines
+    (0.71-0.83) sit under the English-calibrated ones. Measured, not yet mended."""
+    from test_e5 import NOTES_EN, NOTES_PT, QUESTIONS_EN, QUESTIONS_PT
+
+    notes, questions = (NOTES_PT, QUESTIONS_EN) if direction == "en->pt" else (NOTES_EN, QUESTIONS_PT)
+    with Engine(Settings(db_path=tmp_path / "kg.db", onnx_threads=1)) as eng:
+        for i, text in enumerate(notes):
+            eng.add_document(text, source=f"n{i}")
+        ranked = [[h.source for h in eng.search(q, top_k=3, refuse=False).hits] for q in questions]
+    assert all(f"n{i}" in top for i, top in enumerate(ranked)), ranked
+    assert sum(top[0] == f"n{i}" for i, top in enumerate(ranked)) >= 3, ranked
