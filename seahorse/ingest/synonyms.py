@@ -12,9 +12,12 @@ are rebuilt from them when needed. Two regimes, by the number of candidate phras
 * **From ``IVF_MIN`` on: cells** (an inverted file). Spherical k-means centroids, one per
   ``CELL_SIZE`` phrases, are trained on a strided sample and kept in ``phrase_cells``; each
   phrase's cell is a column of ``phrase_features`` with an index. A new phrase is compared
-  with the phrases of its ``PROBES`` nearest cells, read through SQLite's pages, so a write
-  costs what it adds (not new phrases x all phrases) and nothing per phrase stays resident.
-  The centroids are trained again when the phrases reach ``REGROW`` x what they were trained
+  with the phrases of its ``PROBES`` nearest cells, so a write costs what it adds (not new
+  phrases x all phrases). A cell is read from the store once while an import lasts and kept
+  as int8 rows with each row's error bound (at most ``CACHE_ROWS`` phrases; a single write
+  keeps nothing): through them a candidate that cannot be among a phrase's best is left out,
+  and the few left are compared exactly, so the edges are those of comparing every candidate
+  exactly. The centroids are trained again when the phrases reach ``REGROW`` x what they were trained
   for (amortised, like a growing array). Approximate: TECH_SPEC, "Indexing", gives the share
   of the exact search's edges it finds.
 """
