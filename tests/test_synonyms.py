@@ -300,3 +300,19 @@ def test_the_cell_search_reads_each_cell_once_and_finds_what_the_plain_rule_find
         assert len(got) > 100 and set(got) == set(want)
         assert all(abs(got[p] - want[p]) < 1e-6 for p in got)
         assert_consistent(eng)
+
+
+def test_cells_let_go_past_the_budget_change_no_edge(small_cells, monkeypatch, tmp_path) -> None:
+    """Past ``CACHE_ROWS`` phrases kept, the cells used longest ago are let go and read again
+    when needed: the same edges as keeping every cell, in an import and in a rebuild."""
+    texts = _texts(140)
+    got = []
+    for rows in (10**9, 12):
+        monkeypatch.setattr(synonyms, "CACHE_ROWS", rows)
+        with Engine(Settings(db_path=str(tmp_path / f"kg{rows}.db"), embedder="hash")) as eng:
+            eng.index_many([(t, f"doc{k}", None, None) for k, t in enumerate(texts)])
+            imported = _edges(eng)
+            eng.optimize_graph()
+            got.append((imported, _edges(eng)))
+            assert eng.store.phrase_centroids() is not None and imported
+    assert got[0] == got[1]
