@@ -12,9 +12,12 @@ are rebuilt from them when needed. Two regimes, by the number of candidate phras
 * **From ``IVF_MIN`` on: cells** (an inverted file). Spherical k-means centroids, one per
   ``CELL_SIZE`` phrases, are trained on a strided sample and kept in ``phrase_cells``; each
   phrase's cell is a column of ``phrase_features`` with an index. A new phrase is compared
-  with the phrases of its ``PROBES`` nearest cells, read through SQLite's pages, so a write
-  costs what it adds (not new phrases x all phrases) and nothing per phrase stays resident.
-  The centroids are trained again when the phrases reach ``REGROW`` x what they were trained
+  with the phrases of its ``PROBES`` nearest cells, so a write costs what it adds (not new
+  phrases x all phrases). A cell is read from the store once while an import lasts and kept
+  as int8 rows with each row's error bound (at most ``CACHE_ROWS`` phrases; a single write
+  keeps nothing): through them a candidate that cannot be among a phrase's best is left out,
+  and the few left are compared exactly, so the edges are those of comparing every candidate
+  exactly. The centroids are trained again when the phrases reach ``REGROW`` x what they were trained
   for (amortised, like a growing array). Approximate: TECH_SPEC, "Indexing", gives the share
   of the exact search's edges it finds.
 """
@@ -27,6 +30,7 @@ import numpy as np
 
 from ..core.runtime import Runtime
 from ..errors import InvalidInput, MissingExtra
+from ..mechanisms.budget import release_free_memory
 from ..mechanisms.graph import analyse
 from ..mechanisms.numeric import quantise
 from ..store.base import GraphLoad, GraphWrites, Maintenance, MetaStore, NodeTexts, PhraseIndex, Transactions
@@ -41,7 +45,9 @@ PROBES = 4  # the cells a phrase is compared within: its nearest centroids
 REGROW = 2  # train again when the phrases reach REGROW x (cells x CELL_SIZE)
 TRAIN_MAX = 32_768  # phrases the centroids are trained on at most (a strided sample: 32 MB)
 TRAIN_ROUNDS = 6  # k-means rounds
-CELL_ROWS = 32  # query phrases per cell search (their probed cells are read together)
+CACHE_ROWS = 131_072  # phrases of the cells an import keeps read (~300 bytes each: 40 MB)
+LOAD_CELLS = 64  # cells read from the store at a time
+MARGIN = 1e-4  # float32 rounding of a cosine (256 products), added to the int8 rows' bound
 
 
 class SynonymStore(Transactions, MetaStore, PhraseIndex, NodeTexts, GraphWrites, Protocol):
@@ -169,19 +175,103 @@ def nearest_pairs(queries: np.ndarray, query_ids: np.ndarray, matrix: PhraseMatr
 
 
 # ----- cells ---------------------------------------------------------------------------------
+class Cell:
+    """One cell's phrases as an import keeps them once read: ids, int8 rows with a scale and
+    each row's error bound (``|v - q * scale|``, so a cosine through the row is within it of
+    the exact one), and the features the exact vectors are rebuilt from (laid end to end)."""
+
+    __slots__ = ("ids", "q", "scale", "err", "flat", "sizes")
+
+    def __init__(self, ids: np.ndarray, vecs: np.ndarray, flat: np.ndarray, sizes: np.ndarray) -> None:
+        self.ids = ids
+        self.q, self.scale = quantise(vecs)
+        back = self.q.astype(np.float64) * self.scale[:, None]
+        self.err = np.linalg.norm(vecs.astype(np.float64) - back, axis=1).astype(np.float32)
+        self.flat = flat
+        self.sizes = sizes
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def extend(self, more: "Cell") -> None:
+        for name in self.__slots__:
+            setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
+
+    def features(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(flat, sizes) of ``rows``' features."""
+        return _gather(self.flat, np.cumsum(self.sizes) - self.sizes, self.sizes, rows)
+
+
+def _gather(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray, rows: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The lists ``rows`` of lists laid end to end (``flat``, each at ``starts``, ``sizes`` long),
+    laid end to end in turn."""
+    lens = sizes[rows]
+    at = np.cumsum(lens) - lens
+    return flat[np.repeat(starts[rows] - at, lens) + np.arange(int(lens.sum()))], lens
+
+
 class CellIndex:
     """A store's synonym cells as one write sees them: the unit centroids (row = cell), how
     many candidate phrases the store holds, and how many it held when they were trained (meta
-    ``phrase_cells_trained``)."""
+    ``phrase_cells_trained``); and the cells read so far (:class:`Cell`), each read from the
+    store once while an import lasts (at most ``CACHE_ROWS`` phrases kept, the cells used
+    longest ago let go first)."""
 
     def __init__(self, version: int, centroids: np.ndarray, count: int, trained: int) -> None:
         self.version = version
         self.centroids = centroids
         self.count = count
         self.trained = trained
+        self.cells: dict[int, Cell] = {}  # in the order of their last use
+        self.rows = 0
 
     def full(self, adding: int) -> bool:
         return self.count + adding > REGROW * max(self.trained, IVF_MIN)
+
+    def read(self, store: PhraseIndex, embedder, cells: np.ndarray) -> dict[int, Cell]:
+        """The phrases of ``cells``, read from the store for those not kept."""
+        missing = [int(c) for c in cells if int(c) not in self.cells]
+        for start in range(0, len(missing), LOAD_CELLS):
+            part = missing[start:start + LOAD_CELLS]
+            ids, own, flat, sizes = store.phrases_in_cells(part)
+            order = np.lexsort((ids, own))  # by cell, then id
+            flat, sizes = _gather(flat, np.cumsum(sizes) - sizes, sizes, order)
+            ids, own = ids[order], own[order]
+            vecs = embedder.from_flat(flat, sizes)
+            ends = np.concatenate([[0], np.cumsum(sizes)])
+            for cell in part:
+                lo, hi = (int(x) for x in np.searchsorted(own, [cell, cell + 1]))
+                self.cells[cell] = Cell(ids[lo:hi].copy(), vecs[lo:hi], flat[ends[lo]:ends[hi]].copy(),
+                                        sizes[lo:hi].copy())
+                self.rows += hi - lo
+        out = {}
+        for c in cells:  # the last used go last
+            out[int(c)] = self.cells[int(c)] = self.cells.pop(int(c))
+        while self.rows > CACHE_ROWS and len(self.cells) > len(out):
+            old = next(iter(self.cells))
+            self.rows -= len(self.cells.pop(old))
+        return out
+
+    def forget(self) -> None:
+        """Let go of the cells kept, and give their memory back: before a training, whose
+        sample would come on top of them (at 80,000 phrases, 25 MB of cells beside 32 MB)."""
+        self.cells.clear()
+        self.rows = 0
+        release_free_memory()
+
+    def add(self, ids: np.ndarray, vecs: np.ndarray, features: list[np.ndarray], cells: np.ndarray) -> None:
+        """New phrases, just stored in ``cells``: added to the cells kept (the others are read
+        from the store with them)."""
+        for cell in np.unique(cells):
+            kept = self.cells.get(int(cell))
+            if kept is None:
+                continue
+            rows = np.flatnonzero(cells == cell)
+            sizes = np.array([len(features[r]) for r in rows], dtype=np.int64)
+            flat = np.concatenate([np.asarray(features[r], dtype=np.uint32) for r in rows])
+            kept.extend(Cell(ids[rows], vecs[rows], flat, sizes))
+            self.rows += len(rows)
 
 
 def nearest_cells(vecs: np.ndarray, centroids: np.ndarray, p: int) -> np.ndarray:
@@ -214,6 +304,40 @@ def train_centroids(sample: np.ndarray, cells: int) -> np.ndarray:
     return cent.astype(np.float32)
 
 
+
+
+def _bounds(vecs: np.ndarray, probes: np.ndarray, kept: dict[int, Cell], threshold: float):
+    """(query, cell, row, lower, upper) of every candidate of each query (the phrases of its
+    probed cells) whose upper bound reaches ``threshold``, through the cells' int8 rows: cell by
+    cell, with the queries that probe it. None when there is none."""
+    norms = np.linalg.norm(vecs, axis=1)
+    flat = probes.ravel()
+    order = np.argsort(flat, kind="stable")
+    by_cell = flat[order]
+    asking = (order // probes.shape[1]) if probes.size else order
+    out: list[list[np.ndarray]] = [[], [], [], [], []]
+    for part in np.split(np.arange(len(order)), np.flatnonzero(np.diff(by_cell)) + 1):
+        if not len(part):
+            continue
+        cell = int(by_cell[part[0]])
+        c = kept[cell]
+        if not len(c):
+            continue
+        qs = asking[part]
+        s = vecs[qs] @ c.q.astype(np.float32).T
+        s *= c.scale
+        slack = norms[qs, None] * c.err + np.float32(MARGIN)
+        r, col = np.nonzero(s + slack >= threshold)
+        if len(r):
+            sr, sl = s[r, col], slack[r, col]
+            out[0].append(qs[r])
+            out[1].append(np.full(len(r), cell, dtype=np.int64))
+            out[2].append(col)
+            out[3].append(sr - sl)
+            out[4].append(sr + sl)
+    if not out[0]:
+        return None
+    return tuple(np.concatenate(x) for x in out)
 
 
 class Synonyms:
@@ -312,13 +436,15 @@ class Synonyms:
                 continue
             if cache.full(len(part)):
                 self.store.set_phrase_features(zip(part, features))
+                cache.forget()
                 cache = self.rt.phrase_cache = self._train(cache.version)
                 self.store.on_undo(self._drop_hook(cache))  # the new cache goes too
             else:
-                self.store.set_phrase_features(zip(part, features),
-                                               nearest_cells(vecs, cache.centroids, 1)[:, 0])
+                own = nearest_cells(vecs, cache.centroids, 1)[:, 0]
+                self.store.set_phrase_features(zip(part, features), own)
+                cache.add(ids, vecs, features, own)
                 cache.count += len(part)
-            self._put(self._search(vecs, ids, cache.centroids, k, threshold), made)
+            self._put(self._search(vecs, ids, cache, k, threshold), made)
         cache.version = self.store.graph_version() + 1  # the caller bumps once after
         return len(made)
 
@@ -355,31 +481,52 @@ class Synonyms:
             self.store.set_phrase_cells(ids, nearest_cells(vecs, centroids, 1)[:, 0])
         return CellIndex(version, centroids, count, count)
 
-    def _search(self, vecs: np.ndarray, ids: np.ndarray, centroids: np.ndarray, k: int,
+    def _search(self, vecs: np.ndarray, ids: np.ndarray, cells: CellIndex, k: int,
                 threshold: float) -> list[tuple[int, int, float]]:
         """Each query's top ``k + 1`` (itself left out) among the phrases of its ``PROBES``
-        nearest cells, at a cosine of at least ``threshold``."""
-        probes = nearest_cells(vecs, centroids, PROBES)
-        out: list[tuple[int, int, float]] = []
-        for start in range(0, len(vecs), CELL_ROWS):
-            probe = probes[start:start + CELL_ROWS]
-            cand, cells, flat, sizes = self.store.phrases_in_cells(np.unique(probe))
-            if not len(cand):
-                continue
-            mat = self.rt.phrase_embedder.from_flat(flat, sizes)
-            order = np.argsort(cells, kind="stable")
-            cand, cells, mat = cand[order], cells[order], mat[order]
-            sims = vecs[start:start + CELL_ROWS] @ mat.T
-            allowed = np.zeros(sims.shape, dtype=bool)
-            lo = np.searchsorted(cells, probe, side="left")
-            hi = np.searchsorted(cells, probe, side="right")
-            for row in range(len(probe)):
-                for a, b in zip(lo[row], hi[row]):
-                    allowed[row, a:b] = True
-            r, c = _over(np.where(allowed, sims, np.float32(-np.inf)), threshold, k)
-            if len(r):
-                out += _best(r, c, sims[r, c], ids[start:start + CELL_ROWS], cand, k)
-        return out
+        nearest cells, at a cosine of at least ``threshold``: what comparing it with every one
+        of them exactly finds (ties to the lower cell, then id), in two steps. Through the
+        cells' int8 rows, each cosine is known within its row's bound: a candidate whose upper
+        bound is under the threshold, or under the ``k + 1``-th best lower bound of its
+        query's, cannot be among the best; the few left are compared exactly, their vectors
+        rebuilt from their features."""
+        probes = nearest_cells(vecs, cells.centroids, PROBES)
+        kept = cells.read(self.store, self.rt.phrase_embedder, np.unique(probes))
+        lows = _bounds(vecs, probes, kept, threshold)
+        if lows is None:
+            return []
+        query, cell, row, lo, hi = lows
+        # the (k + 1)-th best lower bound of each query's
+        order = np.lexsort((-lo, query))
+        first = np.searchsorted(query[order], np.arange(len(vecs)))
+        count = np.bincount(query, minlength=len(vecs))
+        kth = np.full(len(vecs), -np.inf, dtype=np.float32)
+        has = count > k
+        kth[has] = lo[order][first[has] + k]
+        keep = hi >= kth[query]
+        query, cell, row = query[keep], cell[keep], row[keep]
+        # exactly: each candidate's vector rebuilt once, all in one call
+        by_cell = np.lexsort((row, cell))
+        flats, sizes = [], []
+        cand, back = np.zeros(len(query), dtype=np.int64), np.zeros(len(query), dtype=np.int64)
+        rebuilt = 0
+        for part in np.split(by_cell, np.flatnonzero(np.diff(cell[by_cell])) + 1) if len(by_cell) else []:
+            c = kept[int(cell[part[0]])]
+            uniq, inverse = np.unique(row[part], return_inverse=True)
+            f, n = c.features(uniq)
+            flats.append(f)
+            sizes.append(n)
+            cand[part] = c.ids[uniq][inverse]
+            back[part] = rebuilt + inverse
+            rebuilt += len(uniq)
+        if not rebuilt:
+            return []
+        mat = self.rt.phrase_embedder.from_flat(np.concatenate(flats), np.concatenate(sizes))
+        exact = np.einsum("ij,ij->i", vecs[query], mat[back])
+        ok = exact >= threshold
+        query, cell, cand, exact = query[ok], cell[ok], cand[ok], exact[ok]
+        order = np.lexsort((cand, cell, query))  # the candidates in the order ties go
+        return _best(query[order], np.arange(len(order)), exact[order], ids, cand[order], k)
 
     def rebuild(self, threshold: float) -> int:
         """Every phrase against every other (after the caller dropped the synonym edges):
@@ -397,10 +544,10 @@ class Synonyms:
         cells = self._train(self.store.graph_version())
         # Cell by cell: the phrases of one cell share most of their nearest cells.
         for cell in range(len(cells.centroids)):
-            ids, _own, flat, sizes = self.store.phrases_in_cells([cell])
-            if len(ids):
-                vecs = self.rt.phrase_embedder.from_flat(flat, sizes)
-                self._put(self._search(vecs, ids, cells.centroids, k, threshold), made)
+            own = cells.read(self.store, self.rt.phrase_embedder, np.array([cell]))[cell]
+            if len(own):
+                vecs = self.rt.phrase_embedder.from_flat(own.flat, own.sizes)
+                self._put(self._search(vecs, own.ids, cells, k, threshold), made)
         return len(made)
 
     def _put(self, edges: list[tuple[int, int, float]], made: set[tuple[int, int]]) -> None:
