@@ -346,12 +346,14 @@ class PostgresStore(SQLiteStore):
 
     def finish_load(self) -> None:
         """After :meth:`load_rows`: identity counters moved past the ids copied (the text
-        index is a generated column, already filled), the change log restarted."""
+        index is a generated column, already filled), graph snapshots removed, the change
+        log restarted."""
         for table, identity in self.db.tables().items():
             if identity:
                 self.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                                 f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)")
         _fill_dense_vectors(self.db.conn)
+        self.db.execute("DELETE FROM graph_snapshots")  # of no graph the copy holds
         self._restart_change_log()
 
     # ----- vectors scored by the server (pgvector) -----------------------------------------
@@ -377,6 +379,46 @@ class PostgresStore(SQLiteStore):
             (_vector_text(np.asarray(q, dtype=np.float32)), int(k))).fetchall()
         return (np.array([r[0] for r in rows], dtype=np.int64),
                 -np.array([r[1] for r in rows], dtype=np.float64))
+
+    # ----- graph snapshots: a table, not files (retrieval/snapshot.py, migration 0016) ------
+    keeps_graph_snapshots = True
+
+    def first_change(self) -> int:
+        """The oldest change the log holds (0 for none)."""
+        return int(self.db.execute("SELECT min(seq) FROM changes").fetchone()[0] or 0)
+
+    def graph_snapshots(self) -> list[tuple[int, bytes, int]]:
+        """(seq, its ``meta.json``, bytes in all) of each snapshot held, newest first."""
+        rows = self.db.execute(
+            "SELECT s.seq, m.data, s.size FROM (SELECT seq, sum(length(data)) AS size FROM "
+            "graph_snapshots GROUP BY seq) s LEFT JOIN graph_snapshots m ON m.seq = s.seq AND "
+            "m.name = 'meta.json' ORDER BY s.seq DESC").fetchall()
+        return [(int(seq), bytes(meta) if meta is not None else b"", int(size))
+                for seq, meta, size in rows]
+
+    def graph_snapshot_parts(self, seq: int) -> dict[str, bytes]:
+        """Every part of the snapshot of change ``seq`` (empty once removed), sent by the
+        server in binary (no hex text to decode)."""
+        rows = self.db._guarded(lambda: _Result(self.db.conn.execute(
+            "SELECT name, data FROM graph_snapshots WHERE seq = $1", (seq,), binary=True)))
+        return {name: bytes(data) for name, data in rows.fetchall()}
+
+    def put_graph_snapshot(self, seq: int, parts: dict[str, bytes], drop: Iterable[int]) -> None:
+        """Save a snapshot (its parts replace any of the same ``seq``) and remove those of
+        ``drop``, in one transaction of its own (a savepoint inside another's); no writer
+        lock and no change logged: it is a cache of what the tables hold."""
+        outer = not self.db.in_transaction
+        self.db.execute("BEGIN" if outer else "SAVEPOINT graph_snapshot")
+        try:
+            self.db.execute("DELETE FROM graph_snapshots WHERE seq = ?", (seq,))
+            self.db.executemany("INSERT INTO graph_snapshots(seq, name, data) VALUES (?, ?, ?)",
+                                [(seq, name, data) for name, data in parts.items()])
+            for old in drop:
+                self.db.execute("DELETE FROM graph_snapshots WHERE seq = ?", (old,))
+        except BaseException:
+            self.db.execute("ROLLBACK" if outer else "ROLLBACK TO SAVEPOINT graph_snapshot")
+            raise
+        self.db.execute("COMMIT" if outer else "RELEASE SAVEPOINT graph_snapshot")
 
     def optimize(self) -> None:
         self.db.execute("ANALYZE")
