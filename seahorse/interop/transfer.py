@@ -40,6 +40,7 @@ def migrate(src: str | Path | DbUrl, dst: str | Path | DbUrl) -> dict:
                 meta = {k: v for k, v in source.meta().items() if k != "schema_version"}
                 target.set_meta(**meta)
                 target.finish_load()
+            target.optimize()  # statistics for the planner (PostgreSQL: pgvector's index, if due)
             counts = target.counts()
         finally:
             target.close()
