@@ -115,6 +115,11 @@ def store_mode(args) -> None:
     t = time.perf_counter()
     assert store.ensure_vector_index(), "the index was not built"
     build_s = time.perf_counter() - t
+    from seahorse.store.postgres import _vector_text, index_query
+
+    probe = _vector_text(eng.embedder.embed(["probe"])[0])
+    plan = [r[0] for r in store.db.execute("EXPLAIN " + index_query(dim), (probe, DENSE_SHORTLIST))]
+    print("plan: " + " / ".join(line.split("  (cost")[0].strip() for line in plan if "(cost" in line))
     index_r, index_ms, index_top = _searched(eng, questions)
     eng.close()
     overlap = [len(np.intersect1d(a, b)) / max(len(a), 1) for a, b in zip(exact_top, index_top)]
