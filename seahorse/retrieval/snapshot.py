@@ -156,7 +156,8 @@ def _read_database(store: Store, catch_up_max: int) -> Base | None:
             if not _usable(store, seq, meta, version_now, catch_up_max):
                 continue
             parts = store.graph_snapshot_parts(seq)
-            arrays = {name: np.lib.format.read_array(io.BytesIO(parts[name]), allow_pickle=False)
+            # Each part's bytes let go once its array is read: the peak is the bytes and one array.
+            arrays = {name: np.lib.format.read_array(io.BytesIO(parts.pop(name)), allow_pickle=False)
                       for name in ARRAYS}
             base = _checked(arrays, meta, None)
             _IN_DATABASE[id(base.graph.adj.indices)] = base.graph.adj.indices
