@@ -10,6 +10,16 @@ pgvector, in a temporary folder), one fresh database per size, filled through th
 ``set_vectors``; the server runs on this machine, so its scan shares the cores with the client.
 
     python scripts/bench_pg_vectors.py [--sizes 10000,100000] [--dim 384] [--queries 30]
+
+``--store URL --questions FILE`` measures a real PostgreSQL store instead (one a copy of the
+scale corpus's, say: ``seahorse migrate --from scale-10k.db --to URL``): pgvector's HNSW index
+(store/postgres.py, ``vector_index_min``) against the exact scan for the FILE's dev questions
+(the scale corpus's ``questions.jsonl``): the time to build the index, ``dense_top``'s time each
+way, how many of the exact 1,000 the index returns, and each question's R@5 through the whole
+search (the harness's scale rows: gold sources in the first 5 documents) with the index and
+with the exact scan; the index is dropped first and built again, so the store is left with one.
+
+    python scripts/bench_pg_vectors.py --store postgresql://... --questions .../questions.jsonl
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -64,12 +75,83 @@ def fill(url: str, rows: np.ndarray) -> tuple[object, np.ndarray, float]:
     return store, np.array(ids, dtype=np.int64), time.perf_counter() - t
 
 
+def _searched(eng, questions: list[dict]) -> tuple[list[float], list[float], list[np.ndarray]]:
+    """Per question: R@5 of the whole search, dense_top's milliseconds, its node ids."""
+    recalls, ms, tops = [], [], []
+    for q in questions:
+        ranked: list[str] = []
+        for h in eng.search(q["question"], top_k=10, refuse=False).hits:
+            if h.source not in ranked:
+                ranked.append(h.source)
+        recalls.append(benchlib.recall_at(ranked, set(q["gold"]), 5))
+        vec = eng.embedder.embed([q["question"]])[0]
+        t = time.perf_counter()
+        ids, _sims = eng.store.dense_top(vec, DENSE_SHORTLIST)
+        ms.append((time.perf_counter() - t) * 1e3)
+        tops.append(ids)
+    return recalls, ms, tops
+
+
+def store_mode(args) -> None:
+    """The HNSW index against the exact scan on a real store (see the module's docstring)."""
+    from seahorse import Engine
+    from seahorse.config import load_settings
+
+    questions = [q for q in map(json.loads, open(args.questions)) if q["split"] == "dev"]
+    eng = Engine(load_settings(db_path=args.store, vector_index_min=0))  # built here, not by a write
+    store = eng.store
+    dim = eng.embedder.dim
+    passages = store.db.execute("SELECT count(*) FROM dense_vectors").fetchone()[0]
+    print(f"# machine {benchlib.machine()}")
+    print(f"# commit {benchlib.commit()} "
+          f"versions {benchlib.versions('seahorse-rag-mcp', 'psycopg', 'pgserver')}")
+    print(f"# {passages} passage vectors, {len(questions)} dev questions, k = {DENSE_SHORTLIST}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    store.db.execute(f"DROP INDEX IF EXISTS dense_vectors_hnsw_{dim}")
+    store._index_seen = (float("-inf"), 0, False)
+    eng.search("warm up")
+    exact_r, exact_ms, exact_top = _searched(eng, questions)
+    store.vector_index_min = 1
+    t = time.perf_counter()
+    assert store.ensure_vector_index(), "the index was not built"
+    build_s = time.perf_counter() - t
+    from seahorse.store.postgres import _vector_text, index_query
+
+    probe = _vector_text(eng.embedder.embed(["probe"])[0])
+    plan = [r[0] for r in store.db.execute("EXPLAIN " + index_query(dim), (probe, DENSE_SHORTLIST))]
+    print("plan: " + " / ".join(line.split("  (cost")[0].strip() for line in plan if "(cost" in line))
+    if not any("hnsw" in line for line in plan):  # the planner's choice at this size: measure it anyway
+        store.db.execute("SET enable_seqscan = off")
+        print("the planner scans at this size: the index run below sets enable_seqscan = off")
+    index_r, index_ms, index_top = _searched(eng, questions)
+    eng.close()
+    overlap = [len(np.intersect1d(a, b)) / max(len(a), 1) for a, b in zip(exact_top, index_top)]
+    changed = [(q["dataset"], q["index"], a, b) for q, a, b in zip(questions, exact_r, index_r) if a != b]
+    print(f"index built in {build_s:.1f} s")
+    for name, ms in (("exact", exact_ms), ("hnsw", index_ms)):
+        print(f"dense_top {name:<5} p50 {statistics.median(ms):6.1f} ms  "
+              f"p95 {benchlib.percentile(ms, 95):6.1f} ms")
+    print(f"index rows returned: min {min(len(x) for x in index_top)}; top-{DENSE_SHORTLIST} shared with "
+          f"exact: mean {statistics.mean(overlap):.4f}, min {min(overlap):.4f}")
+    for dataset in sorted({q["dataset"] for q in questions}):
+        rows = [(a, b) for q, a, b in zip(questions, exact_r, index_r) if q["dataset"] == dataset]
+        print(f"{dataset:<9} R@5 exact {statistics.mean(a for a, _ in rows):.3f}  "
+              f"hnsw {statistics.mean(b for _, b in rows):.3f}  ({len(rows)} questions)")
+    print(f"questions whose R@5 changed: {len(changed)} {changed}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--store", help="a PostgreSQL store's URL: index against exact on its questions")
+    ap.add_argument("--questions", type=Path, help="with --store: the scale corpus's questions.jsonl")
     args = ap.parse_args()
+    if args.store:
+        if not args.questions:
+            ap.error("--store needs --questions (the scale corpus's questions.jsonl)")
+        return store_mode(args)
     import psycopg
 
     with warnings.catch_warnings():

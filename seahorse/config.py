@@ -106,6 +106,9 @@ class Settings:
     # The passages a query's dense step keeps, nearest first: None = state.DENSE_SHORTLIST
     # (1,000; a search kept to some kinds, documents or a repository keeps every one); 0 = all.
     dense_shortlist: int | None = None
+    # PostgreSQL: from this many passage vectors on, pgvector's HNSW index serves the dense
+    # shortlist (built by the write that crosses it, or `seahorse vacuum`); 0 = never.
+    vector_index_min: int = 50_000
     max_file_mb: float = 10.0
     max_text_mb: float = 5.0
     chunk_chars: int = 900
@@ -219,6 +222,7 @@ _ENV = {
     "memory_alpha": ("SEAHORSE_MEMORY_ALPHA", float),
     "walk_ms": ("SEAHORSE_WALK_MS", float),
     "dense_shortlist": ("SEAHORSE_DENSE_SHORTLIST", int, "whole number"),
+    "vector_index_min": ("SEAHORSE_VECTOR_INDEX_MIN", int, "whole number"),
     "max_file_mb": ("SEAHORSE_MAX_FILE_MB", float),
     "max_text_mb": ("SEAHORSE_MAX_TEXT_MB", float),
     "session_ttl": ("SEAHORSE_SESSION_TTL", float),
@@ -282,6 +286,9 @@ SETTING_DOCS = {
                        "passages whose facts seed the walk; a search kept to some kinds, a repository or "
                        "a time window: every one); 0 = every passage; otherwise at least 1,000. "
                        "PostgreSQL's server returns just these",
+    "vector_index_min": "PostgreSQL: from this many passage vectors on, pgvector's HNSW index serves the "
+                        "dense shortlist instead of an exact scan (built once, concurrently, by the bulk "
+                        "write that crosses it or by `seahorse vacuum`); 0 = always the exact scan",
     "rerank_enabled": "rerank the top candidates with a cross-encoder",
     "rerank_model_path": "the cross-encoder .onnx",
     "rerank_tokenizer_path": "its tokenizer.json",
@@ -440,6 +447,9 @@ def _validate(s: Settings) -> None:
         raise ConfigError("SEAHORSE_SESSION_TTL must be positive (seconds)")
     if s.max_file_mb <= 0 or s.max_text_mb <= 0:
         raise ConfigError("SEAHORSE_MAX_FILE_MB and SEAHORSE_MAX_TEXT_MB must be positive")
+    if s.vector_index_min < 0:
+        raise ConfigError(f"SEAHORSE_VECTOR_INDEX_MIN={s.vector_index_min} is negative; use 0 "
+                          "(never an index) or a number of passages")
     if s.onnx_threads < 0:
         raise ConfigError(f"SEAHORSE_ONNX_THREADS={s.onnx_threads} is negative; use 0 "
                           "(automatic) or a positive count")

@@ -625,6 +625,8 @@ class Engine(DocumentVerbs, RetrievalVerbs, MemoryVerbs, RecordVerbs, CodeVerbs,
         # read_only=True opens the store read-only (nothing written, usage not recorded), None
         # as the file allows
         store = open_store(settings.db_path, read_only=read_only, create=create)
+        if getattr(store, "serves_vectors", False):  # PostgreSQL: when pgvector's index is built
+            store.vector_index_min = settings.vector_index_min  # type: ignore[attr-defined]
         try:
             if embedder is None:
                 if reembedding and settings.embedder == AUTO:

@@ -22,7 +22,9 @@ TYPES = {
 
 # Only one backend has these, by design (TECH_SPEC "PostgreSQL", Schema).
 SQLITE_ONLY_TABLES = {"passages_fts"}  # FTS5's index (and its shadow tables, skipped by prefix)
-PG_ONLY_TABLES = {"dense_vectors"}  # pgvector's copy of the passage vectors (migration 0013)
+# pgvector's copy of the passage vectors (migration 0013); the graph snapshots, which a SQLite
+# store keeps in files beside it (migration 0016, retrieval/snapshot.py)
+PG_ONLY_TABLES = {"dense_vectors", "graph_snapshots"}
 PG_ONLY_COLUMNS = {("nodes", "tsv")}  # the text index: a generated tsvector (migration 0008)
 PG_ONLY_INDEXES = {("nodes", ("tsv",), False)}  # its GIN index
 PG_ONLY_TRIGGERS = {("changes", "INSERT", ())}  # notify_change: NOTIFY seahorse_changes

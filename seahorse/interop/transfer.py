@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..config import DbUrl, db_location
+from ..config import DbUrl, db_location, load_settings
 from ..errors import InvalidInput, SchemaMismatch
 from ..store import SCHEMA_VERSION, open_store
 from ..store.sqlite import COPY_TABLES
@@ -40,6 +40,9 @@ def migrate(src: str | Path | DbUrl, dst: str | Path | DbUrl) -> dict:
                 meta = {k: v for k, v in source.meta().items() if k != "schema_version"}
                 target.set_meta(**meta)
                 target.finish_load()
+            if getattr(target, "serves_vectors", False):  # PostgreSQL: pgvector's index, if due
+                target.vector_index_min = load_settings().vector_index_min  # type: ignore[attr-defined]
+            target.optimize()  # statistics for the planner
             counts = target.counts()
         finally:
             target.close()

@@ -118,11 +118,12 @@ class RetrievalIndex:
 
     def keep_snapshot(self, store: Store) -> "RetrievalIndex":
         """Write this state's graph as the store's snapshot and map it in place of the arrays
-        in memory, when the graph is large and its adjacency is a plain one of this process's
-        (after a load or a compaction; retrieval/snapshot.py). Itself, either way."""
+        in memory (a database's snapshot: keep them), when the graph is large and its
+        adjacency is a plain one of this process's (after a load or a compaction;
+        retrieval/snapshot.py). Itself, either way."""
         adj = self.graph.adj
         if (self.graph.n < snapshot.SNAPSHOT_MIN or not isinstance(adj, CSR)
-                or snapshot.is_mapped(adj.indices) or self.__dict__.get("_unsaved")):
+                or snapshot.is_snapshot(adj.indices) or self.__dict__.get("_unsaved")):
             return self
         base = snapshot.write(store, self.seq, self.graph, self.passage_count, CATCH_UP_MAX)
         if base is None:

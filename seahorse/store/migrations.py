@@ -499,6 +499,12 @@ def _m0015_upsert_in_place(db: sqlite3.Connection) -> None:
     )
 
 
+def _m0016_graph_snapshots(db: sqlite3.Connection) -> None:
+    """Nothing in a SQLite file: its snapshots are files beside it (``<database>-graph/``);
+    its twin gives a PostgreSQL store, which has no file, a table to keep them in
+    (retrieval/snapshot.py)."""
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -515,6 +521,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0013_server_vectors", _m0013_server_vectors),
     ("0014_compact_rows", _m0014_compact_rows),
     ("0015_upsert_in_place", _m0015_upsert_in_place),
+    ("0016_graph_snapshots", _m0016_graph_snapshots),
 ]
 
 

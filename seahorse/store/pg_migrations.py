@@ -392,6 +392,20 @@ UPDATE documents SET norm_hash = substr(norm_hash, 1, 16) WHERE length(norm_hash
 # twin adds that trigger now that its upsert updates in place (dialect.upsert).
 _M0015 = ""
 
+# The graph snapshot a process writes after a full load of a large graph, for the next process
+# to read instead of loading the graph from the tables (retrieval/snapshot.py): one row per
+# array (``.npy`` bytes) and one ``meta.json``, keyed by the change ``seq`` it is the graph of.
+# A cache, never the truth: not in the change log, not copied by `seahorse migrate`. A SQLite
+# store keeps its snapshots in files beside the database (its twin adds nothing).
+_M0016 = """
+CREATE TABLE graph_snapshots(
+    seq BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY(seq, name)
+);
+"""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -408,4 +422,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0013_server_vectors", _M0013),
     ("0014_compact_rows", _M0014),
     ("0015_upsert_in_place", _M0015),
+    ("0016_graph_snapshots", _M0016),
 ]

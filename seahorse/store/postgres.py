@@ -39,6 +39,11 @@ log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 10  # unless the URL sets connect_timeout
 MIGRATION_LOCK = 0x5EA4_0002  # advisory lock key: one process migrates, the others wait
+# pgvector's HNSW index: one search returns at most hnsw.ef_search rows (at most 1,000), so a
+# dense shortlist longer than that (a search kept to some kinds or documents asks for every
+# passage) is scanned exactly. INDEX_RECHECK_S: how often a process asks whether one was built.
+EF_SEARCH_MAX = 1000  # set for every session (_connect_pg): the shortlist's 1,000 reachable
+INDEX_RECHECK_S = 30.0
 PGVECTOR_INSTALL = ("install pgvector on the server (e.g. `apt install postgresql-16-pgvector`, or "
                     "`make install` from its source) and run `CREATE EXTENSION vector;` as a superuser")
 
@@ -196,6 +201,13 @@ def _fill_dense_vectors(conn: psycopg.Connection, block: int = 4096) -> int:
         filled += len(rows)
 
 
+def index_query(dim: int) -> str:
+    """The nearest passage vectors in the words of pgvector's HNSW index of this dimension (its
+    expression and its predicate), so the planner can answer by the index."""
+    return (f"SELECT node_id, emb::vector({dim}) <#> ?1::vector({dim}) AS d FROM dense_vectors "
+            f"WHERE vector_dims(emb) = {dim} ORDER BY d LIMIT ?2")
+
+
 def _tsquery(match: str) -> str:
     """An FTS5 OR query of quoted terms (``text.fts_match``) as websearch_to_tsquery text."""
     terms = [t.strip() for t in re.findall(r'"([^"]*)"', match) if t.strip()]
@@ -284,6 +296,7 @@ class PostgresStore(SQLiteStore):
         except psycopg.Error as exc:
             raise connect_error(exc, self.url) from None
         conn.execute(f"SET lock_timeout = '{int(BUSY_TIMEOUT_S * 1000)}ms'")
+        conn.execute(f"SET hnsw.ef_search = {EF_SEARCH_MAX}")
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")
         return conn
@@ -346,12 +359,14 @@ class PostgresStore(SQLiteStore):
 
     def finish_load(self) -> None:
         """After :meth:`load_rows`: identity counters moved past the ids copied (the text
-        index is a generated column, already filled), the change log restarted."""
+        index is a generated column, already filled), graph snapshots removed, the change
+        log restarted."""
         for table, identity in self.db.tables().items():
             if identity:
                 self.db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                                 f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)")
         _fill_dense_vectors(self.db.conn)
+        self.db.execute("DELETE FROM graph_snapshots")  # of no graph the copy holds
         self._restart_change_log()
 
     # ----- vectors scored by the server (pgvector) -----------------------------------------
@@ -369,17 +384,118 @@ class PostgresStore(SQLiteStore):
                 "ON CONFLICT (node_id) DO UPDATE SET emb = EXCLUDED.emb",
                 [(node_id, _vector_text(row)) for (node_id, _v), row in zip(items, rows)])
 
-    def dense_top(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def dense_top(self, q: np.ndarray, k: int, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(node ids, cosines) of the ``k`` passage vectors nearest ``q`` (a unit vector), best
-        first, scored by the server: an exact scan by pgvector's inner product."""
-        rows = self.db.execute(
-            "SELECT node_id, emb <#> ?1::vector AS d FROM dense_vectors ORDER BY d, node_id LIMIT ?2",
-            (_vector_text(np.asarray(q, dtype=np.float32)), int(k))).fetchall()
+        first, scored by the server by pgvector's inner product: through its HNSW index when
+        the store has one (:meth:`ensure_vector_index`) and ``k`` is within what one search of
+        it returns (``hnsw.ef_search``, at most ``EF_SEARCH_MAX``), else (or ``exact``) by
+        an exact scan."""
+        text = _vector_text(np.asarray(q, dtype=np.float32))
+        dim = len(q)
+        if exact or not 0 < k <= EF_SEARCH_MAX or not self._has_vector_index(dim):
+            rows = self.db.execute("SELECT node_id, emb <#> ?1::vector AS d FROM dense_vectors "
+                                   "ORDER BY d, node_id LIMIT ?2", (text, int(k))).fetchall()
+        else:  # the index's own expression and predicate (a planner match), then ties by id
+            rows = sorted(self.db.execute(index_query(dim), (text, int(k))).fetchall(),
+                          key=lambda r: (r[1], r[0]))
         return (np.array([r[0] for r in rows], dtype=np.int64),
                 -np.array([r[1] for r in rows], dtype=np.float64))
 
+    # ----- pgvector's HNSW index, from VECTOR_INDEX_MIN passages on -------------------------
+    vector_index_min = 0  # the Engine sets settings.vector_index_min; 0: never an index
+    _index_seen: tuple[float, int, bool] = (float("-inf"), 0, False)  # (when, dim, valid)
+
+    def _has_vector_index(self, dim: int) -> bool:
+        """Whether a valid HNSW index of this dimension is there: asked of the server at most
+        every ``INDEX_RECHECK_S`` (another process may have built it meanwhile)."""
+        when, seen_dim, valid = self._index_seen
+        now = time.monotonic()
+        if seen_dim != dim or now - when > INDEX_RECHECK_S:
+            row = self.db.execute(
+                "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+                "WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace",
+                (f"dense_vectors_hnsw_{dim}",)).fetchone()
+            valid = bool(row and row[0])
+            self._index_seen = (now, dim, valid)
+        return valid
+
+    def ensure_vector_index(self) -> bool:
+        """Build pgvector's HNSW index of the passage vectors once they are at least
+        ``vector_index_min`` (concurrently: writers go on meanwhile; an index left invalid by
+        a build that failed is dropped and built again); whether a valid one is there.
+        Called after a large change (:meth:`optimize`) and by ``seahorse vacuum``."""
+        dim = self.meta().get("dim")
+        if not dim or not self.vector_index_min:
+            return False
+        dim = int(dim)
+        self._index_seen = (float("-inf"), 0, False)
+        if self._has_vector_index(dim):
+            return True
+        if self.read_only or self.db.in_transaction:  # CONCURRENTLY runs in no transaction
+            return False
+        count = self.db.execute("SELECT count(*) FROM dense_vectors").fetchone()[0]
+        if count < self.vector_index_min:
+            return False
+        name = f"dense_vectors_hnsw_{dim}"
+        started = time.perf_counter()
+        try:
+            self.db.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")  # an invalid one
+            self.db.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON dense_vectors "
+                            f"USING hnsw ((emb::vector({dim})) vector_ip_ops) "
+                            f"WHERE vector_dims(emb) = {dim}")
+        except SeahorseError as exc:
+            log.warning("pgvector's HNSW index of %s not built (%s); searches scan exactly", self.url, exc)
+            return False
+        log.info("pgvector's HNSW index of %d passage vectors built in %.1f s", count,
+                 time.perf_counter() - started)
+        self._index_seen = (float("-inf"), 0, False)
+        return self._has_vector_index(dim)
+
+    # ----- graph snapshots: a table, not files (retrieval/snapshot.py, migration 0016) ------
+    keeps_graph_snapshots = True
+
+    def first_change(self) -> int:
+        """The oldest change the log holds (0 for none)."""
+        return int(self.db.execute("SELECT min(seq) FROM changes").fetchone()[0] or 0)
+
+    def graph_snapshots(self) -> list[tuple[int, bytes, int]]:
+        """(seq, its ``meta.json``, bytes in all) of each snapshot held, newest first."""
+        rows = self.db.execute(
+            "SELECT s.seq, m.data, s.size FROM (SELECT seq, sum(length(data)) AS size FROM "
+            "graph_snapshots GROUP BY seq) s LEFT JOIN graph_snapshots m ON m.seq = s.seq AND "
+            "m.name = 'meta.json' ORDER BY s.seq DESC").fetchall()
+        return [(int(seq), bytes(meta) if meta is not None else b"", int(size))
+                for seq, meta, size in rows]
+
+    def graph_snapshot_parts(self, seq: int) -> dict[str, bytes]:
+        """Every part of the snapshot of change ``seq`` (empty once removed), sent by the
+        server in binary (no hex text to decode)."""
+        rows = self.db._guarded(lambda: _Result(self.db.conn.execute(
+            "SELECT name, data FROM graph_snapshots WHERE seq = $1", (seq,), binary=True)))
+        return {name: bytes(data) for name, data in rows.fetchall()}
+
+    def put_graph_snapshot(self, seq: int, parts: dict[str, bytes], drop: Iterable[int]) -> None:
+        """Save a snapshot (its parts replace any of the same ``seq``) and remove those of
+        ``drop``, in one transaction of its own (a savepoint inside another's); no writer
+        lock and no change logged: it is a cache of what the tables hold."""
+        outer = not self.db.in_transaction
+        self.db.execute("BEGIN" if outer else "SAVEPOINT graph_snapshot")
+        try:
+            self.db.execute("DELETE FROM graph_snapshots WHERE seq = ?", (seq,))
+            self.db.executemany("INSERT INTO graph_snapshots(seq, name, data) VALUES (?, ?, ?)",
+                                [(seq, name, data) for name, data in parts.items()])
+            for old in drop:
+                self.db.execute("DELETE FROM graph_snapshots WHERE seq = ?", (old,))
+        except BaseException:
+            self.db.execute("ROLLBACK" if outer else "ROLLBACK TO SAVEPOINT graph_snapshot")
+            raise
+        self.db.execute("COMMIT" if outer else "RELEASE SAVEPOINT graph_snapshot")
+
     def optimize(self) -> None:
+        """Refresh the planner's statistics after a large change; build the vector index when
+        the passages have grown past its threshold."""
         self.db.execute("ANALYZE")
+        self.ensure_vector_index()
 
     def vacuum(self) -> int:
         """Rewrite older float16 vectors as int8 (and pgvector's copy from them, so both
@@ -399,6 +515,7 @@ class PostgresStore(SQLiteStore):
                     self.db.execute("DELETE FROM dense_vectors")
                     _fill_dense_vectors(self.db.conn)
         self.db.execute("VACUUM ANALYZE")
+        self.ensure_vector_index()
         return recoded
 
     def integrity(self) -> dict:
