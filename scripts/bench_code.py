@@ -60,7 +60,7 @@ class SeahorseTool:
             folder = db_dir
             folder.mkdir(parents=True, exist_ok=True)
         db = folder / ("".join(c if c.isalnum() else "_" for c in label) + ".db")
-        settings = load_settings({"SEAHORSE_DB": str(db)})
+        settings = load_settings(db_path=db)  # the environment still chooses the rest (SEAHORSE_EMBEDDER)
         self.engine = Engine(settings)
         self.root: Path | None = None
         self.refuse = refuse
