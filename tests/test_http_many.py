@@ -1,0 +1,54 @@
+"""Two `seahorse run --http` servers on one PostgreSQL, driven by scripts/bench_http_load.py's
+own functions (the script is tested by the path it measures): real server processes, the MCP
+SDK's streamable HTTP client, a real kill -9 and restart."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conftest import new_pg_database
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import bench_http_load as load  # noqa: E402
+
+
+def test_two_servers_see_each_others_writes_and_a_kill_loses_nothing(pg_server, tmp_path: Path) -> None:
+    db = new_pg_database(pg_server)
+    out = load.load(db, tmp_path, clients=3, ops=30, kill_at=0.5, seed=3, timeout=120)
+    # Every call made; every acked write is in the store, as both servers list it.
+    assert out["calls_made"] == 90 and not out["unfinished_clients"], out
+    assert out["lost"] == 0, out["problems"]
+    assert out["errors"] == 0, (out["error_samples"], out["server_tracebacks"])
+    writes = sum(out["operations"][op]["acked"] for op in load.WRITES)
+    assert writes > 30
+    # Each acked write showed on the other server, within a second of its ack.
+    lag = out["visibility_lag_ms"]
+    assert lag["unseen"] == 0, out["unseen_samples"]
+    assert lag["over_1s"] == 0 and lag["max"] < 1000, lag
+    # Server A was killed mid-run and started again; each of its clients was served by it again.
+    assert out["kill"]["clients"] == 2 and out["kill"]["clients_back"] == 2, out["kill"]
+
+
+def test_the_check_finds_a_write_the_store_lacks(pg_server, tmp_path: Path) -> None:
+    """The final check is not vacuous: an acked write missing from the store, a deleted one
+    still there and a memory holding another value are each reported."""
+    db = new_pg_database(pg_server)
+    server = load.HttpServer("A", db, "token-0123456789abcdef", tmp_path).start()
+    try:
+        tally = load.Tally()
+        writer = load.Client(0, server, server, 3, tally, 1, float("inf"), 5.0)
+        import asyncio
+
+        asyncio.run(writer.run())
+        assert writer.docs or writer.mems
+        assert load.check_store(server, [writer]) == []
+        claim = load.Client(1, server, server, 0, tally, 1, float("inf"), 5.0)
+        claim.docs["load/never.txt"] = "qnever"
+        claim.gone_docs.update(writer.docs)
+        claim.mems.update({k: ("another value", "qother") for k in writer.mems})
+        problems = load.check_store(server, [claim])
+        assert any("load/never.txt acked, not there" in p for p in problems), problems
+        assert len(problems) == 1 + len(writer.docs) + len(writer.mems), problems
+    finally:
+        server.stop()
