@@ -277,6 +277,7 @@ class Tally:
     lags: list[float] = field(default_factory=list)
     lag_by_op: dict[str, list[float]] = field(default_factory=lambda: {op: [] for op in WRITES})
     unseen: list[str] = field(default_factory=list)
+    first: int = 0  # writes the first probe sent after the ack found shown
     done: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -297,6 +298,8 @@ class Tally:
                 self.lag_by_op[op].append(value)
             elif what == "unseen":
                 self.unseen.append(value)
+            elif what == "first":
+                self.first += 1
 
 
 class Client:
@@ -398,13 +401,17 @@ class Client:
         """Ask the other server until the write shows: the lag from the ack to the answer that
         showed it (not counted when that server was down meanwhile)."""
         args = {"query": probe[2], "top_k": 5, "refuse": False}
+        first = True
         while True:
             res, _s, failed = await self.send(conn, "search", args)
             lag = time.perf_counter() - acked_at
             if not res.is_error and self.shows(res, probe):
                 if not failed:
                     self.tally.add("lag", op, lag)
+                    if first:
+                        self.tally.add("first", op, 1)
                 return
+            first = False
             if res.is_error:
                 self.tally.add("error", "search", f"probe: {_text(res)}")
             if lag > self.visible_within and not failed:
@@ -468,6 +475,8 @@ def run_clients(clients: list[Client], tally: Tally, total: int, kill_at: float 
     for t in threads:
         t.start()
     kill: dict = {}
+    watcher = threading.Thread(target=_progress, args=(threads, tally, total), daemon=True)
+    watcher.start()
     if kill_at is not None and victim is not None:
         while tally.done < kill_at * total and any(t.is_alive() for t in threads):
             time.sleep(0.02)
@@ -488,6 +497,33 @@ def run_clients(clients: list[Client], tally: Tally, total: int, kill_at: float 
     if errors:
         raise errors[0]
     return kill
+
+
+def _progress(threads: list[threading.Thread], tally: Tally, total: int, every: float = 30) -> None:
+    """A line on stderr every ``every`` seconds while the clients run."""
+    t0 = time.monotonic()
+    while any(t.is_alive() for t in threads):
+        time.sleep(1)
+        if time.monotonic() - t0 >= every:
+            t0 = time.monotonic()
+            print(f"  ... {tally.done} / {total} calls", file=sys.stderr, flush=True)
+
+
+def warm(server: HttpServer) -> float:
+    """One search before the clients start (a server opens its store and loads its search state
+    on its first call): its milliseconds."""
+    async def one() -> float:
+        conn = Conn(server.url, server.token)
+        try:
+            t0 = time.perf_counter()
+            res = await conn.call("search", {"query": "warm up", "refuse": False})
+            if res.is_error:
+                raise RuntimeError(f"the first search on {server.name}: {_text(res)}")
+            return round((time.perf_counter() - t0) * 1000, 1)
+        finally:
+            await conn.close()
+
+    return asyncio.run(one())
 
 
 def check_store(server: HttpServer, clients: list[Client]) -> list[str]:
@@ -542,7 +578,10 @@ def report(tally: Tally, clients: list[Client], problems: list[str], kill: dict,
             for op in MIX}
     lags = [x * 1000 for x in tally.lags]
     lag = {"count": len(lags), **stats(lags), "max": round(max(lags), 1) if lags else None,
-           "over_1s": sum(x > 1000 for x in lags), "unseen": len(tally.unseen)}
+           "over_1s": sum(x > 1000 for x in lags), "unseen": len(tally.unseen),
+           "first_probe": tally.first,
+           "by_op": {op: {"count": len(v), **stats([x * 1000 for x in v])}
+                     for op, v in tally.lag_by_op.items()}}
     return {"machine": meta["machine"], "versions": meta["versions"], "commit": meta["commit"],
             "command": meta["command"], "clients": args.clients, "ops_per_client": args.ops,
             "calls_made": sum(c.made for c in clients), "wall_s": round(wall, 1),
@@ -565,13 +604,18 @@ def print_report(out: dict) -> None:
                                      f"answering again {out['kill']['restart_s']} s later; "
                                      f"{out['kill']['clients_back']} of its {out['kill']['clients']} clients "
                                      f"served by it again" if out["kill"] else ""))
+    if out.get("first_search_ms"):
+        print("first search on each server, before the clients (it opens the store): "
+              + ", ".join(f"{k} {v} ms" for k, v in out["first_search_ms"].items()))
     print(f"\n{'operation':<16}{'acked':>7}{'lost':>6}{'errors':>8}{'retried':>9}{'p50 ms':>9}{'p95 ms':>9}")
     for op, r in out["operations"].items():
         print(f"{op:<16}{r['acked']:>7}{r['lost']:>6}{r['errors']:>8}{r['retried']:>9}"
               f"{r['p50'] if r['p50'] is not None else '-':>9}{r['p95'] if r['p95'] is not None else '-':>9}")
     lag = out["visibility_lag_ms"]
     print(f"\nvisible on the other server: {lag['count']} writes, lag p50 {lag['p50']} ms, "
-          f"p95 {lag['p95']} ms, max {lag['max']} ms; {lag['over_1s']} over 1 s; {lag['unseen']} never seen")
+          f"p95 {lag['p95']} ms, max {lag['max']} ms; {lag['over_1s']} over 1 s; "
+          f"{lag['unseen']} never seen; {lag['first_probe']} shown by the first search sent after the ack\n"
+          f"  (lag: from the ack to the answer of the search that showed it, queueing included)")
     for key in ("problems", "error_samples", "unseen_samples"):
         for line in out[key]:
             print(f"  {key[:-1] if key == 'problems' else key.split('_')[0]}: {line}")
@@ -594,6 +638,7 @@ def load(db: str, folder: Path, clients: int, ops: int, *, kill_at: float | None
             s.start(wait=False)
         for s in servers:
             s.wait_ready()
+        first = {s.name: warm(s) for s in servers}
         tally = Tally()
         deadline = time.monotonic() + timeout
         crowd = [Client(n, servers[n % 2], servers[1 - n % 2], ops, tally, seed, deadline, visible_within)
@@ -607,6 +652,7 @@ def load(db: str, folder: Path, clients: int, ops: int, *, kill_at: float | None
         out = report(tally, crowd, problems, kill, args, meta or {"machine": {}, "versions": {},
                                                                   "commit": "", "command": ""}, wall)
         out["server_tracebacks"] = traces
+        out["first_search_ms"] = first
         if traces:
             out["errors"] += sum(traces.values())
         return out
