@@ -26,6 +26,7 @@ def test_two_servers_see_each_others_writes_and_a_kill_loses_nothing(pg_server, 
     lag = out["visibility_lag_ms"]
     assert lag["unseen"] == 0, out["unseen_samples"]
     assert lag["over_1s"] == 0 and lag["max"] < 1000, lag
+    assert lag["first_probe"] == lag["count"] > 0, lag  # the first search after the ack found it
     # Server A was killed mid-run and started again; each of its clients was served by it again.
     assert out["kill"]["clients"] == 2 and out["kill"]["clients_back"] == 2, out["kill"]
 
