@@ -29,6 +29,9 @@ def test_two_servers_see_each_others_writes_and_a_kill_loses_nothing(pg_server, 
     assert lag["first_probe"] == lag["count"] > 0, lag  # the first search after the ack found it
     # Server A was killed mid-run and started again; each of its clients was served by it again.
     assert out["kill"]["clients"] == 2 and out["kill"]["clients_back"] == 2, out["kill"]
+    # The script's exit code: 0 for this run; 1 once anything acked is lost or an error reached a client.
+    assert load.verdict(out) == 0
+    assert load.verdict({**out, "lost": 1}) == 1 and load.verdict({**out, "errors": 1}) == 1
 
 
 def test_the_check_finds_a_write_the_store_lacks(pg_server, tmp_path: Path) -> None:
