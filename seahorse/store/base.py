@@ -181,7 +181,7 @@ class PhraseIndex(Protocol):
     def delete_edges(self, kind: str) -> int:
         ...
 
-    def delete_orphan_phrases(self) -> int:
+    def delete_orphan_phrases(self, among: Sequence[int] | None = None) -> int:
         ...
 
 

@@ -6,12 +6,13 @@ of synonym edges and orphan phrases. Mixed into :class:`~seahorse.store.sqlite.S
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from .codec import _to_blobs, pack_ids
 from .dialect import SQLiteSQL, inserted_id
+from .inlists import _chunks, select_in
 
 
 class GraphWriteRows:
@@ -62,13 +63,26 @@ class GraphWriteRows:
     def delete_edges(self, kind: str) -> int:
         return self.db.execute("DELETE FROM edges WHERE kind=?", (kind,)).rowcount
 
-    def delete_orphan_phrases(self) -> int:
-        """Phrases are kept alive by context edges (to passages); drop those left with none."""
-        return self.db.execute(
-            "DELETE FROM nodes WHERE kind='phrase'"
-            " AND NOT EXISTS (SELECT 1 FROM edges WHERE src=nodes.id AND kind='context')"
-            " AND NOT EXISTS (SELECT 1 FROM edges WHERE dst=nodes.id AND kind='context')"
-        ).rowcount
+    def context_phrases(self, node_ids: Sequence[int]) -> list[int]:
+        """The nodes these nodes' context edges reach (their phrases): the only phrases their
+        removal can leave without one. Read before the removal (its cascade takes the edges)."""
+        ids = list(node_ids)
+        rows = select_in(self.db, "SELECT dst FROM edges WHERE kind='context' AND src IN ({in})", ids)
+        rows += select_in(self.db, "SELECT src FROM edges WHERE kind='context' AND dst IN ({in})", ids)
+        return sorted({r[0] for r in rows})
+
+    def delete_orphan_phrases(self, among: Sequence[int] | None = None) -> int:
+        """Phrases are kept alive by context edges (to passages); drop those left with none:
+        of ``among`` only (the phrases a removal touched: a document's delete then costs its
+        own phrases, not a pass over every phrase of the store), or of all (``optimize``)."""
+        orphan = (" AND NOT EXISTS (SELECT 1 FROM edges WHERE src=nodes.id AND kind='context')"
+                  " AND NOT EXISTS (SELECT 1 FROM edges WHERE dst=nodes.id AND kind='context')")
+        if among is None:
+            return self.db.execute("DELETE FROM nodes WHERE kind='phrase'" + orphan).rowcount
+        kind = self._sql.unindexed("kind")  # by id: SQLite would otherwise walk the kind index
+        return sum(self.db.execute(f"DELETE FROM nodes WHERE id IN ({','.join('?' * len(part))})"
+                                   f" AND {kind}='phrase'" + orphan, part).rowcount
+                   for part in _chunks(among))
 
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
         items = list(items)
