@@ -63,7 +63,7 @@ class DocumentRows:
         With ``keep_row`` the documents row (and so its id) stays, for an update in place."""
         passage_ids = [r[0] for r in self.db.execute(
             "SELECT id FROM nodes WHERE doc_id=?", (doc_id,))]
-        phrases = self.context_phrases(passage_ids)  # before the cascade takes their edges
+        phrases = self._context_phrases(passage_ids)  # before the cascade takes their edges
         self._sql.unindex_texts(self.db, passage_ids)
         if keep_row:
             self.db.execute("DELETE FROM nodes WHERE doc_id=?", (doc_id,))

@@ -63,7 +63,7 @@ class GraphWriteRows:
     def delete_edges(self, kind: str) -> int:
         return self.db.execute("DELETE FROM edges WHERE kind=?", (kind,)).rowcount
 
-    def context_phrases(self, node_ids: Sequence[int]) -> list[int]:
+    def _context_phrases(self, node_ids: Sequence[int]) -> list[int]:
         """The nodes these nodes' context edges reach (their phrases): the only phrases their
         removal can leave without one. Read before the removal (its cascade takes the edges)."""
         ids = list(node_ids)
