@@ -202,3 +202,23 @@ def test_a_store_copied_into_postgresql_gets_a_snapshot_the_next_server_reads(tm
         assert _hits(second) == got
     finally:
         second.close()
+
+
+def test_a_read_only_server_on_a_store_before_the_snapshot_table_searches(pg_url) -> None:
+    """A read-only server does not migrate: on a store written before migration 0016 there is
+    no ``graph_snapshots`` table, and it loads from the tables (it used to fail every search)."""
+    writer = _engine(pg_url)
+    try:
+        for k, text in enumerate(TEXTS[:3]):
+            writer.add_document(text, source=f"doc:{k}")
+        with writer.store.atomic():  # as a store from before 0016 is
+            writer.store.db.execute("DROP TABLE graph_snapshots")
+            writer.store.db.execute("DELETE FROM migrations WHERE name = '0016_graph_snapshots'")
+    finally:
+        writer.close()
+    reader = Engine(Settings(db_path=pg_url, embedder="hash"), read_only=True)
+    try:
+        assert reader.search("zram").hits
+        assert reader.stats()["graph_snapshot"]["snapshots"] == []
+    finally:
+        reader.close()

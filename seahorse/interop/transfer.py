@@ -19,6 +19,7 @@ def migrate(src: str | Path | DbUrl, dst: str | Path | DbUrl) -> dict:
     if str(src) == str(dst):
         raise InvalidInput("--from and --to name the same store; give another target", field="to")
     started = time.perf_counter()
+    index_min = load_settings().vector_index_min  # read first: a bad setting fails before the copy
     source = open_store(src, read_only=True, create=False)
     try:
         version = source.meta().get("schema_version")
@@ -41,7 +42,7 @@ def migrate(src: str | Path | DbUrl, dst: str | Path | DbUrl) -> dict:
                 target.set_meta(**meta)
                 target.finish_load()
             if getattr(target, "serves_vectors", False):  # PostgreSQL: pgvector's index, if due
-                target.vector_index_min = load_settings().vector_index_min  # type: ignore[attr-defined]
+                target.vector_index_min = index_min  # type: ignore[attr-defined]
             target.optimize()  # statistics for the planner
             counts = target.counts()
         finally:

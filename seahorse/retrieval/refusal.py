@@ -42,7 +42,9 @@ DENSE_VOUCH = 0.42
 # questions through): e5-enpt's absent questions' best cosines 0.761-0.859, answerable ones
 # 0.842-0.905 (2026-12-06, bench_code.py --split dev); at 0.855 the absent are refused as under
 # MiniLM and no answerable question in the top 3 is lost.
-DENSE_VOUCH_BY_MODEL = {"multilingual-e5-small-enpt-int8": 0.855}
+DENSE_VOUCH_BY_MODEL = {"multilingual-e5-small-enpt-int8": 0.855,
+                        # the same weights (not fitted for them)
+                        "multilingual-e5-small-int8": 0.855, "multilingual-e5-small-q4": 0.855}
 # ... or when one top hit holds this many of the question's own words (identifiers split,
 # stemmed): the words the repository has meet in one declaration, so the subject is there and
 # the missing word is the user's, not a missing subject. On the dev halves no absent question's

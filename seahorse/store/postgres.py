@@ -324,6 +324,8 @@ class PostgresStore(SQLiteStore):
                                  f"{sorted(unknown)}); upgrade with `pip install -U seahorse-rag-mcp`")
         if set(known) - done and not self.read_only:
             self._migrate_pg()
+        elif "graph_snapshots" not in tables:  # read-only, before migration 0016: no snapshots
+            self.keeps_graph_snapshots = False
 
     def _done(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT name FROM migrations")}
@@ -438,14 +440,26 @@ class PostgresStore(SQLiteStore):
             return False
         name = f"dense_vectors_hnsw_{dim}"
         started = time.perf_counter()
+        # A concurrent build waits for every older transaction on the table, which the
+        # session's lock_timeout would cut short (another server's long import): no timeout
+        # for it. Only an index left invalid by a failed build is dropped (a valid one may have
+        # just been finished by another process).
+        self.db.execute("SET lock_timeout = 0")
         try:
-            self.db.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")  # an invalid one
+            invalid = self.db.execute(
+                "SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = ? "
+                "AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid",
+                (name,)).fetchone()
+            if invalid:
+                self.db.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
             self.db.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON dense_vectors "
                             f"USING hnsw ((emb::vector({dim})) vector_ip_ops) "
                             f"WHERE vector_dims(emb) = {dim}")
         except SeahorseError as exc:
             log.warning("pgvector's HNSW index of %s not built (%s); searches scan exactly", self.url, exc)
             return False
+        finally:
+            self.db.execute(f"SET lock_timeout = '{int(BUSY_TIMEOUT_S * 1000)}ms'")
         log.info("pgvector's HNSW index of %d passage vectors built in %.1f s", count,
                  time.perf_counter() - started)
         self._index_seen = (float("-inf"), 0, False)
