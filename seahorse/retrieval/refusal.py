@@ -113,7 +113,7 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
     if limits is None or top is None:
         return None
     weak, doubtful, _strong = limits
-    missing = [t for t in terms if count(t) == 0 and not is_time_word(t)]
+    missing = [t for t in terms if count(t) == 0 and not not_a_subject(t)]
     detail = ({"words_judged": False} if few
               else {"missing": missing, "found": [t for t in terms if t not in missing]})
     if top < weak:
@@ -156,7 +156,7 @@ def judge_words(terms: list[str], top_dense: float | None, counts: Callable[[str
     for t in terms:
         n = counts(t)
         if n == 0:
-            if not is_time_word(t):
+            if not not_a_subject(t):
                 absent.append(t)
         elif n / total <= COMMON_SHARE:
             present.append(t)
@@ -193,7 +193,7 @@ def refusal_terms(query: str) -> list[str]:
     return [t for t in dict.fromkeys(words) if not set("_.-'\u2019") & set(t)]
 
 
-def is_time_word(term: str) -> bool:
+def not_a_subject(term: str) -> bool:  # absent, it does not refuse
     """A month, weekday, day number, ordinal or year (see TIME_WORDS), or a word that reports
     speech (REPORTING_WORDS): absent, neither is a missing subject."""
     return term in TIME_WORDS or term in REPORTING_WORDS or _TIME_NUMBER.fullmatch(term) is not None

@@ -14,8 +14,6 @@ questions 0-49, each against every passage of its 2k store)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 REFERENCE = "all-MiniLM-L6-v2-int8"
 # model -> (median cosine, mean best cosine) of dev questions against their store's passages
 MEASURED: dict[str, tuple[float, float]] = {
@@ -35,7 +33,4 @@ def on_reference(cos, model: str):
         return cos
     lo, hi = got
     ref_lo, ref_hi = MEASURED[REFERENCE]
-    slope = (ref_hi - ref_lo) / (hi - lo)
-    if isinstance(cos, np.ndarray):
-        return ref_lo + slope * (cos - lo)
-    return ref_lo + slope * (float(cos) - lo)
+    return ref_lo + (ref_hi - ref_lo) / (hi - lo) * (cos - lo)  # a number or an array alike
