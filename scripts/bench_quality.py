@@ -639,14 +639,15 @@ def run_docs(args, folder: Path, report: dict) -> None:
                                       "index_s": round(index_s, 1), "splits": {}}
     print(f"\n## docs: git 2.39's manual, {len(files)} files, {len(base.text)} passages "
           f"(fingerprint {fp}, index --dir path, ready in {index_s:.1f} s)")
-    print(f"{'method':<10} {'split':<5} {'single':>7} {'multi':>6} {'m/quote':>8} {'absent':>7} "
-          f"{'ans.ref':>8} {'p50 ms':>7}")
+    print(f"{'method':<10} {'split':<5} {'single':>7} {'s/page':>7} {'multi':>6} {'m/quote':>8} "
+          f"{'absent':>7} {'ans.ref':>8} {'p50 ms':>7}")
     for split in args.splits:
         qs = [q for q in questions if q["split"] == split]
         for method in args.methods:
             m = docs_method(eng, base, method, qs, rel)
             out["splits"].setdefault(split, {})[method] = m
-            print(f"{method:<10} {split:<5} {m['single_R@5']:7.3f} {m['multi_all@5']:6.3f} "
+            print(f"{method:<10} {split:<5} {m['single_R@5']:7.3f} {m['single_page@5']:7.3f} "
+                  f"{m['multi_all@5']:6.3f} "
                   f"{m['multi_R@5']:8.3f} "
                   + (f"{m['absent_refused']:7.3f} {m['answerable_refused']:>8} {m['p50_ms']:7.1f}"
                      if method == "seahorse" else ""))
@@ -654,9 +655,10 @@ def run_docs(args, folder: Path, report: dict) -> None:
 
 
 def docs_method(eng: Engine, base: PassageBaselines, method: str, qs: list[dict], rel) -> dict:
-    """R@5 of single-passage questions, all@5 and per-quote R@5 of multi-passage ones; for
-    Seahorse also refusal (absent questions refused, answerable ones refused) and p50 ms."""
-    single, multi_all, multi_each, times = [], [], [], []
+    """R@5 of single-passage questions (and page@5: a top-5 hit from a gold file, whichever
+    passage), all@5 and per-quote R@5 of multi-passage ones; for Seahorse also refusal (absent
+    questions refused, answerable ones refused) and p50 ms."""
+    single, page, multi_all, multi_each, times = [], [], [], [], []
     absent_refused = answerable_refused = 0
     for q in qs:
         if method == "seahorse":
@@ -677,11 +679,13 @@ def docs_method(eng: Engine, base: PassageBaselines, method: str, qs: list[dict]
         found = [group_found(g, hits) for g in docs_groups(q)]
         if q["kind"] == "single":
             single.append(float(found[0]))
+            page.append(float(any(rel == file for file, _quote in q["gold"] for rel, _text in hits)))
         else:
             multi_all.append(float(all(found)))
             multi_each.append(statistics.fmean(found))
     m = {"single": len(single), "multi": len(multi_all),
          "single_R@5": round(statistics.fmean(single), 3) if single else float("nan"),
+         "single_page@5": round(statistics.fmean(page), 3) if page else float("nan"),
          "multi_all@5": round(statistics.fmean(multi_all), 3) if multi_all else float("nan"),
          "multi_R@5": round(statistics.fmean(multi_each), 3) if multi_each else float("nan")}
     if method == "seahorse":
