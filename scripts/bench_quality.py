@@ -25,6 +25,14 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
   and false refusals of the answerable questions, on the MuSiQue and HotpotQA stores;
 * ``exact``: 300 generated notes, each holding one id-like token among common words; the note
   must be first when the token is asked for;
+* ``docs`` (not in the default list: it needs the corpus): git 2.39's manual as Debian ships it
+  (git-doc 1:2.39.5-0+deb12u3; scripts/rulers/fetch.sh downloads it with apt-get, checks its
+  sha256 and unpacks it with dpkg -x into ../benchdata/git-doc; ``--docs-dir`` points at the
+  folder of .txt files), indexed through ``Engine.index_dir`` as ``seahorse index --dir`` does,
+  asked scripts/rulers/docs_git.json: single-passage R@5, multi-passage all@5 and R@5 per gold
+  quote (a hit is gold when it comes from the named file and holds the quote), absent questions
+  refused and answerable ones refused, p50 ms; the baselines over the same passages. A missing
+  corpus stops the run with how to fetch it;
 * ``code``: scripts/bench_code.py (Flask, cobra, requests, mux, semver: hit@1, hit@5, MRR) in a
   subprocess, when its corpora are unpacked (scripts/rulers/fetch.sh; README "Code").
 
@@ -540,6 +548,155 @@ def run_exact(folder: Path, report: dict, n: int = 300) -> None:
     print(f"\n## exact tokens: the note holding the token first for {first} / {n}")
 
 
+# ----- documentation: git's manual ----------------------------------------------------------
+DOCS_QUESTIONS = HERE / "rulers" / "docs_git.json"
+DOCS_FETCH = ("scripts/rulers/fetch.sh unpacks it (apt-get download git-doc=1:2.39.5-0+deb12u3, "
+              "dpkg -x into benchdata/git-doc); pass --docs-dir to point at it")
+
+
+def normalise(text: str) -> str:
+    """How a quote and a passage are compared: whitespace runs are one space, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def group_found(group, hits: list[tuple[str, str]]) -> bool:
+    """One gold group (acceptable (file, quote) pairs) is found when a hit of that file
+    (path relative to the docs folder) holds the quote, whatever the chunking."""
+    return any(rel == file and normalise(quote) in normalise(text)
+               for file, quote in group for rel, text in hits)
+
+
+def docs_groups(q: dict) -> list:
+    """A question's gold as groups, all needed: a single-passage question has one."""
+    return [q["gold"]] if q["kind"] == "single" else q["gold"]
+
+
+def docs_corpus(docs_dir: Path) -> list[Path]:
+    """The manual's text files, or an error that says how to fetch them (never a silent skip)."""
+    files = sorted(docs_dir.rglob("*.txt")) if docs_dir.is_dir() else []
+    if not files:
+        raise SystemExit(f"docs ruler: no git manual (.txt files) under {docs_dir}: {DOCS_FETCH}")
+    return files
+
+
+def check_docs_questions(questions: list[dict], docs_dir: Path) -> None:
+    """Every quote must be in the file it names (normalised as hits are), or the ruler lies."""
+    bad = []
+    for q in questions:
+        for group in docs_groups(q) if q["kind"] != "absent" else []:
+            for file, quote in group:
+                path = docs_dir / file
+                if not path.is_file() or normalise(quote) not in normalise(path.read_text("utf-8")):
+                    bad.append(f"{q['id']}: {file}: {quote!r}")
+    if bad:
+        raise SystemExit("docs ruler: quotes not found in the corpus (another git-doc version?):\n  "
+                         + "\n  ".join(bad))
+
+
+class PassageBaselines(Baselines):
+    """The baselines over the store's passages themselves (ids are node ids), so they are
+    graded by the same quote test as Seahorse's hits."""
+
+    def __init__(self, eng: Engine) -> None:
+        self.eng = eng
+        index = eng.retrieval_index()
+        self.text = dict(eng.store.db.execute("SELECT id, text FROM nodes WHERE kind = 'passage'"))
+        self.source = dict(eng.store.db.execute("SELECT n.id, d.source FROM nodes n JOIN documents d "
+                                                "ON d.id = n.doc_id WHERE n.kind = 'passage'"))
+        self.src = {i: i for i in self.text}
+        self.row_id = [int(index.graph.node_ids[v]) for v in index.passage_idx]
+        self.vecs = index.passage_vecs
+        self.ids = list(self.text)
+        self._bm25 = None
+
+    def bm25(self, question: str, k: int) -> list[int]:
+        if self._bm25 is None:  # built when asked for: bm25s is the bench extra's
+            self._bm25 = BM25s([self.text[i] for i in self.ids])
+        return super().bm25(question, k)
+
+
+def run_docs(args, folder: Path, report: dict) -> None:
+    docs_dir = args.docs_dir.resolve()
+    files = docs_corpus(docs_dir)
+    questions = json.loads(DOCS_QUESTIONS.read_text())["questions"]
+    check_docs_questions(questions, docs_dir)
+    fp = benchlib.fingerprint(files)
+    db = (args.db_dir or folder) / f"docs-git-{fp}.db"
+    t0 = time.perf_counter()
+    eng = Engine(load_settings(db_path=db, **KW))
+    if not (args.db_dir is not None and db.exists() and eng.store.text_units()):
+        eng.index_dir(docs_dir)  # what `seahorse index --dir` calls
+    eng.retrieval_index()
+    index_s = time.perf_counter() - t0
+    base = PassageBaselines(eng)
+
+    def rel(source: str) -> str:
+        with contextlib.suppress(ValueError):
+            return Path(source).relative_to(docs_dir).as_posix()
+        return source
+
+    out = report["rulers"]["docs"] = {"fingerprint": fp, "files": len(files), "passages": len(base.text),
+                                      "index_s": round(index_s, 1), "splits": {}}
+    print(f"\n## docs: git 2.39's manual, {len(files)} files, {len(base.text)} passages "
+          f"(fingerprint {fp}, index --dir path, ready in {index_s:.1f} s)")
+    print(f"{'method':<10} {'split':<5} {'single':>7} {'s/page':>7} {'multi':>6} {'m/quote':>8} "
+          f"{'absent':>7} {'ans.ref':>8} {'p50 ms':>7}")
+    for split in args.splits:
+        qs = [q for q in questions if q["split"] == split]
+        for method in args.methods:
+            m = docs_method(eng, base, method, qs, rel)
+            out["splits"].setdefault(split, {})[method] = m
+            print(f"{method:<10} {split:<5} {m['single_R@5']:7.3f} {m['single_page@5']:7.3f} "
+                  f"{m['multi_all@5']:6.3f} "
+                  f"{m['multi_R@5']:8.3f} "
+                  + (f"{m['absent_refused']:7.3f} {m['answerable_refused']:>8} {m['p50_ms']:7.1f}"
+                     if method == "seahorse" else ""))
+    eng.close()
+
+
+def docs_method(eng: Engine, base: PassageBaselines, method: str, qs: list[dict], rel) -> dict:
+    """R@5 of single-passage questions (and page@5: a top-5 hit from a gold file, whichever
+    passage), all@5 and per-quote R@5 of multi-passage ones; for Seahorse also refusal (absent
+    questions refused, answerable ones refused) and p50 ms."""
+    single, page, multi_all, multi_each, times = [], [], [], [], []
+    absent_refused = answerable_refused = 0
+    for q in qs:
+        if method == "seahorse":
+            if q["kind"] != "absent":
+                t = time.perf_counter()
+                res = eng.search(q["question"], top_k=5, refuse=False)
+                times.append((time.perf_counter() - t) * 1e3)
+                hits = [(rel(h.source), h.text) for h in res.hits[:5]]
+            refused = not eng.search(q["question"], top_k=5).hits
+            if q["kind"] == "absent":
+                absent_refused += refused
+                continue
+            answerable_refused += refused
+        elif q["kind"] == "absent":
+            continue
+        else:
+            hits = [(rel(base.source[i]), base.text[i]) for i in getattr(base, method)(q["question"], 5)]
+        found = [group_found(g, hits) for g in docs_groups(q)]
+        if q["kind"] == "single":
+            single.append(float(found[0]))
+            page.append(float(any(rel == file for file, _quote in q["gold"] for rel, _text in hits)))
+        else:
+            multi_all.append(float(all(found)))
+            multi_each.append(statistics.fmean(found))
+    m = {"single": len(single), "multi": len(multi_all),
+         "single_R@5": round(statistics.fmean(single), 3) if single else float("nan"),
+         "single_page@5": round(statistics.fmean(page), 3) if page else float("nan"),
+         "multi_all@5": round(statistics.fmean(multi_all), 3) if multi_all else float("nan"),
+         "multi_R@5": round(statistics.fmean(multi_each), 3) if multi_each else float("nan")}
+    if method == "seahorse":
+        n_absent = sum(q["kind"] == "absent" for q in qs)
+        m.update({"absent": n_absent,
+                  "absent_refused": round(absent_refused / n_absent, 3) if n_absent else float("nan"),
+                  "answerable_refused": answerable_refused,
+                  "p50_ms": round(benchlib.percentile(times[3:], 50), 2)})
+    return m
+
+
 # ----- code ------------------------------------------------------------------------------------
 def run_code(args, report: dict) -> None:
     data = args.code_data
@@ -570,11 +727,14 @@ def main() -> None:
     ap.add_argument("--code-data", type=Path, default=HERE.parent.parent / "benchdata")
     ap.add_argument("--scale-dir", type=Path, default=HERE.parent.parent / "benchdata" / "scale" / "corpora",
                     help="scripts/build_scale_corpus.py's corpora (rulers scale10k, scale100k)")
+    ap.add_argument("--docs-dir", type=Path,
+                    default=HERE.parent.parent / "benchdata" / "git-doc" / "usr/share/doc/git-doc",
+                    help="git 2.39's manual as Debian ships it (ruler docs; scripts/rulers/fetch.sh)")
     ap.add_argument("--code-db-dir", type=Path, help="keep code stores here (re-runs are incremental)")
     ap.add_argument("--splits", default="dev", help="dev, test or dev,test (test: report only)")
     ap.add_argument("--rulers", default="tiny,musique,hotpotqa,locomo,absent,exact,code")
     ap.add_argument("--via", choices=("api", "files"), default="api")
-    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "seahorse-bench",
+    ap.add_argument("--cache", default=str(Path.home() / ".cache" / "seahorse-bench"),
                     help="embedding cache folder ('' = no cache)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a retrieval setting, e.g. passage_prior=0.1 (dev only)")
@@ -598,7 +758,7 @@ def main() -> None:
         KW[k] = config_module._ENV[k][1](v) if k in config_module._ENV else type(default)(v)
     if KW.get("embedder", embed_mod.AUTO) == embed_mod.AUTO:  # a new store's tier, said outright:
         KW["embedder"] = embed_mod.DEFAULT_TIER  # a kept store of another tier is refused, not mixed
-    cache = install_cache(Path(args.cache) if str(args.cache) else None)
+    cache = install_cache(Path(args.cache) if args.cache else None)
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "-C", str(HERE.parent), "status", "--porcelain", "seahorse"],
@@ -627,6 +787,8 @@ def main() -> None:
                 run_locomo(args, folder, report, ruler)
         if "exact" in args.rulers:
             run_exact(folder, report)
+        if "docs" in args.rulers:
+            run_docs(args, folder, report)
     if "code" in args.rulers:
         run_code(args, report)
     hits = sum(e.hits for e in cache["embedders"])
