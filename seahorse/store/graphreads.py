@@ -12,6 +12,9 @@ import numpy as np
 
 from ..errors import StorageError
 from .inlists import select_in
+from .migrations import EDGE_KINDS
+
+KIND_NAMES = dict(enumerate(EDGE_KINDS))  # fixed by migration 0017
 
 # Change-log entries kept: a few large writes' worth (an indexed passage logs ~20). A reader
 # further behind than this reloads its search state, which such a change would cost anyway.
@@ -56,13 +59,16 @@ class GraphReads:
     def load_nodes(self) -> list[tuple[int, str, int | None]]:
         return self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id").fetchall()
 
-    def _edge_kind_names(self) -> dict[int, str]:
-        """The name of each edge kind's code (``edge_kinds``, migration 0017): read with the
-        edges it names, never cached (another process may add a kind)."""
+    def _edge_kind_names(self, codes: set[int]) -> dict[int, str]:
+        """The names of the edge kinds ``codes`` (``edge_kinds``, migration 0017): those that
+        migration named are fixed; the table is read (never cached: another process may add
+        a kind) only for another code."""
+        if codes <= KIND_NAMES.keys():
+            return KIND_NAMES
         return dict(self.db.execute("SELECT code, name FROM edge_kinds").fetchall())
 
     def _named(self, rows: list[tuple[int, int, int, float]]) -> list[tuple[int, int, str, float]]:
-        names = self._edge_kind_names()
+        names = self._edge_kind_names({r[2] for r in rows})
         return [(a, b, names[k], w) for a, b, k, w in rows]
 
     def load_edges(self) -> list[tuple[int, int, str, float]]:

@@ -15,7 +15,8 @@ from .dialect import SQLiteSQL, inserted_id
 from .inlists import _chunks, select_in
 from .migrations import EDGE_KINDS
 
-CONTEXT = EDGE_KINDS.index("context")  # the code of a context edge (fixed by migration 0017)
+KIND_CODES = {name: code for code, name in enumerate(EDGE_KINDS)}  # fixed by migration 0017
+CONTEXT = KIND_CODES["context"]
 
 
 class GraphWriteRows:
@@ -47,12 +48,15 @@ class GraphWriteRows:
         return ids, created
 
     def _edge_codes(self, kinds: Iterable[str]) -> dict[str, int]:
-        """The code each edge kind is stored as (``edge_kinds``, migration 0017); a kind never
-        written before gets the next free code. Read inside the write's transaction, never
-        cached: a rolled-back write leaves no code behind that the table lacks."""
-        wanted = sorted(set(kinds))
-        codes = dict(select_in(self.db, "SELECT name, code FROM edge_kinds WHERE name IN ({in})", wanted))
-        for kind in wanted:
+        """The code each edge kind is stored as (``edge_kinds``, migration 0017): fixed for the
+        kinds that migration named (no query), read from the table for any other, and a kind
+        never written before gets the next free code. Read inside the write's transaction,
+        never cached: a rolled-back write leaves no code behind that the table lacks."""
+        wanted = set(kinds)
+        codes = {k: KIND_CODES[k] for k in wanted if k in KIND_CODES}
+        rest = sorted(wanted - codes.keys())
+        codes.update(select_in(self.db, "SELECT name, code FROM edge_kinds WHERE name IN ({in})", rest))
+        for kind in rest:
             if kind not in codes:
                 codes[kind] = inserted_id(self.db.execute(
                     "INSERT INTO edge_kinds(code, name) SELECT coalesce(max(code), -1) + 1, CAST(? AS TEXT) "

@@ -676,8 +676,9 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
 
     def counts(self) -> dict[str, object]:
         nodes = dict(self.db.execute("SELECT kind, count(*) FROM nodes GROUP BY kind"))
-        names = self._edge_kind_names()
-        edges = {names[k]: n for k, n in self.db.execute("SELECT kind, count(*) FROM edges GROUP BY kind")}
+        rows = self.db.execute("SELECT kind, count(*) FROM edges GROUP BY kind").fetchall()
+        names = self._edge_kind_names({k for k, _n in rows})
+        edges = {names[k]: n for k, n in rows}
         docs = self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
         facts = self.db.execute("SELECT count(*) FROM facts").fetchone()[0]
         return {"documents": docs, "nodes": nodes, "edges": edges, "facts": facts}
