@@ -231,6 +231,21 @@ def test_migration_0017_stores_edge_kinds_as_codes_and_reads_the_words_back(
         store.close()
 
 
+def test_a_store_from_before_0017_opened_read_only_reads_its_edge_kinds(backend: str) -> None:
+    """A reader never migrates: on a store whose edges still hold their kinds' words, the
+    edges, their counts and the kinds between nodes read as they did."""
+    before = _old_edge_store(backend)
+    store = open_store(backend, read_only=True)
+    try:
+        assert sorted(store.load_edges()) == before
+        assert store.counts()["edges"] == {"context": 3, "synonym": 1, "turn": 1, "calls": 1, "legacy": 1}
+        assert sorted(store.edges_since(0)) == before
+        p1 = before[0][0]
+        assert store.edge_kinds([p1, p1 + 1]) == {(p1, p1 + 1): "turn"}
+    finally:
+        store.close()
+
+
 def test_migrate_copies_each_edge_kind_with_its_code(tmp_path: Path, pg_url: str) -> None:
     """`seahorse migrate` copies ``edge_kinds`` with the edges: a kind the source gave a code
     of its own (one written after its migration) reads back by its word in the copy."""

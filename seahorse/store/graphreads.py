@@ -59,12 +59,15 @@ class GraphReads:
     def load_nodes(self) -> list[tuple[int, str, int | None]]:
         return self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id").fetchall()
 
-    def _edge_kind_names(self, codes: set[int]) -> dict[int, str]:
+    def _edge_kind_names(self, codes: set) -> dict:
         """The names of the edge kinds ``codes`` (``edge_kinds``, migration 0017): those that
         migration named are fixed; the table is read (never cached: another process may add
-        a kind) only for another code."""
+        a kind) only for another code. A store from before 0017 opened read-only (never
+        migrated) stores the words themselves, which name themselves."""
         if codes <= KIND_NAMES.keys():
             return KIND_NAMES
+        if all(isinstance(c, str) for c in codes):
+            return {c: c for c in codes}
         return dict(self.db.execute("SELECT code, name FROM edge_kinds").fetchall())
 
     def _named(self, rows: list[tuple[int, int, int, float]]) -> list[tuple[int, int, str, float]]:
