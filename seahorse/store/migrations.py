@@ -556,9 +556,9 @@ EDGE_KINDS_0017 = (
 
 def copy_coded_edges(execute: Callable[..., Any]) -> int:
     """Migration 0017's copy of every edge into ``edges_coded`` with its kind's code, in key
-    order, ~20 blocks of source ids, with lines of progress on a store of EDGE_PROGRESS_MIN
-    edges or more. ``execute(sql, params)`` runs a statement (``?``
-    placeholders) and returns its cursor. Returns how many edges were copied."""
+    order, in ~20 blocks of source ids, with lines of progress on a store of EDGE_PROGRESS_MIN
+    edges or more. ``execute(sql, params)`` runs a statement (``?`` placeholders) and returns
+    its cursor. Returns how many edges were copied."""
     total = execute("SELECT count(*) FROM edges").fetchone()[0]
     top = execute("SELECT coalesce(max(src), 0) FROM edges").fetchone()[0]
     say = total >= EDGE_PROGRESS_MIN
@@ -595,7 +595,6 @@ def _m0017_edge_kinds(db: sqlite3.Connection) -> None:
     _run_script(db, EDGE_KINDS_0017 + _EDGES_0017)
     copy_coded_edges(db.execute)
     _run_script(db, _EDGES_0017_AFTER)
-
 
 
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [

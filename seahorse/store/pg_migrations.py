@@ -412,7 +412,7 @@ CREATE TABLE graph_snapshots(
 # codes and their copy are the SQLite twin's (``EDGE_KINDS_0017``, ``copy_coded_edges``, run by
 # PostgresStore._migrate_pg between this script and M0017_AFTER, with its lines of progress).
 # The table is built without its key, which is added after the copy; the triggers of the old
-# table go with it and ``log_edge`` is attached to the new one.
+# table go with it and ``log_edge`` is attached to the new one. ``nodes_doc`` becomes partial.
 _M0017 = """
 CREATE TABLE edge_kinds(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 """ + EDGE_KINDS_0017 + """
