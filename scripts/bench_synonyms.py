@@ -54,7 +54,8 @@ def read(path: Path, n: int) -> list[tuple[str, str, str | None, None]]:
 
 
 def edges(eng: Engine) -> dict[tuple[int, int], float]:
-    rows = eng.store.db.execute("SELECT src, dst, weight FROM edges WHERE kind='synonym'").fetchall()
+    rows = eng.store.db.execute("SELECT src, dst, weight FROM edges WHERE kind="
+                                "(SELECT code FROM edge_kinds WHERE name='synonym')").fetchall()
     return {(min(a, b), max(a, b)): float(w) for a, b, w in rows}
 
 

@@ -219,7 +219,8 @@ def test_optimize_graph_threshold(cli) -> None:
     assert high["threshold"] == 0.7 and high["synonym_edges_removed"] == low["synonym_edges_added"]
     db = sqlite3.connect(str(cli.db))
     try:
-        weights = [r[0] for r in db.execute("SELECT weight FROM edges WHERE kind='synonym'")]
+        weights = [r[0] for r in db.execute("SELECT weight FROM edges WHERE kind="
+                                            "(SELECT code FROM edge_kinds WHERE name='synonym')")]
         assert len(weights) == high["synonym_edges_added"] and min(weights) >= 0.7
     finally:
         db.close()

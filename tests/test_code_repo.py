@@ -249,7 +249,8 @@ def canonical(db_path: Path, repo_root: Path) -> dict:
             "SELECT path, qualname, kind, start_line, end_line, signature, doc, parent FROM symbols"))
         # Graph edges are undirected (stored by row-id order): compare the pair unordered.
         edges = sorted((*sorted([key.get(s, ("?", s)), key.get(d, ("?", d))]), k, w)
-                       for s, d, k, w in db.execute("SELECT src, dst, kind, weight FROM edges")
+                       for s, d, k, w in db.execute("SELECT e.src, e.dst, k.name, e.weight FROM edges e "
+                                                   "JOIN edge_kinds k ON k.code = e.kind")
                        if k != "synonym")
         links = sorted((key[s], key[d], k) for s, d, k in db.execute("SELECT src, dst, kind FROM code_links"))
         refs = sorted((key[n], name, kind, line, sc, rc) for n, name, kind, line, sc, rc in db.execute(

@@ -14,7 +14,8 @@ def _turn_edges(eng: Engine) -> set[tuple[str, str]]:
     rows = eng.store.db.execute(
         "SELECT da.source, db.source FROM edges e JOIN nodes a ON a.id = e.src"
         " JOIN nodes b ON b.id = e.dst JOIN documents da ON da.id = a.doc_id"
-        " JOIN documents db ON db.id = b.doc_id WHERE e.kind = 'turn'").fetchall()
+        " JOIN documents db ON db.id = b.doc_id WHERE e.kind = "
+        "(SELECT code FROM edge_kinds WHERE name='turn')").fetchall()
     return {tuple(sorted((x.rsplit("#", 1)[-1], y.rsplit("#", 1)[-1]))) for x, y in rows}
 
 
@@ -31,7 +32,8 @@ def test_consecutive_turns_of_a_session_are_linked(engine: Engine) -> None:
     assert _turn_edges(engine) == {("a1", "a2"), ("a2", "a3")}  # none across sessions
     engine.add_conversation(TURNS, conversation="chat")  # unchanged: nothing added twice
     assert _turn_edges(engine) == {("a1", "a2"), ("a2", "a3")}
-    weights = {w for (w,) in engine.store.db.execute("SELECT weight FROM edges WHERE kind = 'turn'")}
+    weights = {w for (w,) in engine.store.db.execute("SELECT weight FROM edges WHERE kind = "
+                                                     "(SELECT code FROM edge_kinds WHERE name='turn')")}
     assert weights == {1.0}
 
 

@@ -28,7 +28,8 @@ def _consistent(db: Path) -> dict:
         assert vectors == passages
         orphans = con.execute(
             "SELECT count(*) FROM nodes p WHERE kind='phrase' AND NOT EXISTS (SELECT 1 FROM edges"
-            " WHERE kind='context' AND (src=p.id OR dst=p.id))").fetchone()[0]
+            " WHERE kind="
+            "(SELECT code FROM edge_kinds WHERE name='context') AND (src=p.id OR dst=p.id))").fetchone()[0]
         assert orphans == 0
         return {"documents": len(docs), "passages": passages}
     finally:

@@ -28,7 +28,8 @@ def assert_consistent(engine: Engine) -> None:
     """Invariants every write must keep: nothing orphaned, nothing duplicated."""
     # Every phrase is kept alive by a context edge to a passage.
     assert _q(engine, "SELECT id, key FROM nodes p WHERE kind='phrase' AND NOT EXISTS ("
-                      "SELECT 1 FROM edges e WHERE e.kind='context' AND (e.src=p.id OR e.dst=p.id))"
+                      "SELECT 1 FROM edges e WHERE e.kind="
+                      "(SELECT code FROM edge_kinds WHERE name='context') AND (e.src=p.id OR e.dst=p.id))"
               ) == []
     # Every passage has exactly one FTS row and one dense vector, and vice versa.
     passages = {r[0] for r in _q(engine, "SELECT id FROM nodes WHERE kind='passage'")}
@@ -42,8 +43,10 @@ def assert_consistent(engine: Engine) -> None:
     for pid, in _q(engine, "SELECT passage_id FROM facts"):
         assert pid in passages
     # An unordered node pair has at most one synonym edge.
-    assert _q(engine, "SELECT src, dst, count(*) FROM edges WHERE src > dst OR (kind='synonym' "
-                      "AND EXISTS (SELECT 1 FROM edges o WHERE o.kind='synonym' AND o.src=edges.dst "
+    assert _q(engine, "SELECT src, dst, count(*) FROM edges WHERE src > dst OR (kind="
+                      "(SELECT code FROM edge_kinds WHERE name='synonym') "
+                      "AND EXISTS (SELECT 1 FROM edges o WHERE o.kind="
+                      "(SELECT code FROM edge_kinds WHERE name='synonym') AND o.src=edges.dst "
                       "AND o.dst=edges.src)) GROUP BY 1, 2") == []
     if not isinstance(engine.store, PostgresStore):  # PostgreSQL enforces foreign keys always
         assert _q(engine, "PRAGMA foreign_key_check") == []
@@ -162,7 +165,8 @@ def test_delete_removes_only_what_the_document_owned(backend_engine: Engine) -> 
                           source="doc:b")
     keys_a = {r[0] for r in _q(engine, "SELECT key FROM nodes WHERE kind='phrase' AND id IN "
                                        "(SELECT dst FROM edges WHERE src IN (SELECT id FROM "
-                                       "nodes WHERE doc_id=?) AND kind='context')", a.doc_id)}
+                                       "nodes WHERE doc_id=?) AND kind="
+                                       "(SELECT code FROM edge_kinds WHERE name='context'))", a.doc_id)}
     assert {"raspberry pi 5", "zram"} <= keys_a
     pa = [r[0] for r in _q(engine, "SELECT id FROM nodes WHERE doc_id=?", a.doc_id)]
     before_b = _q(engine, "SELECT id, text FROM nodes WHERE doc_id=?", b.doc_id)
@@ -189,7 +193,8 @@ def test_one_phrase_node_for_all_spellings(engine: Engine, pi_sentences) -> None
         engine.add_document(text)
     rows = _q(engine, "SELECT id FROM nodes WHERE kind='phrase' AND key='raspberry pi 5'")
     assert len(rows) == 1
-    assert _one(engine, "SELECT count(*) FROM edges WHERE kind='context' AND (src=? OR dst=?)",
+    assert _one(engine, "SELECT count(*) FROM edges WHERE kind="
+                        "(SELECT code FROM edge_kinds WHERE name='context') AND (src=? OR dst=?)",
                 rows[0][0], rows[0][0]) == 3
     assert_consistent(engine)
 
@@ -237,7 +242,8 @@ def test_two_engines_on_one_file_see_each_others_writes(backend: str) -> None:
 
 # ----- synonyms and optimize_graph ---------------------------------------------------------
 def _synonym_weights(engine: Engine) -> list[float]:
-    return [r[0] for r in _q(engine, "SELECT weight FROM edges WHERE kind='synonym'")]
+    return [r[0] for r in _q(engine, "SELECT weight FROM edges WHERE kind="
+                                     "(SELECT code FROM edge_kinds WHERE name='synonym')")]
 
 
 def test_optimize_graph_honours_the_threshold(backend_engine: Engine) -> None:

@@ -111,4 +111,5 @@ def test_a_delete_drops_the_phrases_only_it_used(backend: str) -> None:
         assert not any("lovelace" in p for p in after), after  # used by the two removed only
         assert eng.store.db.execute(
             "SELECT count(*) FROM nodes p WHERE kind='phrase' AND NOT EXISTS (SELECT 1 FROM edges e "
-            "WHERE e.kind='context' AND (e.src=p.id OR e.dst=p.id))").fetchone()[0] == 0
+            "WHERE e.kind=(SELECT code FROM edge_kinds WHERE name='context') "
+            "AND (e.src=p.id OR e.dst=p.id))").fetchone()[0] == 0

@@ -170,7 +170,7 @@ def _as_schema_6(db: Path) -> None:
 
 def _synonyms(eng: Engine) -> dict[tuple[int, int], float]:
     return {(a, b): round(w, 4) for a, b, w in eng.store.db.execute(
-        "SELECT src, dst, weight FROM edges WHERE kind='synonym'")}
+        "SELECT src, dst, weight FROM edges WHERE kind=(SELECT code FROM edge_kinds WHERE name='synonym')")}
 
 
 def test_a_schema_6_store_migrates_to_the_compact_one(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ def _turn_edges(eng: Engine) -> set[tuple[str, str]]:
     rows = eng.store.db.execute(
         "SELECT da.source, db.source FROM edges e JOIN nodes a ON a.id = e.src"
         " JOIN nodes b ON b.id = e.dst JOIN documents da ON da.id = a.doc_id"
-        " JOIN documents db ON db.id = b.doc_id WHERE e.kind = 'turn'").fetchall()
+        " JOIN documents db ON db.id = b.doc_id WHERE e.kind = "
+        "(SELECT code FROM edge_kinds WHERE name='turn')").fetchall()
     return {tuple(sorted((x, y))) for x, y in rows}
 
 

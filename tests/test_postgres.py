@@ -76,7 +76,8 @@ def test_each_backend_speaks_its_own_sql_and_keeps_one_row_per_key(backend: str)
             store.code.add_code_links([((p1, p2, "calls"), 1.0), ((p1, p2, "calls"), 1.0)])
         store.save_session("s", {p1: 1.0}, 1, 60.0)
         store.save_session("s", {p2: 2.0}, 2, 60.0)
-        assert store.db.execute("SELECT weight FROM edges WHERE kind = 'synonym'").fetchall() == [(0.75,)]
+        assert store.db.execute("SELECT weight FROM edges WHERE kind = "
+                                "(SELECT code FROM edge_kinds WHERE name='synonym')").fetchall() == [(0.75,)]
         ids, vecs = store.load_vectors("dense", 8, ids=[p1])
         assert list(ids) == [p1] and (vecs < 0).all()
         assert store.db.execute("SELECT cell FROM phrase_features").fetchall() == [(7,)]
@@ -137,6 +138,135 @@ def test_migration_0014_keeps_each_sentence_as_its_span_and_packs_phrase_ids(bac
         assert store.duplicate_of(norm_hash(passage.upper()), "b.md")[0] == doc  # 64-bit, indexed
     finally:
         store.close()
+
+
+_OLD_EDGES = {  # the edges table before migration 0017 (kind as its word), its index and triggers
+    "sqlite": ["CREATE TABLE edges(src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE, dst "
+               "INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE, kind TEXT NOT NULL, weight REAL "
+               "NOT NULL, PRIMARY KEY(src, dst, kind)) WITHOUT ROWID",
+               *[f"CREATE TRIGGER log_edge_{op.lower()} AFTER {op} ON edges BEGIN "
+                 f"INSERT INTO changes(op, a, b) VALUES ('edge', {row}.src, {row}.dst); END"
+                 for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))]],
+    "postgres": ["CREATE TABLE edges(src BIGINT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE, dst BIGINT "
+                 "NOT NULL REFERENCES nodes(id) ON DELETE CASCADE, kind TEXT NOT NULL, weight DOUBLE "
+                 "PRECISION NOT NULL, PRIMARY KEY(src, dst, kind))",
+                 "CREATE TRIGGER log_edge AFTER INSERT OR UPDATE OR DELETE ON edges FOR EACH ROW "
+                 "EXECUTE FUNCTION log_edge()"],
+}
+
+
+def _old_edge_store(backend: str) -> list[tuple]:
+    """A store as migration 0017 finds it: edges of five kinds (one, ``legacy``, no longer
+    written by anything) under their words, ``nodes_doc`` over every node. Its edges, sorted."""
+    store = open_store(backend)
+    kind = "postgres" if isinstance(store, PostgresStore) else "sqlite"
+    try:
+        with store.atomic():
+            doc = store.insert_document("a.md", "A", "h", None)
+            p1, p2 = store.add_passage(doc, 0, "first"), store.add_passage(doc, 1, "second")
+            ids, _new = store.upsert_phrases({"alpha": "Alpha", "beta": "Beta"})
+            a, b = ids["alpha"], ids["beta"]
+            edges = [(p1, a, "context", 1.0), (p1, b, "context", 1.0), (p2, b, "context", 2.0),
+                     (a, b, "synonym", 0.8125), (p1, p2, "turn", 0.5), (p2, a, "calls", 0.25),
+                     (p1, b, "legacy", 3.0)]
+            store.db.execute("DROP TABLE edges")
+            store.db.execute("DROP TABLE edge_kinds")
+            for sql in _OLD_EDGES[kind] + ["CREATE INDEX edges_dst ON edges(dst)", "DROP INDEX nodes_doc",
+                                           "CREATE INDEX nodes_doc ON nodes(doc_id)"]:
+                store.db.execute(sql)
+            store.db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)",
+                                 [(min(s, d), max(s, d), k, w) for s, d, k, w in edges])
+            store.db.execute("DELETE FROM migrations WHERE name = '0017_edge_kinds'")
+    finally:
+        store.close()
+    return sorted((min(s, d), max(s, d), k, w) for s, d, k, w in edges)
+
+
+def test_migration_0017_stores_edge_kinds_as_codes_and_reads_the_words_back(
+        backend: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store written before edge kind codes: on open every edge is copied under its kind's
+    code (a kind nothing writes any more gets the next free one), in one transaction that
+    logs no change (the graph is the same) and says its progress on a large store; the edges
+    read back with their words, the change log's triggers fire on the new table, a write of a
+    kind never seen gets a code, and one rolled back leaves none behind."""
+    import seahorse.store.migrations as migrations
+    before = _old_edge_store(backend)
+    store = open_store(backend, read_only=True)
+    try:
+        seq = store.change_seq()
+    finally:
+        store.close()
+    monkeypatch.setattr(migrations, "EDGE_PROGRESS_MIN", 1)  # this little store counts as large
+    with caplog.at_level("WARNING", logger="seahorse.store.migrations"):
+        store = open_store(backend)
+    try:
+        said = [r.getMessage() for r in caplog.records if "0017_edge_kinds" in r.getMessage()]
+        assert said[0].endswith("7 edges to copy, once") and "7 of 7 edges copied" in said[-1], said
+        assert sorted(store.load_edges()) == before
+        assert store.counts()["edges"] == {"context": 3, "synonym": 1, "turn": 1, "calls": 1, "legacy": 1}
+        assert store.change_seq() == seq  # the copy logged nothing
+        codes = dict(store.db.execute("SELECT name, code FROM edge_kinds").fetchall())
+        assert codes["context"] == 0 and codes["synonym"] == 1 and codes["legacy"] == 10
+        assert {type(k) for (k,) in store.db.execute("SELECT kind FROM edges").fetchall()} == {int}
+        pg = isinstance(store, PostgresStore)
+        index = store.db.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'nodes_doc'" if pg
+                                 else "SELECT sql FROM sqlite_master WHERE name = 'nodes_doc'").fetchone()[0]
+        assert "WHERE" in index and "doc_id IS NOT NULL" in index, index
+        p1, p2 = before[0][0], before[0][0] + 1
+        with store.atomic():
+            store.put_edges("brand-new", [(p2, p1, 0.5)])
+        assert store.change_seq() > seq  # the triggers are on the new table
+        assert (p1, p2, "brand-new", 0.5) in store.load_edges()
+        assert store.db.execute("SELECT code FROM edge_kinds WHERE name = 'brand-new'").fetchone()[0] == 11
+        with pytest.raises(RuntimeError), store.atomic():
+            store.add_edges([(p1, p2, "undone", 1.0)])
+            raise RuntimeError("rolled back")
+        with store.atomic():
+            store.add_edges([(p1, p2, "kept", 1.0)])
+        assert store.db.execute("SELECT name FROM edge_kinds WHERE code = 12").fetchone()[0] == "kept"
+        assert store.delete_edges("synonym") == 1
+        assert {k for _s, _d, k, _w in store.load_edges()} == {"context", "turn", "calls", "legacy",
+                                                                  "brand-new", "kept"}
+    finally:
+        store.close()
+
+
+def test_a_store_from_before_0017_opened_read_only_reads_its_edge_kinds(backend: str) -> None:
+    """A reader never migrates: on a store whose edges still hold their kinds' words, the
+    edges, their counts and the kinds between nodes read as they did."""
+    before = _old_edge_store(backend)
+    store = open_store(backend, read_only=True)
+    try:
+        assert sorted(store.load_edges()) == before
+        assert store.counts()["edges"] == {"context": 3, "synonym": 1, "turn": 1, "calls": 1, "legacy": 1}
+        assert sorted(store.edges_since(0)) == before
+        p1 = before[0][0]
+        assert store.edge_kinds([p1, p1 + 1]) == {(p1, p1 + 1): "turn"}
+    finally:
+        store.close()
+
+
+def test_migrate_copies_each_edge_kind_with_its_code(tmp_path: Path, pg_url: str) -> None:
+    """`seahorse migrate` copies ``edge_kinds`` with the edges: a kind the source gave a code
+    of its own (one written after its migration) reads back by its word in the copy."""
+    from seahorse.interop.transfer import migrate
+    src = str(tmp_path / "kg.db")
+    store = open_store(src)
+    try:
+        with store.atomic():
+            doc = store.insert_document("a.md", "A", "h", None)
+            p1, p2 = store.add_passage(doc, 0, "first"), store.add_passage(doc, 1, "second")
+            store.put_edges("brand-new", [(p1, p2, 0.5)])
+            store.put_edges("synonym", [(p1, p2, 0.75)])
+        want = sorted(store.load_edges())
+    finally:
+        store.close()
+    migrate(src, pg_url)
+    target = open_store(pg_url)
+    try:
+        assert sorted(target.load_edges()) == want
+    finally:
+        target.close()
 
 
 def _cli(cwd: Path, db: str, *args: str, block_psycopg: bool = False) -> subprocess.CompletedProcess:

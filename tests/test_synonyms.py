@@ -111,7 +111,8 @@ def _texts(n: int) -> list[str]:
 def _edges(engine: Engine) -> dict[tuple[int, int], float]:
     db = engine.store.db
     return {(min(a, b), max(a, b)): w for a, b, w in
-            db.execute("SELECT src, dst, weight FROM edges WHERE kind='synonym'").fetchall()}
+            db.execute("SELECT src, dst, weight FROM edges WHERE kind="
+                       "(SELECT code FROM edge_kinds WHERE name='synonym')").fetchall()}
 
 
 @pytest.fixture

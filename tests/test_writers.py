@@ -514,7 +514,8 @@ def _rows(db: Path) -> dict:
             "passages": "SELECT d.source, n.text FROM nodes n JOIN documents d ON d.id = n.doc_id "
                         "WHERE n.kind = 'passage' ORDER BY 1, 2",
             "phrases": "SELECT key FROM nodes WHERE kind = 'phrase' ORDER BY key",
-            "context": "SELECT count(*), sum(weight) FROM edges WHERE kind = 'context'",
+            "context": "SELECT count(*), sum(weight) FROM edges WHERE kind = "
+                       "(SELECT code FROM edge_kinds WHERE name='context')",
             "facts": "SELECT count(*) FROM facts",
             "fts": "SELECT count(*) FROM passages_fts",
             "vectors": "SELECT count(*) FROM vectors"}.items()}

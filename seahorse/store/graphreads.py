@@ -12,6 +12,9 @@ import numpy as np
 
 from ..errors import StorageError
 from .inlists import select_in
+from .migrations import EDGE_KINDS
+
+KIND_NAMES = dict(enumerate(EDGE_KINDS))  # fixed by migration 0017
 
 # Change-log entries kept: a few large writes' worth (an indexed passage logs ~20). A reader
 # further behind than this reloads its search state, which such a change would cost anyway.
@@ -56,8 +59,23 @@ class GraphReads:
     def load_nodes(self) -> list[tuple[int, str, int | None]]:
         return self.db.execute("SELECT id, kind, doc_id FROM nodes ORDER BY id").fetchall()
 
+    def _edge_kind_names(self, codes: set) -> dict:
+        """The names of the edge kinds ``codes`` (``edge_kinds``, migration 0017): those that
+        migration named are fixed; the table is read (never cached: another process may add
+        a kind) only for another code. A store from before 0017 opened read-only (never
+        migrated) stores the words themselves, which name themselves."""
+        if codes <= KIND_NAMES.keys():
+            return KIND_NAMES
+        if all(isinstance(c, str) for c in codes):
+            return {c: c for c in codes}
+        return dict(self.db.execute("SELECT code, name FROM edge_kinds").fetchall())
+
+    def _named(self, rows: list[tuple[int, int, int, float]]) -> list[tuple[int, int, str, float]]:
+        names = self._edge_kind_names({r[2] for r in rows})
+        return [(a, b, names[k], w) for a, b, k, w in rows]
+
     def load_edges(self) -> list[tuple[int, int, str, float]]:
-        return self.db.execute("SELECT src, dst, kind, weight FROM edges").fetchall()
+        return self._named(self.db.execute("SELECT src, dst, kind, weight FROM edges").fetchall())
 
     def node_arrays(self, rows: int = 65_536) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`load_nodes` as arrays (id, kind, doc_id or -1), read in blocks of ``rows``:
@@ -89,10 +107,10 @@ class GraphReads:
         """The edges with an end added after ``node_id``. ``+src`` keeps the second half on the
         ``edges_dst`` index: without it SQLite walked the primary key over every older edge
         (236 ms against 8 ms for a write's 1,915 edges in a 4.3M-edge store)."""
-        return self.db.execute(
+        return self._named(self.db.execute(
             "SELECT src, dst, kind, weight FROM edges WHERE src > ?1 UNION ALL "
             "SELECT src, dst, kind, weight FROM edges WHERE dst > ?1 AND +src <= ?1",
-            (node_id,)).fetchall()
+            (node_id,)).fetchall())
 
     def edge_weights(self, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float]:
         """The summed weight (all kinds, both directions) between each pair; absent = 0."""
@@ -113,7 +131,8 @@ class GraphReads:
         joined by one, keyed (lower id, higher id)."""
         ids = sorted({int(i) for i in node_ids})
         best: dict[tuple[int, int], tuple[float, str]] = {}
-        rows = select_in(self.db, "SELECT src, dst, kind, weight FROM edges WHERE src IN ({in})", ids)
+        rows = self._named(select_in(self.db, "SELECT src, dst, kind, weight FROM edges WHERE src IN ({in})",
+                                     ids))
         wanted = set(ids)
         for a, b, kind, w in rows:
             if b in wanted:

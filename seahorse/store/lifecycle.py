@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Sequence
 
+from .graphwrites import CONTEXT
 from .inlists import select_in
 
 # coalesce(event_time, created_at): when what a document says happened, or when it was stored.
@@ -207,7 +208,7 @@ class Lifecycle:
         out: dict[int, set[str]] = {int(i): set() for i in node_ids}
         for src, key in select_in(
                 self.db, "SELECT e.src, p.key FROM edges e JOIN nodes p ON p.id = e.dst"
-                " WHERE e.kind = 'context' AND p.kind = 'phrase' AND e.src IN ({in})",
+                f" WHERE e.kind = {CONTEXT} AND p.kind = 'phrase' AND e.src IN ({{in}})",
                 [int(i) for i in node_ids]):
             out[src].add(key)
         return out

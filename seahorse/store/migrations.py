@@ -6,10 +6,26 @@ The schema block of TECH_SPEC.md is generated from these (``make schema``) and c
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from typing import Callable
+import time
+from typing import Any, Callable
 
 from .codec import pack_ids
+
+log = logging.getLogger(__name__)
+
+# The edge kinds of migration 0017's ``edge_kinds``, by code (frozen with it: a kind added
+# later gets the next free code when it is first written, ``GraphWriteRows._edge_codes``; a
+# code is never reused). ``context`` and ``synonym``, nearly every edge, take codes 0 and 1,
+# which SQLite stores in no byte at all.
+EDGE_KINDS = ("context", "synonym", "turn", "contains", "calls", "inherits", "imports",
+              "mentions", "touched", "parent")
+# From this many edges on, migration 0017 says what it does while it does it (a 100k-passage
+# store holds ~4M edges: ~15 s at the open that upgrades it): a line at the start, one at least
+# every PROGRESS_EVERY_S seconds, one at the end.
+EDGE_PROGRESS_MIN = 1_000_000
+PROGRESS_EVERY_S = 5.0
 
 
 def _run_script(db: sqlite3.Connection, script: str) -> None:
@@ -505,6 +521,82 @@ def _m0016_graph_snapshots(db: sqlite3.Connection) -> None:
     (retrieval/snapshot.py)."""
 
 
+_EDGES_0017 = """
+        CREATE TABLE edges_coded(
+            src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            kind INTEGER NOT NULL,
+            weight REAL NOT NULL,
+            PRIMARY KEY(src, dst, kind)
+        ) WITHOUT ROWID;
+        """
+_EDGES_0017_AFTER = """
+        DROP TABLE edges;
+        ALTER TABLE edges_coded RENAME TO edges;
+        CREATE INDEX edges_dst ON edges(dst);
+        CREATE TRIGGER log_edge_insert AFTER INSERT ON edges
+        BEGIN INSERT INTO changes(op, a, b) VALUES ('edge', NEW.src, NEW.dst); END;
+        CREATE TRIGGER log_edge_update AFTER UPDATE ON edges
+        BEGIN INSERT INTO changes(op, a, b) VALUES ('edge', NEW.src, NEW.dst); END;
+        CREATE TRIGGER log_edge_delete AFTER DELETE ON edges
+        BEGIN INSERT INTO changes(op, a, b) VALUES ('edge', OLD.src, OLD.dst); END;
+        DROP INDEX nodes_doc;
+        CREATE INDEX nodes_doc ON nodes(doc_id) WHERE doc_id IS NOT NULL;
+        """
+
+
+# Both backends' 0017 (the PostgreSQL twin runs the same statements around its own tables).
+EDGE_KINDS_0017 = (
+    "INSERT INTO edge_kinds(code, name) VALUES "
+    + ", ".join(f"({code}, '{name}')" for code, name in enumerate(EDGE_KINDS)) + ";\n"
+    "INSERT INTO edge_kinds(code, name) SELECT (SELECT max(code) FROM edge_kinds) + "
+    "row_number() OVER (ORDER BY kind), kind FROM (SELECT DISTINCT kind FROM edges "
+    "WHERE kind NOT IN (SELECT name FROM edge_kinds)) AS extra;\n")
+
+
+def copy_coded_edges(execute: Callable[..., Any]) -> int:
+    """Migration 0017's copy of every edge into ``edges_coded`` with its kind's code, in key
+    order, in ~20 blocks of source ids, with lines of progress on a store of EDGE_PROGRESS_MIN
+    edges or more. ``execute(sql, params)`` runs a statement (``?`` placeholders) and returns
+    its cursor. Returns how many edges were copied."""
+    total = execute("SELECT count(*) FROM edges").fetchone()[0]
+    top = execute("SELECT coalesce(max(src), 0) FROM edges").fetchone()[0]
+    say = total >= EDGE_PROGRESS_MIN
+    started = said = time.monotonic()
+    if say:
+        log.warning("upgrading the store (migration 0017_edge_kinds): %s edges to copy, once", f"{total:,}")
+    done, low, step = 0, -1, top // 20 + 1
+    while low < top:
+        high = low + step
+        done += execute(
+            "INSERT INTO edges_coded(src, dst, kind, weight) SELECT e.src, e.dst, k.code, e.weight "
+            "FROM edges e JOIN edge_kinds k ON k.name = e.kind WHERE e.src > ? AND e.src <= ? "
+            "ORDER BY e.src, e.dst, k.code", (low, high)).rowcount
+        low = high
+        now = time.monotonic()
+        if say and (now - said >= PROGRESS_EVERY_S or low >= top):
+            said = now
+            log.warning("upgrading the store (migration 0017_edge_kinds): %s of %s edges copied, %.0f s",
+                        f"{done:,}", f"{total:,}", now - started)
+    return done
+
+
+def _m0017_edge_kinds(db: sqlite3.Connection) -> None:
+    """A smaller file (issue 38: 15.5x its text at 10k passages). An edge's kind is a small
+    integer, named in ``edge_kinds`` (``EDGE_KINDS``, then any other kind the store holds):
+    the kind's word was ~8 bytes of every edge, twice (the table and ``edges_dst``), a third
+    of both. What the store returns is unchanged: it reads the names back. The edges are
+    copied into the new table in key order a block of source ids at a time (with lines of
+    progress on a large store), the index is built once after, and the change log's
+    triggers are made again on the new table (the copy logs nothing: the graph is the same).
+    ``nodes_doc`` keeps only the nodes of a document (a phrase has none: 9 of 10 nodes of a
+    large store were NULL entries no query reads)."""
+    db.execute("CREATE TABLE edge_kinds(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
+    _run_script(db, EDGE_KINDS_0017 + _EDGES_0017)
+    copy_coded_edges(db.execute)
+    _run_script(db, _EDGES_0017_AFTER)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -522,6 +614,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0014_compact_rows", _m0014_compact_rows),
     ("0015_upsert_in_place", _m0015_upsert_in_place),
     ("0016_graph_snapshots", _m0016_graph_snapshots),
+    ("0017_edge_kinds", _m0017_edge_kinds),
 ]
 
 

@@ -12,6 +12,8 @@ processes ask before each search).
 
 from __future__ import annotations
 
+from .migrations import EDGE_KINDS_0017
+
 CHANNEL = "seahorse_changes"
 
 _M0001 = """
@@ -406,6 +408,32 @@ CREATE TABLE graph_snapshots(
 );
 """
 
+# An edge's kind as a code named in ``edge_kinds`` (the SQLite twin's docstring says why): the
+# codes and their copy are the SQLite twin's (``EDGE_KINDS_0017``, ``copy_coded_edges``, run by
+# PostgresStore._migrate_pg between this script and M0017_AFTER, with its lines of progress).
+# The table is built without its key, which is added after the copy; the triggers of the old
+# table go with it and ``log_edge`` is attached to the new one. ``nodes_doc`` becomes partial.
+_M0017 = """
+CREATE TABLE edge_kinds(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+""" + EDGE_KINDS_0017 + """
+CREATE TABLE edges_coded(
+    src BIGINT NOT NULL CONSTRAINT edges_src_fkey REFERENCES nodes(id) ON DELETE CASCADE,
+    dst BIGINT NOT NULL CONSTRAINT edges_dst_fkey REFERENCES nodes(id) ON DELETE CASCADE,
+    kind INTEGER NOT NULL,
+    weight DOUBLE PRECISION NOT NULL
+);
+"""
+M0017_AFTER = """
+DROP TABLE edges;
+ALTER TABLE edges_coded RENAME TO edges;
+ALTER TABLE edges ADD CONSTRAINT edges_pkey PRIMARY KEY (src, dst, kind);
+CREATE INDEX edges_dst ON edges(dst);
+CREATE TRIGGER log_edge AFTER INSERT OR UPDATE OR DELETE ON edges
+    FOR EACH ROW EXECUTE FUNCTION log_edge();
+DROP INDEX nodes_doc;
+CREATE INDEX nodes_doc ON nodes(doc_id) WHERE doc_id IS NOT NULL;
+"""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -423,4 +451,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0014_compact_rows", _M0014),
     ("0015_upsert_in_place", _M0015),
     ("0016_graph_snapshots", _M0016),
+    ("0017_edge_kinds", _M0017),
 ]

@@ -32,7 +32,8 @@ from .code.facet import SQLiteCode
 from .code.tables import _REPO_DOCS
 from .codec import _from_blobs, _to_blobs, recode
 from .dialect import PostgresSQL, numbered
-from .pg_migrations import PG_MIGRATIONS
+from .migrations import copy_coded_edges
+from .pg_migrations import M0017_AFTER, PG_MIGRATIONS
 from .sqlite import BUSY_TIMEOUT_S, SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -347,6 +348,9 @@ class PostgresStore(SQLiteStore):
                         conn.execute(script)
                     if name == "0013_server_vectors":
                         _fill_dense_vectors(conn)
+                    if name == "0017_edge_kinds":
+                        copy_coded_edges(lambda sql, args=(): conn.execute(numbered(sql), args))
+                        conn.execute(M0017_AFTER)
                     conn.execute("INSERT INTO migrations VALUES ($1, $2)", (name, time.time()))
                 conn.execute("INSERT INTO meta VALUES ('schema_version', $1) ON CONFLICT(key) "
                              "DO UPDATE SET value = EXCLUDED.value", (str(len(PG_MIGRATIONS)),))

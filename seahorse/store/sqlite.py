@@ -44,7 +44,7 @@ WRITE_WAIT_S = 120.0  # the longest a write waits for other writers before it is
 # The tables a store is made of, parents before children (foreign keys): what `seahorse migrate`
 # copies. Not the migration list, the change log or the text index, which each store keeps
 # itself. A test checks that every table of a new store is here or deliberately not.
-COPY_TABLES = ("documents", "nodes", "edges", "vectors", "facts", "memories", "memory_history",
+COPY_TABLES = ("documents", "nodes", "edge_kinds", "edges", "vectors", "facts", "memories", "memory_history",
                "sessions", "repos", "code_files", "symbols", "symbol_refs", "parse_cache",
                "commits", "code_links", "commit_touches", "commit_renames", "phrase_features", "phrase_cells",
                "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols",
@@ -676,7 +676,9 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
 
     def counts(self) -> dict[str, object]:
         nodes = dict(self.db.execute("SELECT kind, count(*) FROM nodes GROUP BY kind"))
-        edges = dict(self.db.execute("SELECT kind, count(*) FROM edges GROUP BY kind"))
+        rows = self.db.execute("SELECT kind, count(*) FROM edges GROUP BY kind").fetchall()
+        names = self._edge_kind_names({k for k, _n in rows})
+        edges = {names[k]: n for k, n in rows}
         docs = self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
         facts = self.db.execute("SELECT count(*) FROM facts").fetchone()[0]
         return {"documents": docs, "nodes": nodes, "edges": edges, "facts": facts}
@@ -694,6 +696,8 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
         if table not in COPY_TABLES:
             raise InvalidInput(f"{table!r} is not a table of the store", field="table")
         rows = list(rows)
+        if table == "edge_kinds":  # the source's codes, which its edges are stored under
+            self.db.execute("DELETE FROM edge_kinds")
         self.db.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                             rows)
         return len(rows)

@@ -124,10 +124,11 @@ class CodeTables:
     def clear_repo_links(self, repo_id: int, kinds: Sequence[str]) -> None:
         """Drop the cross-file links (of ``kinds``) that start in one repository."""
         repo_nodes = ("SELECT n.id FROM nodes n WHERE n.doc_id IN (SELECT doc_id FROM code_files "
-                      "WHERE repo_id=?) OR n.doc_id=(SELECT history_doc FROM repos WHERE id=?)")
-        for table in ("edges", "code_links"):
-            self.db.execute(f"DELETE FROM {table} WHERE kind IN ({_marks(kinds)}) AND src IN ({repo_nodes})",
-                            (*kinds, repo_id, repo_id))
+                      "WHERE repo_id=? UNION ALL SELECT history_doc FROM repos WHERE id=?)")
+        for table, kind in (("edges", "(SELECT code FROM edge_kinds WHERE name IN ({}))"),
+                            ("code_links", "({})")):
+            self.db.execute(f"DELETE FROM {table} WHERE kind IN {kind.format(_marks(kinds))} "
+                            f"AND src IN ({repo_nodes})", (*kinds, repo_id, repo_id))
 
     def link_symbols(self, repo_id: int) -> list[tuple]:
         """(node_id, path, qualname, name, kind, parent) of a repository's declarations."""
