@@ -187,6 +187,68 @@ def _chat_turns(n: int = 90, seed: int = 5) -> list[dict]:
     return turns
 
 
+def test_names_are_read_from_where_no_sentence_opens() -> None:
+    from seahorse.retrieval.refusal import names_in
+
+    assert names_in("How do I open a merge request on GitLab from my terminal?") == ["gitlab"]
+    assert names_in("How does Fossil's autosync decide when to push?") == ["fossil"]
+    assert names_in("Which setting does Plastic SCM use?") == ["plastic", "scm"]
+    # a sentence's first word, "I", titles and short capitals are no names
+    assert names_in("Where is it? Nobody knows. I asked Dr. Seuss around AD 43, OK?") == ["seuss"]
+    assert names_in("Would Melanie enjoy \"The Four Seasons\" by Vivaldi?") == [
+        "melanie", "four", "seasons", "vivaldi"]
+
+
+def test_a_missing_name_overrules_a_hit_close_in_meaning() -> None:
+    # The rule itself, under e5-enpt's thresholds: a best cosine at its strong threshold or
+    # over answers a question whatever its words (0.835); a question whose every name the store
+    # lacks is refused all the same, unless the store holds one of them or a near spelling.
+    from seahorse.retrieval.hits import Hit
+    from seahorse.retrieval.refusal import judge_words, refusal
+
+    e5 = "multilingual-e5-small-enpt-int8"
+    held = {"branch": 40, "push": 30, "protection": 2, "hilda": 3, "margraviate": 1}
+    hits = [Hit(1, "passage", "Protect a branch from a forced push with a hook.", 1.0, "a", None, 1,
+                {"dense": 0.89})]
+
+    def ask(names, like=lambda word, edits: []):
+        terms = ["branch", "protection", "push"] + names
+        count = lambda t: held.get(t, 0)  # noqa: E731
+        return refusal(hits, terms, e5, lambda ts, d: judge_words(ts, d, count, 400, scoped=True),
+                       count, lambda: 400, names, like)
+
+    assert ask([]) is None  # close in meaning, nothing named: answered
+    why = ask(["gitlab"])
+    assert why["reason"] == "absent_terms" and why["evidence"]["names"] == ["gitlab"], why
+    assert ask(["gitlab", "hilda"]) is None  # one name held
+    assert ask(["margaraviate"], like=lambda word, edits: ["margraviate", "marker"]) is None
+    assert ask(["margaraviate"])["evidence"]["names"] == ["margaraviate"]  # nothing spelt near
+
+
+def test_a_question_whose_every_name_is_absent_is_refused_however_close_it_reads(cli, tmp_path: Path) -> None:
+    # Issue 38: in a store of one subject (a tool's manual) every question about the subject
+    # reads close in meaning, so a question about another product was answered. A name is not
+    # said in other words: when the store holds none of the names a question gives, it is
+    # refused. One name held answers it, and so does a name misspelt (a letter off a phrase the
+    # store holds, or a lost space).
+    _token_notes(tmp_path / "notes", n=60)
+    (tmp_path / "notes" / "history.md").write_text(
+        "Frontier\n\nThe Margraviate of Austria was a frontier march of the empire.\n\n"
+        "The Hilda team was based in Gotha until the merger, and Hilda kept the garden plan.\n")
+    cli.json("index", "--dir", str(tmp_path / "notes"))
+    for query in ("GitLab and the frontier march of the empire?",  # every other word is held
+                  "Was the frontier march of the empire in SonarQube?"):
+        out = cli.json("search", query)
+        assert out["hits"] == [] and out["refusal"]["reason"] == "absent_terms", out
+        assert out["refusal"]["evidence"]["names"], out["refusal"]
+        assert cli.json("search", query, "--no-refuse")["hits"]  # asked to answer, it answers
+    for query in ("What did Hilda say about Vivaldi and the garden plan?",  # Hilda is held
+                  "What was the Margaraviate of Austria?",  # one letter off a held phrase
+                  "Which team was based in Gothais until the merger?"):  # "Gotha is", a space lost
+        out = cli.json("search", query)
+        assert out["hits"] and "refusal" not in out, (query, out.get("refusal"))
+
+
 def test_conversation_questions_in_other_words_are_answered_absent_ones_refused(tmp_path: Path) -> None:
     # Questions name speakers ("Ana's"), dates (the session's, absent from the text) and things
     # in other words than the turns ("dog" for puppy, "console" for PlayStation): none of that
@@ -258,3 +320,14 @@ def test_search_pages_with_a_cursor(cli) -> None:
     assert len(last["hits"]) == 1 and last["next_cursor"] is None
     bad = cli.run("search", "another question", "--cursor", first["next_cursor"])
     assert bad.returncode != 0 and "cursor belongs to another question" in bad.stderr
+
+
+def test_a_misspelt_name_finds_the_phrases_it_may_stand_for_on_each_backend(backend_engine) -> None:
+    # The store's one-word phrases of the same first letter and a length within the edits
+    # (refusal's near spellings), read the same from SQLite and PostgreSQL.
+    backend_engine.add_document("The Margraviate of Austria was a frontier march. Mozart wrote a march.",
+                                source="history")
+    near = backend_engine.store.phrase_keys_like("margaraviate", 2)
+    assert "margraviate" in near and all(k.startswith("m") and " " not in k for k in near), near
+    assert "mozart" not in near  # six letters: too short for 12 within 2
+    assert backend_engine.store.phrase_keys_like("", 1) == []

@@ -13,7 +13,7 @@ import numpy as np
 from ..core.timeline import dates_in
 from ..mechanisms.models.embed import Embedder, query_vector
 from ..text import STOPWORDS, fts_match, query_terms, words
-from .refusal import refusal_terms
+from .refusal import names_in, refusal_terms
 
 ORDINAL = re.compile(r"\d+(st|nd|rd|th)")
 EXACT_TOKENS = 4  # at most this many id-like words of one query are looked up
@@ -42,6 +42,11 @@ class Query:
     @cached_property
     def refusal_terms(self) -> list[str]:
         return refusal_terms(self.text)
+
+    @cached_property
+    def names(self) -> list[str]:
+        """The names it gives (refusal.names_in), lower-cased."""
+        return names_in(self.text)
 
     @cached_property
     def exact(self) -> list[str]:

@@ -67,6 +67,19 @@ _POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s\b")  # Caroline's -> Caroline
 _NEGATION = re.compile(r"\b\w+n['\u2019]t\b")  # hadn't, wouldn't: function words
 _TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only: café stays whole
 
+# A name the question gives (a product, a place, a person: "GitLab", "Heroku", "SonarQube")
+# is not said in other words, as a common noun may be ("console" for the game system), so a
+# question whose every name the store holds nowhere is refused, however close the best hit's
+# meaning: in a store of one subject (a tool's manual) every question about that subject reads
+# close (e5-enpt: the absent questions' best cosine 0.85-0.90 among git's manual, the
+# answerable ones' 0.87-0.91). One name held is enough to answer: "would Melanie enjoy
+# Vivaldi?" asks of a conversation that holds Melanie and never names Vivaldi.
+# A name: a word with a capital inside it (GitLab), one of three capitals or more (SCM), or one with a
+# capital first that does not open a sentence (Heroku); a word the query spells as a name but
+# the store holds, even in lower case, is there.
+_NAME = re.compile(r"[A-Za-z][\w\u2019'.-]*")
+_OPENS = re.compile(r"(?:^|[.!?:;]\s+|[\n(\[\"\u201c]\s*)$")
+_TITLE = re.compile(r"\b(?:[A-Z]|Dr|Mr|Mrs|Ms|St|Jr|Sr|Prof|Mt)\.\s+$")  # "Dr. Seuss", "C. S. Lewis"
 DEPTH = 3  # the best evidence is looked for among the top 3 hits
 # Under this many full-text units, a word's absence says little (a handful of notes says the
 # same thing in other words, and every word is either absent or common): only the weak-cosine
@@ -95,17 +108,26 @@ DENSE_THRESHOLDS: dict[str, tuple[float, float, float]] = {
 
 def refusal(hits: list[Hit], terms: list[str], model: str,
             judge_words: Callable[[list[str], float | None], dict | None],
-            count: Callable[[str], int], units: Callable[[], int]) -> dict | None:
+            count: Callable[[str], int], units: Callable[[], int],
+            names: list[str] | None = None,
+            like: Callable[[str, int], list[str]] | None = None) -> dict | None:
     """``{"reason", "evidence"}`` to return nothing, or None to answer. ``judge_words`` is the
     word rule (terms, best cosine or None) -> its verdict with coverage, missing, found;
-    ``count`` says how many full-text units hold a word, ``units()`` how many there are."""
+    ``count`` says how many full-text units hold a word, ``units()`` how many there are;
+    ``names``: the names the query gives (:func:`names_in`); ``like(word, edits)``: the store's
+    one-word phrases that may be ``word`` misspelt (same first letter, length within ``edits``)."""
     if not hits or any(h.evidence.get("exact") for h in hits):
         return None
     dense = [h.evidence["dense"] for h in hits[:DEPTH] if "dense" in h.evidence and h.kind != "commit"]
     top = max(dense) if dense else None
-    few = bool(terms) and units() < WORDS_MIN_UNITS  # too few units to judge words by
+    few = bool(terms or names) and units() < WORDS_MIN_UNITS  # too few units to judge words by
     if few:
         terms = []
+    given = [] if few else [n for n in names or () if not not_a_subject(n)]
+    if given and all(count(n) == 0 for n in given) and not any(
+            _misspelt(n, hits, count, like) for n in given):
+        return _verdict("absent_terms", {"missing": given, "names": given,
+                                         "found": [t for t in terms if t not in given]}, top, model)
     limits = DENSE_THRESHOLDS.get(model)
     words = judge_words(terms, None) if terms else None
     if words is not None and (limits is None or top is None or top < limits[2]):
@@ -124,7 +146,8 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
 
 
 def _verdict(reason: str, detail: dict, top: float | None, model: str) -> dict:
-    evidence = {k: detail[k] for k in ("coverage", "missing", "found", "words_judged") if k in detail}
+    evidence = {k: detail[k] for k in ("coverage", "missing", "names", "found", "words_judged")
+                if k in detail}
     evidence["top_dense"] = None if top is None else round(top, 4)
     limits = DENSE_THRESHOLDS.get(model)
     if limits is not None:
@@ -191,6 +214,68 @@ def refusal_terms(query: str) -> list[str]:
     parts = [p for w in _TOKEN.findall(query) if w.isascii() for p in split_identifier(w)]
     words = query_terms(" ".join(parts) + " " + query.replace("-", " "))
     return [t for t in dict.fromkeys(words) if not set("_.-'\u2019") & set(t)]
+
+
+def names_in(query: str) -> list[str]:
+    """The names the query gives, lower-cased, possessive dropped, each once: words with a
+    capital inside (``GitLab``), of capitals only (``SCM``, two letters or more), or with a
+    capital first where no sentence opens (``Heroku`` in "push to Heroku"); "I" is none, and
+    a word of capitals only counts from three letters on ("AD 43", "OK" are no subjects)."""
+    out = []
+    for m in _NAME.finditer(query):
+        word = _POSSESSIVE.sub("", m.group().rstrip(".-'’"))
+        letters = [c for c in word if c.isalpha()]
+        if len(letters) < 3 or not word.isascii():  # "Dr", "St", "Mr": titles, no subjects
+            continue
+        caps = word.isupper()
+        inner = (len(letters) >= 3 if caps  # "AD 43", "OK", "US": too common to be a subject
+                 else any(c.isupper() for c in word[1:]))
+        before = query[:m.start()]
+        capital = (not caps and word[0].isupper()
+                   and (not _OPENS.search(before) or _TITLE.search(before) is not None))
+        if inner or capital:
+            for part in re.split(r"[-.']", word):
+                if len(part) > 2:
+                    out.append(part.casefold())
+    return list(dict.fromkeys(out))
+
+
+# A name the store lacks may be the user's spelling of one it holds: "Margaraviate" for the
+# Margraviate a top hit names (a letter or two off), "Gothais" for "Gotha is" (a space lost).
+_JOINED = ("is", "was", "in", "of", "and", "the", "to", "at", "on", "s")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _misspelt(name: str, hits: list[Hit], count: Callable[[str], int],
+              like: Callable[[str, int], list[str]] | None = None) -> bool:
+    """Whether ``name`` reads as a misspelling of a word the store holds: a stored word (of
+    four letters or more) with a short function word joined to it, or a word of a hit or a
+    one-word phrase of the store (``like``) within one edit per six letters (names of six
+    letters or more; the first letter the same)."""
+    for tail in _JOINED:
+        head = name[:-len(tail)]
+        if name.endswith(tail) and len(head) >= 4 and count(head) > 0:
+            return True
+    edits = len(name) // 6
+    if not edits:
+        return False
+    words = {w for h in hits for w in _WORD.findall(h.text.casefold())}
+    words.update(like(name, edits) if like is not None else ())
+    return any(w[:1] == name[:1] and abs(len(w) - len(name)) <= edits and _within(name, w, edits)
+               for w in words)
+
+
+def _within(a: str, b: str, k: int) -> bool:
+    """Levenshtein distance of ``a`` and ``b`` at most ``k`` (rows cut off past it)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        new = [i]
+        for j, cb in enumerate(b, 1):
+            new.append(min(row[j] + 1, new[j - 1] + 1, row[j - 1] + (ca != cb)))
+        if min(new) > k:
+            return False
+        row = new
+    return row[-1] <= k
 
 
 def not_a_subject(term: str) -> bool:  # absent, it does not refuse

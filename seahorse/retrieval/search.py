@@ -233,7 +233,8 @@ class Search:
         terms = result.parsed.refusal_terms if result.parsed is not None else []
         why = refusal(result.hits, terms, self.rt.embedder.name,
                       lambda terms, dense: judge_words(terms, dense, count, units, scoped=True),
-                      count, lambda: units)
+                      count, lambda: units, result.parsed.names if result.parsed is not None else [],
+                      self.store.phrase_keys_like)
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)

@@ -284,6 +284,14 @@ class TextSearch(Protocol):
 
 
 @runtime_checkable
+class Spellings(Protocol):
+    """Words the store holds that a misspelt one may stand for (refusal's names)."""
+
+    def phrase_keys_like(self, word: str, edits: int) -> list[str]:
+        ...
+
+
+@runtime_checkable
 class MemoryRows(Protocol):
     """A memory's current row, by key or by its document."""
 
@@ -716,8 +724,8 @@ class CodeVersions(Protocol):
 
 @runtime_checkable
 class Store(Handle, Transactions, MetaStore, ChangeLog, Documents, GraphWrites, DocumentMarks, PhraseIndex,
-            GraphLoad, NodeTexts, SearchWeights, VectorReads, TextSearch, MemoryRows, MemoryHistory,
-            Supersession, TimeReads, Listings, Turns, Sessions, Maintenance, Reembedding,
+            GraphLoad, NodeTexts, SearchWeights, VectorReads, TextSearch, Spellings, MemoryRows,
+            MemoryHistory, Supersession, TimeReads, Listings, Turns, Sessions, Maintenance, Reembedding,
             UsageStore, RepoReads, CodeFacet, Protocol):
     """Everything a store does: the union of the slices above. The engine holds one; a
     feature declares (and is given) only the slices it uses, so a second backend implements
