@@ -15,7 +15,7 @@ from seahorse.errors import ConfigError
 from seahorse.mechanisms.models import embed
 from seahorse.retrieval import scale
 from seahorse.retrieval.refusal import DENSE_VOUCH, judge_words
-from seahorse.retrieval.seed import kind_relevance
+from seahorse.retrieval.seed import LEXICAL_BOOST, kind_relevance, lexical_weight
 
 E5 = "multilingual-e5-small-enpt-int8"
 MINILM = scale.REFERENCE
@@ -58,6 +58,22 @@ def test_a_kind_the_question_is_not_about_gets_little_seed_under_e5() -> None:
     e5 = kind_relevance(index, dense, E5)
     assert raw[2] == pytest.approx((0.78 / 0.88) ** 2)  # 0.79: nearly a passage's share
     assert e5[2] < 0.1 and e5[0] == 1.0
+
+
+def test_the_question_s_own_words_weigh_more_when_the_best_cosines_cannot_tell_passages_apart() -> None:
+    # Issue 38, git's manual: every passage reads close to every question (e5-enpt's best 50
+    # cosines within 0.02, 0.09 on MiniLM's scale), so the lexical seed takes LEXICAL_BOOST;
+    # a Wikipedia store's best 50 span 0.07 (0.34 on MiniLM's scale) and keep the prior.
+    rng = np.random.default_rng(38)
+    manual = np.concatenate([np.linspace(0.85, 0.87, 50), rng.uniform(0.70, 0.84, 500)])
+    wiki = np.concatenate([np.linspace(0.82, 0.89, 50), rng.uniform(0.60, 0.81, 500)])
+    assert lexical_weight(manual, E5, 0.05) == pytest.approx(LEXICAL_BOOST)
+    assert lexical_weight(wiki, E5, 0.05) == 0.05
+    # MiniLM reads as it is: a span of 0.21 is half way down the ramp (0.28 -> 0.14)
+    half = lexical_weight(np.linspace(0.40, 0.61, 50), MINILM, 0.05)
+    assert 0.05 < half < LEXICAL_BOOST and half == pytest.approx(0.05 + 0.5 * (LEXICAL_BOOST - 0.05))
+    assert lexical_weight(manual, E5, 0.3) == 0.3  # a prior set above the boost is kept
+    assert lexical_weight(np.array([0.9]), E5, 0.05) == 0.05  # one passage: nothing to tell apart
 
 
 def test_auto_keeps_a_store_s_own_tier_and_gives_a_new_one_the_default() -> None:

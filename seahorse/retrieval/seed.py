@@ -1,7 +1,9 @@
 """Stage 1, seed: where the walk starts, HippoRAG-2 style. All from caches built at index time.
 
 * passages: min-max dense cosine x ``passage_prior`` (each kind's share damped by how well its
-  best row matches: :func:`kind_relevance`), plus min-max BM25 x ``lexical_prior``;
+  best row matches: :func:`kind_relevance`), plus min-max BM25 x ``lexical_prior``, raised up to
+  LEXICAL_BOOST when the dense cosines cannot tell the best passages apart
+  (:func:`lexical_weight`);
 * commits, when they may be hits: their messages' BM25 (they have no vector);
 * phrases of the best-matching facts (sentence windows pooled from the passage's own token
   states): fact score / number of passages holding the phrase;
@@ -34,6 +36,19 @@ FLAT = 1e-12  # a score column spanning less than this is constant: min-max give
 # R@5 in its own store 0.753; with Flask's repository indexed into it: 0.558 without this,
 # 0.743 at power 1, 0.753 at 2 (2026-12-04).
 KIND_POWER = 2.0
+# The lexical seed's weight when the dense seed cannot tell the best passages apart: in a store
+# of one subject (a tool's manual) every passage reads close to every question, so the 50 best
+# cosines span little and the question's own words decide. The span of the best SPREAD_ROWS
+# cosines, on the reference model's scale (retrieval/scale.py), from SPREAD[1] down to SPREAD[0]
+# raises lexical_prior linearly to LEXICAL_BOOST. Dev medians (e5-enpt, on MiniLM's scale): git's
+# manual 0.11, LoCoMo 0.18; MuSiQue 0.34, HotpotQA 0.47, 10k 0.32. Measured 2026-12-06
+# (bench_quality.py, dev): the manual's single R@5 0.500 -> 0.567 and all@5 0.100 -> 0.300
+# (MiniLM 0.600 -> 0.633, 0.300 -> 0.400), LoCoMo R@5 +0.012 (both tiers), tiny, 2k and 10k
+# HotpotQA the same, 10k MuSiQue R@5 -0.010 (MiniLM -0.014). A fixed 0.2 lost 0.03-0.04 R@5 on
+# every multi-hop ruler of 1k passages or more.
+LEXICAL_BOOST = 0.2
+SPREAD = (0.14, 0.28)
+SPREAD_ROWS = 50
 
 
 @dataclass
@@ -67,11 +82,12 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
     lexical: dict[int, float] = {}
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)
     if lex:
+        prior = settings.lexical_prior if code else lexical_weight(dense, query.model, settings.lexical_prior)
         lex_scores = scale_lexical(np.array([s for _i, s in lex]), FLAT)
         at = g.index.lookup([node_id for node_id, _s in lex]).tolist()  # one search, not one each
         for (_node_id, raw), norm, v in zip(lex, lex_scores, at):
             if v >= 0:
-                vector[v] += settings.lexical_prior * float(norm)
+                vector[v] += prior * float(norm)
                 lexical[v] = raw
     if "commit" in kinds:
         _seed_commits(index, store, query, settings, repo_id, vector, lexical)
@@ -80,6 +96,20 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
     if vector.sum() <= 0:
         vector[index.passage_idx] = 1.0
     return Seeds(vector, dense, shortlist, lexical, phrases, asked)
+
+
+def lexical_weight(dense: np.ndarray, model: str, prior: float) -> float:
+    """The lexical seed's weight for one question: ``prior``, raised towards LEXICAL_BOOST as
+    the span of the best SPREAD_ROWS dense cosines (on the reference model's scale) narrows
+    from SPREAD[1] to SPREAD[0]. A repository's search keeps ``prior`` (its ranking has a
+    lexical channel of its own, code.rank)."""
+    if len(dense) < 2 or prior >= LEXICAL_BOOST:
+        return prior
+    k = min(len(dense), SPREAD_ROWS)
+    best = np.partition(dense, len(dense) - k)[len(dense) - k:]
+    span = float(on_reference(float(best.max()), model) - on_reference(float(best.min()), model))
+    lo, hi = SPREAD
+    return prior + float(np.clip((hi - span) / (hi - lo), 0.0, 1.0)) * (LEXICAL_BOOST - prior)
 
 
 def _seed_commits(index: RetrievalIndex, store: Store, query: Query, settings: Settings,
