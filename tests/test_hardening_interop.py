@@ -165,7 +165,8 @@ def test_export_to_server_memory_carries_a_notes_text_or_says_what_it_lost(tmp_p
     # In human mode each is a line on stderr, and so when the export goes to stdout.
     code, stdout, err = cli.run("export", "--to", "server-memory", "--out", str(out))
     assert code == 0 and "3 record(s) not carried whole" in stdout
-    assert "did not carry of basic-memory:meetings/offsite: source, tags, front_matter.status" in err
+    assert ("export --to server-memory: basic-memory:meetings/offsite not carried whole, without its "
+            "source, tags, front_matter.status") in err
     code, stdout, err = cli.run("export", "--to", "server-memory")
     assert code == 0 and stdout == out.read_text() and len(err.splitlines()) == 3
 

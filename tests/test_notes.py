@@ -32,7 +32,9 @@ def test_which_notes_read_as_turns() -> None:
         ("Melanie Smith", "log", "7", "2023-05-08")
     assert as_turn("2023-05-08 Bo: hey", None, None)["session"] == "2023-05-08"
     for plain in ("Note: buy milk", "TODO: fix the build", "the cat: sat", "Summary: all good",
-                  "no colon at all"):
+                  "no colon at all",
+                  # an id is no name (a new user's on-call note was stored as said by "Ticket OPS-4471")
+                  "Ticket OPS-4471: the nightly export job times out", "Build 7: green"):
         assert as_turn(plain, None, None) is None, plain
     # a conversation's own turn, or a record that says what it is, is left to its caller
     assert as_turn("Ann: hi", None, {"conversation": "x"}) is None

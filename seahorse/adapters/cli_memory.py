@@ -410,8 +410,8 @@ def _say_not_carried(counts: dict, to: str) -> None:
     """On stderr: each record an export to another tool's format could not carry whole."""
     shown = counts.get("not_carried_records") or []
     for r in shown:
-        print(f"seahorse: export --to {to} did not carry of {r['record']}: {', '.join(r['fields'])}",
-              file=sys.stderr)
+        print(f"seahorse: export --to {to}: {r['record']} not carried whole, without its "
+              f"{', '.join(r['fields'])}", file=sys.stderr)
     if counts.get("not_carried", 0) > len(shown):
         print(f"seahorse: ... and {counts['not_carried'] - len(shown)} more record(s) "
               "(--out FILE --json lists the first)", file=sys.stderr)

@@ -24,7 +24,9 @@ from .conversation import TURN_WEIGHT
 class NoteStore(Documents, Turns, GraphWrites, Protocol):
     """What recording a note as a turn reads and writes."""
 
-_NAME = r"[A-Z][\w'\u2019.-]{0,30}(?: [A-Z][\w'\u2019.-]{0,30}){0,2}"
+# A speaker's name: up to three capitalised words of letters (an id such as "OPS-4471" in
+# "Ticket OPS-4471: ..." is no name, so that note stays a document).
+_NAME = r"[A-Z](?:[^\W\d_]|['\u2019.-]){0,30}(?: [A-Z](?:[^\W\d_]|['\u2019.-]){0,30}){0,2}"
 _HEAD = re.compile(r"\s*(?:\[(?P<bracket>[^\]\n]{1,60})\]|(?P<iso>\d{4}-\d{2}-\d{2}(?:[ T][\d:.]+Z?)?))?"
                    rf"\s*[-\u2013\u2014:,]?\s*(?P<speaker>{_NAME}):\s+\S")
 # Words that open a note as a label, not as the name of who spoke.
