@@ -400,6 +400,24 @@ def test_index_dir_lists_fifos_gz_and_html_as_skipped(cli, tmp_path: Path):
     assert "unpack" in reasons["notes.txt.gz"]
 
 
+def test_index_dir_skips_encoded_data_and_keeps_prose_without_spaces(cli, tmp_path: Path):
+    # A new user's base64 dump saved as .txt was indexed with a base64 title (--repo skips such
+    # files as minified); Chinese prose has no spaces either and is kept.
+    import base64
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "good.md").write_text("# Swap\n\nDisk swap is slow on SD cards.", encoding="utf-8")
+    (root / "blob.txt").write_text(base64.b64encode(bytes(range(256)) * 400).decode(), encoding="utf-8")
+    (root / "zh.txt").write_text("交换分区在存储卡上很慢，压缩内存更快。" * 300, encoding="utf-8")
+    out = cli.json("index", "--dir", str(root), timeout=120)
+    assert out["added"] == 2, out
+    reasons = {Path(s["path"]).name: s["reason"] for s in out["skipped"]}
+    assert set(reasons) == {"blob.txt"} and "encoded data" in reasons["blob.txt"], reasons
+    proc = cli.run("index", "--file", str(root / "blob.txt"))
+    assert proc.returncode == 2 and "encoded data, not text" in proc.stderr, proc.stderr
+
+
 def test_text_dash_reads_standard_input(cli):
     for args in (["index", "--text", "-"], ["add-document", "-"]):
         proc = cli.run(*args, "--json", input="Zram keeps compressed pages in memory.\n")

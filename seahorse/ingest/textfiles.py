@@ -4,6 +4,7 @@ as skipped, with why), and reading one as UTF-8 text with clear refusals."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Sequence
@@ -115,8 +116,19 @@ def read_text_file(p: Path, max_mb: float) -> str:
     return _decode_file(p, data)
 
 
+# A run of this many printable ASCII characters without a space is no prose: base64, a
+# minified script, a hex dump (CJK prose, which has no spaces, is not ASCII). A file that is
+# mostly such runs is refused (index --dir lists it as skipped), as --repo skips minified files.
+ENCODED_RUN = 2000
+_RUN = re.compile(r"[!-~]{%d,}" % ENCODED_RUN)
+
+
 def _decode_file(p: Path, data: bytes) -> str:
     text, why = decode_text(data)
     if text is None:
         raise InvalidInput(f"{p} is {why}" if why.startswith("not") else f"{p}: {why}", field="path")
+    runs = [len(m.group()) for m in _RUN.finditer(text)]
+    if runs and sum(runs) * 2 >= len(text):
+        raise InvalidInput(f"{p} reads as encoded data, not text: {max(runs):,} characters without a "
+                           "space (base64, minified or a dump?)", field="path", code="not_text")
     return text
