@@ -215,14 +215,18 @@ class OnnxEmbedder:
                 n = len(encodings[i].ids)
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
+            hidden = self._session.run(None, self._feeds(ids, mask))[0]
             self._pooled = hidden.ndim == 2
             for row, i in enumerate(batch):
                 n = len(encodings[i].ids)
                 yield i, encodings[i], (hidden[row] if self._pooled else hidden[row, :n])
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The model's inputs for a batch of token ids and its attention mask."""
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        return feeds
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out: np.ndarray | None = None
@@ -369,11 +373,15 @@ class E5OnnxEmbedder(OnnxEmbedder):
     def __init__(self, packed_path: Path, threads: int | None = None,
                  name: str = "multilingual-e5-small-int8") -> None:
         super().__init__(packed_path, packed_path, name, dim=384, max_tokens=512, threads=threads)
+        self._table_shape = (0, 0)  # the word table's (rows, hidden), read with the tokenizer
+        self._words = None  # e5onnx.WordTable: the graph's ``word`` input, gathered here
 
     def _open_tokenizer(self):
         from . import e5onnx
 
-        return e5onnx.tokenizer(e5onnx.read_packed(self.model_path))
+        packed = e5onnx.read_packed(self.model_path)
+        self._table_shape = (packed.vocab_rows, packed.hidden)
+        return e5onnx.tokenizer(packed)
 
     def _open_session(self):
         from . import e5onnx
@@ -381,10 +389,18 @@ class E5OnnxEmbedder(OnnxEmbedder):
 
         graph = e5onnx.ensure_graph(self.model_path)
         try:
-            return make_session(graph, self.threads)
+            session = make_session(graph, self.threads)
+            self._words = e5onnx.WordTable(e5onnx.table_path(graph), *self._table_shape)
         except InvalidInput:  # intact by its hash yet unloadable (another onnxruntime?): rebuild
             graph.unlink(missing_ok=True)
-            return make_session(e5onnx.ensure_graph(self.model_path), self.threads)
+            graph = e5onnx.ensure_graph(self.model_path)
+            session = make_session(graph, self.threads)
+            self._words = e5onnx.WordTable(e5onnx.table_path(graph), *self._table_shape)
+        return session
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        assert self._words is not None
+        return {"input_ids": ids, "attention_mask": mask, "word": self._words.rows(ids)}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return super().embed([E5_PASSAGE + t for t in texts])
@@ -422,7 +438,8 @@ def e5_onnx(threads: int | None = None, variant: str = "") -> E5OnnxEmbedder:
 
 
 BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB at most
-MEAN_BLOCK = 4096  # phrases whose token rows are gathered at once (~12 MB at 256-d, 3 tokens each)
+MEAN_BLOCK = 1024  # phrases whose token rows are gathered at once (~3 MB of temporaries at 256-d:
+# a write's synonym cells embed ~7,000 phrases, and 4,096 at once held ~10 MB more at its peak)
 
 
 WORDLLAMA_WEIGHTS = "l2_supercat_256.safetensors"
@@ -596,9 +613,14 @@ def _mean_flat(table: np.ndarray, flat: np.ndarray, sizes: np.ndarray, dim: int)
             longer = int(np.searchsorted(descending, -j, side="left"))  # lists of over j rows
             rows = block + order[:longer]
             out[rows] += table[flat[starts[rows] + j].astype(np.int64)]
-        out[block:block + len(size)] /= np.maximum(size, 1)[:, None]
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        part = out[block:block + len(size)]
+        part /= np.maximum(size, 1)[:, None]
+        # Normalised here, in place and a block at a time: no temporary the size of ``out``
+        # (its squares, a zeroed copy) at a write's peak.
+        norms = np.linalg.norm(part, axis=1, keepdims=True)
+        part[norms[:, 0] == 0] = 0.0  # an empty list's row: +0.0 throughout
+        np.divide(part, norms, out=part, where=norms > 0)
+    return out
 
 
 class HashPhrases(HashEmbedder):
