@@ -262,3 +262,64 @@ def test_the_idle_trim_runs_once_after_the_last_call_or_search(monkeypatch) -> N
     # (last was taken after the final sleep before: the bound was then 0.15 s exactly, and a
     # busy machine's clock reads gave 0.149)
     assert len(calls) == 1 and calls[0] - last >= 0.2 and calls[0] - start >= 0.2 + 8 * 0.05
+
+
+# Four worker threads, alive together (as the server's pool's are), each frees a 4 MB block
+# and then holds 1 MB: malloc_info says how many arenas (heaps) there are and how many blocks
+# are mapped on their own.
+HEAP_PROBE = """
+import ctypes, json, os, re, sys, tempfile, threading
+import numpy as np
+from seahorse.mechanisms.budget import tune_heap
+tuned = tune_heap() if sys.argv[1] == "tune" else None
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+held, together = {}, threading.Barrier(5)
+def work(k):
+    np.ones(1 << 19).sum()
+    held[k] = np.ones(1 << 17)
+    together.wait()
+    together.wait()
+threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in threads:
+    t.start()
+together.wait()
+path = os.path.join(tempfile.mkdtemp(), "info.xml")
+fp = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, fp)
+libc.fclose(fp)
+together.wait()
+xml = open(path).read()
+print(json.dumps({"tuned": tuned, "heaps": len(re.findall(r'<heap nr="[0-9]+">', xml)),
+                  "mapped": int(re.search(r'<total type="mmap" count="([0-9]+)"', xml).group(1))}))
+"""
+
+
+@pytest.mark.skipif(__import__("platform").libc_ver()[0] != "glibc", reason="glibc's malloc")
+def test_a_servers_heap_is_one_arena_and_its_large_blocks_are_mapped_on_their_own(tmp_path) -> None:
+    # The MCP server's tool calls run on worker threads: each got an arena of its own, whose
+    # free memory no other thread reuses, and glibc's mapping threshold rose with every large
+    # block freed, so later temporaries came from heaps that stay resident (the 10k store's
+    # server peaked ~35 MB higher). tune_heap, run by the servers at start: one arena, and
+    # blocks of 256 KiB and over mapped alone, given back when freed.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+
+    def probe(mode: str, **extra: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", HEAP_PROBE, mode], env={**env, **extra},
+                             capture_output=True, text=True, check=True, timeout=60)
+        return json.loads(out.stdout)
+
+    tuned, untuned = probe("tune"), probe("none")
+    assert tuned["tuned"] is True and tuned["heaps"] == 1, tuned
+    assert untuned["heaps"] > 1, untuned  # what it mends: an arena per thread
+    assert tuned["mapped"] >= untuned["mapped"] + 4, (tuned, untuned)  # the four 1 MB blocks
+    # A choice made in the environment stays the user's.
+    assert probe("tune", MALLOC_ARENA_MAX="4")["tuned"] is False
