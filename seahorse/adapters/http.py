@@ -161,7 +161,7 @@ def main(db: str | None, allow: list[str], address: str, token_file: str | None,
     try:
         load_settings(**({"db_path": db} if db else {}))
         pin_blas_threads()
-        tune_heap()  # before the worker threads: one malloc arena, large blocks given back
+        tune_heap()  # before the worker threads: one malloc arena
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="seahorse-server: %(message)s")
         serve_http(db, allow, address, token_file, read_only_file)
     except SeahorseError as exc:

@@ -456,10 +456,10 @@ def _wordllama_file(folder: str, name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def safetensors_array(path: Path, key: str) -> np.ndarray:
-    """One tensor of a safetensors file, memory-mapped read-only (the format: an 8-byte
-    little-endian header length, a JSON header of dtype, shape and byte offsets, the data);
-    :func:`drop_pages` gives the pages a gather touched back to the page cache."""
+def safetensors_entry(path: Path, key: str) -> tuple[np.dtype, tuple[int, ...], int]:
+    """(dtype, shape, byte offset in the file) of one tensor of a safetensors file (the format:
+    an 8-byte little-endian header length, a JSON header of dtype, shape and byte offsets, the
+    data)."""
     try:
         with open(path, "rb") as f:
             size = int.from_bytes(f.read(8), "little")
@@ -472,11 +472,17 @@ def safetensors_array(path: Path, key: str) -> np.ndarray:
         raise InvalidInput(f"{path} is not a safetensors file with {key!r} ({exc})") from None
     if end - begin != dtype.itemsize * int(np.prod(shape)):
         raise InvalidInput(f"{path}: tensor {key!r} is {end - begin} bytes, not {shape} of {dtype}")
+    return dtype, shape, 8 + size + begin
+
+
+def safetensors_array(path: Path, key: str) -> np.ndarray:
+    """One tensor of a safetensors file (:func:`safetensors_entry`), memory-mapped read-only;
+    :func:`drop_pages` gives the pages a gather touched back to the page cache."""
+    dtype, shape, offset = safetensors_entry(path, key)
     try:
         with open(path, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape)),
-                             offset=8 + size + begin).reshape(shape)
+        return np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape)), offset=offset).reshape(shape)
     except ValueError as exc:  # the file ends before the tensor does
         raise InvalidInput(f"{path}: tensor {key!r} runs past the end of the file ({exc})") from None
 
@@ -540,6 +546,7 @@ class WordLlamaPhrases:
     def __init__(self) -> None:
         self._table: np.ndarray | None = None
         self._tokenizer = None
+        self._weights: tuple[Path, int] | None = None  # the table's file and where its rows begin
 
     def _load(self) -> np.ndarray:
         """The token table, memory-mapped from the wheel's safetensors file (float16, read
@@ -560,6 +567,7 @@ class WordLlamaPhrases:
             tok.enable_truncation(MAX_TOKENS)
             self._tokenizer = tok
             self._table = safetensors_array(weights, "embedding.weight")
+            self._weights = (weights, safetensors_entry(weights, "embedding.weight")[2])
         return self._table
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -580,15 +588,48 @@ class WordLlamaPhrases:
         return out
 
     def from_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
-        out = _mean_rows(self._load(), features, self.dim)
-        drop_pages(self._table)  # what a process holds of the table is one call's rows
-        return out
+        sizes = np.fromiter((len(f) for f in features), dtype=np.int64, count=len(features))
+        flat = np.concatenate(features) if len(features) else np.zeros(0, np.uint32)
+        return self.from_flat(flat, sizes)
 
     def from_flat(self, flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-        """:meth:`from_features` of the feature lists laid end to end, each ``sizes`` long."""
-        out = _mean_flat(self._load(), flat, sizes, self.dim)
-        drop_pages(self._table)
+        """:meth:`from_features` of the feature lists laid end to end, each ``sizes`` long:
+        the rows the lists name are read from the file (:func:`read_rows`), each once, and the
+        means taken over that copy, never through the mapped table. A write's synonym cells
+        name ~5,000 of its 32,000 rows, and gathering them from the map put ~15 MB of it in the
+        process (the kernel maps a faulted page's neighbours too) until the call ended."""
+        table = self._load()
+        ids, inverse = np.unique(flat, return_inverse=True)
+        assert self._weights is not None
+        rows = read_rows(*self._weights, table, ids)
+        return _mean_flat(rows, inverse.reshape(-1), sizes, self.dim)
+
+
+READ_GAP = 64  # rows: ids closer than this are read in one pread, the rows between them too
+READ_SPAN = 2048  # rows one pread reads at most (1 MB of WordLlama's float16 256-d rows)
+
+
+def read_rows(path: Path, begin: int, table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The rows ``ids`` (sorted, unique) of ``table``, the map of ``path`` from byte ``begin``
+    (:func:`safetensors_array`), read with ``os.pread`` into a copy of their own: no page of
+    the map becomes resident. Nearby ids share a read (at most ``READ_SPAN`` rows)."""
+    out = np.empty((len(ids), table.shape[1]), dtype=table.dtype)
+    if not len(ids):
         return out
+    row = table.strides[0]
+    runs = np.flatnonzero(np.diff(ids) > READ_GAP) + 1
+    with open(path, "rb", buffering=0) as f:
+        i = 0
+        for end in [*runs.tolist(), len(ids)]:
+            while i < end:
+                k = i + int(np.searchsorted(ids[i:end], ids[i] + READ_SPAN))
+                first, last = int(ids[i]), int(ids[k - 1]) + 1
+                raw = os.pread(f.fileno(), (last - first) * row, begin + first * row)
+                if len(raw) != (last - first) * row:
+                    raise InvalidInput(f"{path} ended before the rows it maps (read again?)")
+                out[i:k] = np.frombuffer(raw, table.dtype).reshape(-1, table.shape[1])[ids[i:k] - first]
+                i = k
+    return out
 
 
 def _mean_rows(table: np.ndarray, features: Sequence[np.ndarray], dim: int) -> np.ndarray:
