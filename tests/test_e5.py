@@ -165,6 +165,12 @@ def test_a_damaged_or_missing_graph_is_rebuilt(tmp_path, monkeypatch) -> None:
         f.truncate(1000)
     assert e5onnx.ensure_graph(ENPT) == graph and e5onnx.is_intact(graph)
     Path(str(graph) + ".sha256").unlink()  # no hash: rebuilt, not trusted
+    # An earlier build's files go with a rebuild; a newer one's (another install sharing the
+    # cache) stay, or two versions would rebuild each other's graph in turn.
+    older, newer = (graph.with_name(graph.name.replace(f"-b{e5onnx.BUILD}-", f"-b{n}-")) for n in (1, 99))
+    assert e5onnx.BUILD > 1
+    older.write_bytes(b"an earlier build")
+    newer.write_bytes(b"a later build")
     killed = graph.parent / f".{graph.stem}-abc.float.onnx"  # a build killed two hours ago
     killed.write_bytes(b"half a model")
     os.utime(killed, (time.time() - 7200, time.time() - 7200))
@@ -179,7 +185,7 @@ def test_a_damaged_or_missing_graph_is_rebuilt(tmp_path, monkeypatch) -> None:
     np.testing.assert_allclose(E5OnnxEmbedder(ENPT, threads=1).embed(PASSAGES[:2]), want, atol=1e-6)
     assert e5onnx.is_intact(graph)
     assert sorted(p.name for p in graph.parent.iterdir()) == [graph.name, graph.name + ".sha256",
-                                                              table.name]
+                                                              table.name, newer.name]
 
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc (Linux)")

@@ -460,8 +460,10 @@ def ensure_graph(packed_path: Path) -> Path:
     except OSError as exc:  # not a folder, read-only, full
         raise MissingExtra(f"cannot write the e5 model's graph in {out.parent} ({exc}); set "
                            "XDG_CACHE_HOME to a writable folder with ~0.3 GB free") from None
-    for old in out.parent.glob(f"{packed_path.stem}-int8-*"):  # earlier builds
-        if old.name not in (out.name, _sidecar(out).name, table_path(out).name):
+    for old in out.parent.glob(f"{packed_path.stem}-int8-b*"):  # earlier builds (a newer one
+        made = old.name[len(packed_path.stem) + 7:].split("-")[0]  # another install's: kept)
+        if old.name not in (out.name, _sidecar(out).name, table_path(out).name) and (
+                not made.isdigit() or int(made) <= BUILD):
             old.unlink(missing_ok=True)
     for old in out.parent.glob(f".{packed_path.stem}-int8-*"):  # killed builds' temporary files
         with contextlib.suppress(OSError):
