@@ -38,6 +38,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ...errors import ConfigError, InvalidInput, MissingExtra
+from ..budget import release_free_memory
 
 log = logging.getLogger("seahorse")
 
@@ -238,6 +239,11 @@ class OnnxEmbedder:
         return _normalise(out) if out is not None else np.zeros((0, self._dim or 0), np.float32)
 
     def embed_spans(self, texts, spans):
+        # Passages run here (indexing, a server's writes): the heap's free pages go back first.
+        # A server's searches leave ~20 MB free in the heap in pieces the run's activations do
+        # not fit, and the run's peak came on top of them (the 10k server's peak, at a write);
+        # the writer gives them back after the batch anyway (release_free_memory).
+        release_free_memory()
         dim = self.dim
         vecs = np.zeros((len(texts), dim), dtype=np.float32)
         pooled: list[np.ndarray] = [np.zeros((0, dim), np.float32)] * len(texts)
