@@ -199,7 +199,7 @@ class MemoryCap:
 
 def child_env(db: Path) -> dict[str, str]:
     """What the indexer and the server run with: this checkout's code, one BLAS thread."""
-    keep = ("SEAHORSE_", "HIPPO_", "RERANK_", "GLINER_", "OMP_", "OPENBLAS_")
+    keep = ("SEAHORSE_", "HIPPO_", "RERANK_", "GLINER_", "OMP_", "OPENBLAS_", "XDG_CACHE_HOME")
     env = {k: v for k, v in os.environ.items() if k.startswith(keep)}
     path = os.environ.get("PYTHONPATH")
     env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{path}" if path else str(ROOT),

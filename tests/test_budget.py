@@ -262,3 +262,58 @@ def test_the_idle_trim_runs_once_after_the_last_call_or_search(monkeypatch) -> N
     # (last was taken after the final sleep before: the bound was then 0.15 s exactly, and a
     # busy machine's clock reads gave 0.149)
     assert len(calls) == 1 and calls[0] - last >= 0.2 and calls[0] - start >= 0.2 + 8 * 0.05
+
+
+# Four worker threads, alive together (as the server's pool's are), each allocating: malloc_info
+# says how many arenas (heaps) there are.
+HEAP_PROBE = """
+import ctypes, json, os, re, sys, tempfile, threading
+import numpy as np
+from seahorse.mechanisms.budget import tune_heap
+tuned = tune_heap() if sys.argv[1] == "tune" else None
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+held, together = {}, threading.Barrier(5)
+def work(k):
+    held[k] = np.ones(1 << 12)
+    together.wait()
+    together.wait()
+threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in threads:
+    t.start()
+together.wait()
+path = os.path.join(tempfile.mkdtemp(), "info.xml")
+fp = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, fp)
+libc.fclose(fp)
+together.wait()
+xml = open(path).read()
+print(json.dumps({"tuned": tuned, "heaps": len(re.findall(r'<heap nr="[0-9]+">', xml))}))
+"""
+
+
+@pytest.mark.skipif(__import__("platform").libc_ver()[0] != "glibc", reason="glibc's malloc")
+def test_a_servers_worker_threads_share_one_malloc_arena(tmp_path) -> None:
+    # The MCP server's tool calls run on worker threads: each got an arena of its own, whose
+    # free memory no other thread reuses (the 10k store's server peaked ~20 MB higher).
+    # tune_heap, run by the servers at start: one arena.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+
+    def probe(mode: str, **extra: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", HEAP_PROBE, mode], env={**env, **extra},
+                             capture_output=True, text=True, check=True, timeout=60)
+        return json.loads(out.stdout)
+
+    tuned, untuned = probe("tune"), probe("none")
+    assert tuned["tuned"] is True and tuned["heaps"] == 1, tuned
+    assert untuned["heaps"] > 1, untuned  # what it mends: an arena per thread
+    # A choice made in the environment stays the user's.
+    assert probe("tune", MALLOC_ARENA_MAX="4")["tuned"] is False

@@ -165,11 +165,49 @@ def test_a_damaged_or_missing_graph_is_rebuilt(tmp_path, monkeypatch) -> None:
         f.truncate(1000)
     assert e5onnx.ensure_graph(ENPT) == graph and e5onnx.is_intact(graph)
     Path(str(graph) + ".sha256").unlink()  # no hash: rebuilt, not trusted
+    # An earlier build's files go with a rebuild; a newer one's (another install sharing the
+    # cache) stay, or two versions would rebuild each other's graph in turn.
+    older, newer = (graph.with_name(graph.name.replace(f"-b{e5onnx.BUILD}-", f"-b{n}-")) for n in (1, 99))
+    assert e5onnx.BUILD > 1
+    older.write_bytes(b"an earlier build")
+    newer.write_bytes(b"a later build")
     killed = graph.parent / f".{graph.stem}-abc.float.onnx"  # a build killed two hours ago
     killed.write_bytes(b"half a model")
     os.utime(killed, (time.time() - 7200, time.time() - 7200))
     assert e5onnx.ensure_graph(ENPT) == graph and e5onnx.is_intact(graph)
-    assert sorted(p.name for p in graph.parent.iterdir()) == [graph.name, graph.name + ".sha256"]
+    table = e5onnx.table_path(graph)
+    with table.open("r+b") as f:  # one flipped byte in the word table, beside the graph
+        f.seek(1000)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert not e5onnx.is_intact(graph)
+    np.testing.assert_allclose(E5OnnxEmbedder(ENPT, threads=1).embed(PASSAGES[:2]), want, atol=1e-6)
+    assert e5onnx.is_intact(graph)
+    assert sorted(p.name for p in graph.parent.iterdir()) == [graph.name, graph.name + ".sha256",
+                                                              table.name, newer.name]
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc (Linux)")
+def test_the_word_table_is_read_from_its_own_file_and_none_of_it_stays_resident(e5) -> None:
+    # The graph holds no word table (build 2): each call's rows are read from the .words file
+    # beside it, mapped, and their pages unmapped after the call, so a server keeps none of the
+    # table (~20 MB for e5-enpt, ~108 MB for e5) however many texts it has embedded. Inside the
+    # graph, or mapped by onnxruntime as external data, it ended up resident whole.
+    e5.embed([*PASSAGES, *NOTES_PT])
+    query_vector(e5, QUESTION)
+    assert e5._session is not None and "word" in {i.name for i in e5._session.get_inputs()}
+    graph = e5onnx.graph_path(e5.model_path)
+    table = e5onnx.table_path(graph)
+    assert table.stat().st_size > graph.stat().st_size  # the 250k pieces' table: most of the model
+    rss, name = [], ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and "-" in fields[0] and ":" not in fields[0]:
+            name = fields[5] if len(fields) >= 6 else ""
+        elif line.startswith("Rss:") and name == str(table):
+            rss.append(int(fields[1]))
+    assert rss and sum(rss) == 0, rss  # mapped, and no page of it resident (kB)
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")

@@ -156,10 +156,12 @@ def main(db: str | None, allow: list[str], address: str, token_file: str | None,
 
     from ..config import load_settings, pin_blas_threads
     from ..errors import SeahorseError
+    from ..mechanisms.budget import tune_heap
 
     try:
         load_settings(**({"db_path": db} if db else {}))
         pin_blas_threads()
+        tune_heap()  # before the worker threads: one malloc arena
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="seahorse-server: %(message)s")
         serve_http(db, allow, address, token_file, read_only_file)
     except SeahorseError as exc:

@@ -692,6 +692,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seahorse-server: {exc}", file=sys.stderr)
         return exc.exit_code
     pin_blas_threads()
+    from ..mechanisms.budget import tune_heap
+
+    tune_heap()  # before the worker threads: one malloc arena
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="seahorse-server: %(message)s")
     anyio.run(serve_stdio, build_server(args.db, args.allow))

@@ -39,9 +39,11 @@ RETRIEVABLE = ("passage", "memory", "symbol")
 CATCH_UP_MAX = 200_000
 # Reload when removed vertices (kept as empty slots until then) are over this share.
 DEAD_MAX = 0.25
-# Vectors are read and quantised this many rows at a time (a float32 block of 8192 x 384 is
-# 12 MB, the most a load holds beside the int8 rows).
-VECTOR_BLOCK = 8192
+# Vectors are read and quantised this many rows at a time: a block's float32 rows and the
+# quantiser's temporaries of them (~5 copies) are the most a load holds beside the int8 rows;
+# 1024 x 384 x 4 bytes = 1.5 MB each (8192 rows held ~55 MB at the 10k store's load, the server's
+# peak then; each row is quantised alone, so the block changes no value).
+VECTOR_BLOCK = 1024
 # The passages a query's dense step keeps (settings.dense_shortlist): the nearest, the rest
 # counted as the least of them, so that min-max scaling gives them no dense seed. A store that
 # scores vectors itself (PostgreSQL, pgvector) returns just these. 1,000 is the fact pool

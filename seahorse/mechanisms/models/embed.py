@@ -38,6 +38,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ...errors import ConfigError, InvalidInput, MissingExtra
+from ..budget import release_free_memory
 
 log = logging.getLogger("seahorse")
 
@@ -215,14 +216,18 @@ class OnnxEmbedder:
                 n = len(encodings[i].ids)
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
+            hidden = self._session.run(None, self._feeds(ids, mask))[0]
             self._pooled = hidden.ndim == 2
             for row, i in enumerate(batch):
                 n = len(encodings[i].ids)
                 yield i, encodings[i], (hidden[row] if self._pooled else hidden[row, :n])
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The model's inputs for a batch of token ids and its attention mask."""
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        return feeds
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out: np.ndarray | None = None
@@ -234,6 +239,11 @@ class OnnxEmbedder:
         return _normalise(out) if out is not None else np.zeros((0, self._dim or 0), np.float32)
 
     def embed_spans(self, texts, spans):
+        # Passages run here (indexing, a server's writes): the heap's free pages go back first.
+        # A server's searches leave ~20 MB free in the heap in pieces the run's activations do
+        # not fit, and the run's peak came on top of them (the 10k server's peak, at a write);
+        # the writer gives them back after the batch anyway (release_free_memory).
+        release_free_memory()
         dim = self.dim
         vecs = np.zeros((len(texts), dim), dtype=np.float32)
         pooled: list[np.ndarray] = [np.zeros((0, dim), np.float32)] * len(texts)
@@ -369,11 +379,15 @@ class E5OnnxEmbedder(OnnxEmbedder):
     def __init__(self, packed_path: Path, threads: int | None = None,
                  name: str = "multilingual-e5-small-int8") -> None:
         super().__init__(packed_path, packed_path, name, dim=384, max_tokens=512, threads=threads)
+        self._table_shape = (0, 0)  # the word table's (rows, hidden), read with the tokenizer
+        self._words = None  # e5onnx.WordTable: the graph's ``word`` input, gathered here
 
     def _open_tokenizer(self):
         from . import e5onnx
 
-        return e5onnx.tokenizer(e5onnx.read_packed(self.model_path))
+        packed = e5onnx.read_packed(self.model_path)
+        self._table_shape = (packed.vocab_rows, packed.hidden)
+        return e5onnx.tokenizer(packed)
 
     def _open_session(self):
         from . import e5onnx
@@ -381,10 +395,18 @@ class E5OnnxEmbedder(OnnxEmbedder):
 
         graph = e5onnx.ensure_graph(self.model_path)
         try:
-            return make_session(graph, self.threads)
+            session = make_session(graph, self.threads)
+            self._words = e5onnx.WordTable(e5onnx.table_path(graph), *self._table_shape)
         except InvalidInput:  # intact by its hash yet unloadable (another onnxruntime?): rebuild
             graph.unlink(missing_ok=True)
-            return make_session(e5onnx.ensure_graph(self.model_path), self.threads)
+            graph = e5onnx.ensure_graph(self.model_path)
+            session = make_session(graph, self.threads)
+            self._words = e5onnx.WordTable(e5onnx.table_path(graph), *self._table_shape)
+        return session
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        assert self._words is not None
+        return {"input_ids": ids, "attention_mask": mask, "word": self._words.rows(ids)}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return super().embed([E5_PASSAGE + t for t in texts])
@@ -422,7 +444,8 @@ def e5_onnx(threads: int | None = None, variant: str = "") -> E5OnnxEmbedder:
 
 
 BATCH = 64  # wordllama texts per batch: 64 x MAX_TOKENS x 256 x 4 bytes = 32 MB at most
-MEAN_BLOCK = 4096  # phrases whose token rows are gathered at once (~12 MB at 256-d, 3 tokens each)
+MEAN_BLOCK = 1024  # phrases whose token rows are gathered at once (~3 MB of temporaries at 256-d:
+# a write's synonym cells embed ~7,000 phrases, and 4,096 at once held ~10 MB more at its peak)
 
 
 WORDLLAMA_WEIGHTS = "l2_supercat_256.safetensors"
@@ -439,10 +462,10 @@ def _wordllama_file(folder: str, name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def safetensors_array(path: Path, key: str) -> np.ndarray:
-    """One tensor of a safetensors file, memory-mapped read-only (the format: an 8-byte
-    little-endian header length, a JSON header of dtype, shape and byte offsets, the data);
-    :func:`drop_pages` gives the pages a gather touched back to the page cache."""
+def safetensors_entry(path: Path, key: str) -> tuple[np.dtype, tuple[int, ...], int]:
+    """(dtype, shape, byte offset in the file) of one tensor of a safetensors file (the format:
+    an 8-byte little-endian header length, a JSON header of dtype, shape and byte offsets, the
+    data)."""
     try:
         with open(path, "rb") as f:
             size = int.from_bytes(f.read(8), "little")
@@ -455,11 +478,17 @@ def safetensors_array(path: Path, key: str) -> np.ndarray:
         raise InvalidInput(f"{path} is not a safetensors file with {key!r} ({exc})") from None
     if end - begin != dtype.itemsize * int(np.prod(shape)):
         raise InvalidInput(f"{path}: tensor {key!r} is {end - begin} bytes, not {shape} of {dtype}")
+    return dtype, shape, 8 + size + begin
+
+
+def safetensors_array(path: Path, key: str) -> np.ndarray:
+    """One tensor of a safetensors file (:func:`safetensors_entry`), memory-mapped read-only;
+    :func:`drop_pages` gives the pages a gather touched back to the page cache."""
+    dtype, shape, offset = safetensors_entry(path, key)
     try:
         with open(path, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape)),
-                             offset=8 + size + begin).reshape(shape)
+        return np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape)), offset=offset).reshape(shape)
     except ValueError as exc:  # the file ends before the tensor does
         raise InvalidInput(f"{path}: tensor {key!r} runs past the end of the file ({exc})") from None
 
@@ -523,6 +552,7 @@ class WordLlamaPhrases:
     def __init__(self) -> None:
         self._table: np.ndarray | None = None
         self._tokenizer = None
+        self._weights: tuple[Path, int] | None = None  # the table's file and where its rows begin
 
     def _load(self) -> np.ndarray:
         """The token table, memory-mapped from the wheel's safetensors file (float16, read
@@ -543,6 +573,7 @@ class WordLlamaPhrases:
             tok.enable_truncation(MAX_TOKENS)
             self._tokenizer = tok
             self._table = safetensors_array(weights, "embedding.weight")
+            self._weights = (weights, safetensors_entry(weights, "embedding.weight")[2])
         return self._table
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -563,15 +594,48 @@ class WordLlamaPhrases:
         return out
 
     def from_features(self, features: Sequence[np.ndarray]) -> np.ndarray:
-        out = _mean_rows(self._load(), features, self.dim)
-        drop_pages(self._table)  # what a process holds of the table is one call's rows
-        return out
+        sizes = np.fromiter((len(f) for f in features), dtype=np.int64, count=len(features))
+        flat = np.concatenate(features) if len(features) else np.zeros(0, np.uint32)
+        return self.from_flat(flat, sizes)
 
     def from_flat(self, flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-        """:meth:`from_features` of the feature lists laid end to end, each ``sizes`` long."""
-        out = _mean_flat(self._load(), flat, sizes, self.dim)
-        drop_pages(self._table)
+        """:meth:`from_features` of the feature lists laid end to end, each ``sizes`` long:
+        the rows the lists name are read from the file (:func:`read_rows`), each once, and the
+        means taken over that copy, never through the mapped table. A write's synonym cells
+        name ~5,000 of its 32,000 rows, and gathering them from the map put ~15 MB of it in the
+        process (the kernel maps a faulted page's neighbours too) until the call ended."""
+        table = self._load()
+        ids, inverse = np.unique(flat, return_inverse=True)
+        assert self._weights is not None
+        rows = read_rows(*self._weights, table, ids)
+        return _mean_flat(rows, inverse.reshape(-1), sizes, self.dim)
+
+
+READ_GAP = 64  # rows: ids closer than this are read in one pread, the rows between them too
+READ_SPAN = 2048  # rows one pread reads at most (1 MB of WordLlama's float16 256-d rows)
+
+
+def read_rows(path: Path, begin: int, table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The rows ``ids`` (sorted, unique) of ``table``, the map of ``path`` from byte ``begin``
+    (:func:`safetensors_array`), read with ``os.pread`` into a copy of their own: no page of
+    the map becomes resident. Nearby ids share a read (at most ``READ_SPAN`` rows)."""
+    out = np.empty((len(ids), table.shape[1]), dtype=table.dtype)
+    if not len(ids):
         return out
+    row = table.strides[0]
+    runs = np.flatnonzero(np.diff(ids) > READ_GAP) + 1
+    with open(path, "rb", buffering=0) as f:
+        i = 0
+        for end in [*runs.tolist(), len(ids)]:
+            while i < end:
+                k = i + int(np.searchsorted(ids[i:end], ids[i] + READ_SPAN))
+                first, last = int(ids[i]), int(ids[k - 1]) + 1
+                raw = os.pread(f.fileno(), (last - first) * row, begin + first * row)
+                if len(raw) != (last - first) * row:
+                    raise InvalidInput(f"{path} ended before the rows it maps (read again?)")
+                out[i:k] = np.frombuffer(raw, table.dtype).reshape(-1, table.shape[1])[ids[i:k] - first]
+                i = k
+    return out
 
 
 def _mean_rows(table: np.ndarray, features: Sequence[np.ndarray], dim: int) -> np.ndarray:
@@ -596,9 +660,14 @@ def _mean_flat(table: np.ndarray, flat: np.ndarray, sizes: np.ndarray, dim: int)
             longer = int(np.searchsorted(descending, -j, side="left"))  # lists of over j rows
             rows = block + order[:longer]
             out[rows] += table[flat[starts[rows] + j].astype(np.int64)]
-        out[block:block + len(size)] /= np.maximum(size, 1)[:, None]
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        part = out[block:block + len(size)]
+        part /= np.maximum(size, 1)[:, None]
+        # Normalised here, in place and a block at a time: no temporary the size of ``out``
+        # (its squares, a zeroed copy) at a write's peak.
+        norms = np.linalg.norm(part, axis=1, keepdims=True)
+        part[norms[:, 0] == 0] = 0.0  # an empty list's row: +0.0 throughout
+        np.divide(part, norms, out=part, where=norms > 0)
+    return out
 
 
 class HashPhrases(HashEmbedder):
