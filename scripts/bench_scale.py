@@ -18,7 +18,14 @@ For each corpus of scripts/build_scale_corpus.py (real prose; see its docstring)
 * recall@2/@5 and all-gold-in-top-5 per data set and split, on every question whose gold is
   in the corpus (MuSiQue; HotpotQA from 10k on), graded as bench_multihop.py grades them;
 * with ``--mem-cap MB``: the indexer and the server each in a cgroup v1 memory group with that
-  limit and no swap, so an overrun is an OOM kill, detected and reported.
+  limit and no swap, so an overrun is an OOM kill, detected and reported;
+* with ``--pg URL`` (one size; issue 36): the store copied into that empty PostgreSQL database
+  by ``seahorse migrate`` (seconds, peak RSS, the HNSW index it built), then over MCP stdio the
+  first search of a fresh server on it without a graph snapshot in the database and again with
+  the one the first server left (from the server's start to the answer; target <= 10 s), and
+  the SQLite store's for reference; then both stores served at once, each dev question asked
+  of both, who goes first alternating: warm p50/p95 of each (target: PostgreSQL's p50 <= 1.5 x
+  SQLite's), R@5 of each and the dev questions whose R@5 differs.
 
 Targets (issue 23: p50 <= 30 ms, p95 <= 80 ms and server RSS <= 250 MB at 10k; p50 at 100k <=
 1.5 x p50 at 10k, server RSS <= 350 MB; database <= 15 x text and a search after a write <= 2 x
@@ -36,6 +43,7 @@ and its largest tables are measured as the file is now, e.g. after a ``seahorse 
 
     python scripts/build_scale_corpus.py fetch && python scripts/build_scale_corpus.py build
     python scripts/bench_scale.py [--sizes 2k,10k] [--reuse] [--mem-cap 512] [--json OUT]
+    python scripts/bench_scale.py --sizes 100k --reuse --pg postgresql://... [--json OUT]
 """
 
 from __future__ import annotations
@@ -379,10 +387,11 @@ async def _call(session, tool: str, args: dict) -> tuple[float, dict]:
     return ms, res.structured_content or {}
 
 
-async def _search(session, out: Serving, qi: int, question: str) -> float:
-    # A session of its own per question and run: a reused store keeps the sessions of earlier
-    # runs (an hour), and a question asked again in one would carry that run's context.
-    args = {"query": question, "session_id": f"scale-{RUN}-{qi}", "top_k": 5}
+async def _search(session, out: Serving, qi: int, question: str, tag: str = "") -> float:
+    # A session of its own per question and run (and ``tag``: a second serving in one run): a
+    # reused store keeps the sessions of earlier runs (an hour), and a question asked again in
+    # one would carry that run's context.
+    args = {"query": question, "session_id": f"scale-{RUN}{tag}-{qi}", "top_k": 5}
     ms, body = await _call(session, "search", args)
     out.rankings[qi] = doc_ranking([h["source"] for h in body.get("hits", [])])
     timings = body.get("timings_ms") or {}
@@ -547,6 +556,185 @@ def p50_split(splits: list[dict[str, float]]) -> dict[str, float] | None:
              "rank_and_explain": [s["total"] - s["embed"] - s["walk"] for s in splits],
              "outside_the_engine": [s["call"] - s["total"] for s in splits]}
     return {k: round(statistics.median(v), 1) for k, v in parts.items()}
+
+
+# ----- the same store on PostgreSQL (issue 36) ---------------------------------------------
+def pg_store(url: str, db: Path, corpus: Corpus, reuse: bool) -> dict:
+    """The SQLite store copied into the PostgreSQL database at ``url`` by ``seahorse migrate``
+    (timed, the migrating process's peak RSS sampled), or, with ``reuse``, the copy an earlier
+    run made of this corpus's store (its sidecar ``<db>.pg.json`` names the URL and corpus)."""
+    sidecar = Path(f"{db}.pg.json")
+    if reuse and sidecar.exists():
+        old = json.loads(sidecar.read_text())
+        if old.get("url") == url and old.get("fingerprint") == corpus.manifest["fingerprint"]:
+            print(f"  reusing the PostgreSQL copy (migrated at {old.get('commit')}, {old.get('date')})",
+                  flush=True)
+            return {**old, "reused": True}
+    print("  copying the store to PostgreSQL (seahorse migrate)...", flush=True)
+    argv = [sys.executable, "-m", "seahorse", "migrate", "--from", str(db), "--to", url, "--json", "-v"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env={**os.environ, **child_env(db)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+    sampler = RssSampler(proc.pid, interval=0.1)
+    sampler.start()
+    out, err = proc.communicate()
+    sampler.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"seahorse migrate failed ({proc.returncode}): {err.strip()[-600:]}")
+    done = json.loads(out)
+    built = [line for line in err.splitlines() if "HNSW index" in line]
+    rec = {"url": url, "fingerprint": corpus.manifest["fingerprint"], "commit": benchlib.commit(),
+           "date": time.strftime("%Y-%m-%d %H:%M"), "migrate_s": done["seconds"],
+           "migrate_wall_s": time.perf_counter() - t0, "migrate_peak_mb": round(sampler.peak_mb, 1),
+           "documents": done["documents"], "hnsw_log": built[-1].split(": ", 1)[-1] if built else None}
+    sidecar.write_text(json.dumps(rec, indent=2))
+    return {**rec, "reused": False}
+
+
+def pg_state(url: str) -> dict:
+    """What the PostgreSQL store holds that a fresh server's start depends on: its graph
+    snapshots (bytes) and a valid HNSW index of the passage vectors."""
+    from seahorse.store import open_store
+
+    store = open_store(url, read_only=True, create=False)
+    try:
+        snaps = store.graph_snapshots()
+        hnsw = store.db.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE "
+            "c.relname LIKE 'dense_vectors_hnsw_%' AND i.indisvalid").fetchall()
+        size = store.db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    finally:
+        store.close()
+    return {"snapshots": len(snaps), "snapshot_bytes": sum(s for _q, _m, s in snaps),
+            "hnsw_index": [r[0] for r in hnsw], "db_bytes": int(size)}
+
+
+def drop_pg_snapshots(url: str) -> None:
+    from seahorse.store import open_store
+
+    store = open_store(url, create=False)
+    try:
+        store.db.execute("DELETE FROM graph_snapshots")
+    finally:
+        store.close()
+
+
+def _server(target: str, log):
+    """An MCP client session's context on a new stdio server of the store at ``target``."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "seahorse.adapters.server"],
+                                   env=child_env(Path(target)) | {"SEAHORSE_DB": target}, cwd=str(ROOT))
+    return stdio_client(params, errlog=log)
+
+
+async def _first_search(target: str, question: str, log) -> dict:
+    """A fresh server's first search: from starting its process to the answer, and the call."""
+    from mcp.client.session import ClientSession
+
+    t0 = time.perf_counter()
+    async with _server(target, log) as (r, w), ClientSession(r, w) as session:
+        await session.initialize()
+        ready = time.perf_counter()
+        args = {"query": question, "session_id": f"scale-{RUN}-cold", "top_k": 5}
+        call_ms, body = await _call(session, "search", args)
+        return {"from_start_ms": (time.perf_counter() - t0) * 1e3, "search_ms": call_ms,
+                "initialize_ms": (ready - t0) * 1e3, "hits": len(body.get("hits", []))}
+
+
+async def _alternated(targets: dict[str, str], questions: list[tuple[int, str]], log
+                      ) -> dict[str, Serving]:
+    """Both stores served at once, each question asked of each, who goes first alternating
+    question by question; a warm-up search first on each (not counted)."""
+    from contextlib import AsyncExitStack
+
+    from mcp.client.session import ClientSession
+
+    out = {name: Serving() for name in targets}
+    async with AsyncExitStack() as stack:
+        sessions = {}
+        for name, target in targets.items():
+            r, w = await stack.enter_async_context(_server(target, log))
+            sessions[name] = await stack.enter_async_context(ClientSession(r, w))
+            await sessions[name].initialize()
+            out[name].cold_ms = await _search(sessions[name], Serving(), -1, "warm up", "-pg")
+        names = list(targets)
+        for k, (qi, question) in enumerate(questions):
+            for name in names if k % 2 == 0 else names[::-1]:
+                out[name].warm_ms.append(await _search(sessions[name], out[name], qi, question, "-pg"))
+    return out
+
+
+def measure_pg(size: str, url: str, args) -> dict:
+    """The corpus's SQLite store copied to PostgreSQL, and both served: a fresh server's first
+    search on PostgreSQL without and with the graph snapshot in the database (and on SQLite,
+    for reference), warm p50/p95 of both over the dev questions alternated, R@5 of both."""
+    corpus = load_corpus(args.corpora, size)
+    db = args.db_dir / f"{corpus.name}.db"
+    if not db.exists():
+        raise SystemExit(f"{db} does not exist: index it first (run without --pg)")
+    res: dict = {"copy": pg_store(url, db, corpus, args.reuse)}
+    dev = [(qi, q["question"]) for qi, q in enumerate(corpus.questions) if q["split"] == "dev"]
+    first_q = corpus.questions[0]["question"]
+    log = Path(f"{db}.pg-server.log")
+    with log.open("w") as errlog:
+        if not res["copy"]["reused"]:  # what migrate left: the first server after it
+            res["state_migrated"] = pg_state(url)
+            print(f"  first search of a fresh server right after the copy ({res['state_migrated']})...",
+                  flush=True)
+            res["cold_migrated"] = asyncio.run(_first_search(url, first_q, errlog))
+        drop_pg_snapshots(url)
+        res["state_before"] = pg_state(url)
+        print(f"  first search of a fresh server on PostgreSQL, no graph snapshot "
+              f"({res['state_before']})...", flush=True)
+        res["cold_no_snapshot"] = asyncio.run(_first_search(url, first_q, errlog))
+        res["state_after"] = pg_state(url)
+        print(f"  again, with the snapshot the first one left ({res['state_after']})...", flush=True)
+        res["cold_snapshot"] = asyncio.run(_first_search(url, first_q, errlog))
+        res["cold_sqlite"] = asyncio.run(_first_search(str(db), first_q, errlog))
+        print(f"  {len(dev)} dev questions of both stores, alternated...", flush=True)
+        served = asyncio.run(_alternated({"sqlite": str(db), "postgres": url}, dev, errlog))
+    for name, out in served.items():
+        res[name] = {"p50_ms": benchlib.percentile(out.warm_ms, 50),
+                     "p95_ms": benchlib.percentile(out.warm_ms, 95), "n": len(out.warm_ms),
+                     "recall": recall(corpus, out.rankings)}
+    grade = {name: {qi: benchlib.recall_at(out.rankings[qi], set(corpus.questions[qi]["gold"]), 5)
+                    for qi, _q in dev} for name, out in served.items()}
+    res["r5_changed"] = [qi for qi, _q in dev if grade["sqlite"][qi] != grade["postgres"][qi]]
+    res["load_average"] = os.getloadavg()[0]
+    return res
+
+
+def print_pg(size: str, r: dict) -> None:
+    c, pg, lite = r["copy"], r["postgres"], r["sqlite"]
+    print(f"\nPostgreSQL @{size} (the same store copied by seahorse migrate; MCP over stdio):")
+    print(f"  migrate: {c['migrate_s']:.1f} s{' (an earlier run)' if r['copy']['reused'] else ''}, "
+          f"peak RSS {c['migrate_peak_mb']:.0f} MB; HNSW: {c.get('hnsw_log') or 'not built by migrate'}")
+    s0, s1 = r["state_before"], r["state_after"]
+    print(f"  database {s1['db_bytes'] / 1e6:.0f} MB; HNSW index {s1['hnsw_index'] or 'none'}; "
+          f"graph snapshot {s1['snapshot_bytes'] / 1e6:.1f} MB after the first server")
+    migrated = r.get("state_migrated", {}).get("snapshots")
+    for key, what in (("cold_migrated", f"right after the copy ({migrated} snapshot(s) held)"),
+                      ("cold_no_snapshot", f"no graph snapshot ({s0['snapshots']} held)"),
+                      ("cold_snapshot", f"after the first one ({s1['snapshots']} snapshot(s) held)"),
+                      ("cold_sqlite", "SQLite, for reference")):
+        f = r.get(key)
+        if f is None:
+            continue
+        print(f"  first search of a fresh server, {what}: {f['from_start_ms'] / 1e3:.2f} s from its "
+              f"start (the call {f['search_ms'] / 1e3:.2f} s)"
+              + ("" if key == "cold_sqlite" else f" — target ≤ 10 s: "
+                 f"{'met' if f['from_start_ms'] <= 10_000 else 'MISSED'}"))
+    ratio = pg["p50_ms"] / lite["p50_ms"]
+    print(f"  warm search, {pg['n']} dev questions alternated: p50 / p95 PostgreSQL "
+          f"{pg['p50_ms']:.1f} / {pg['p95_ms']:.1f} ms, SQLite {lite['p50_ms']:.1f} / "
+          f"{lite['p95_ms']:.1f} ms; p50 ratio {ratio:.2f} (target ≤ 1.5: "
+          f"{'met' if ratio <= 1.5 else 'MISSED'})")
+    for key in sorted(pg["recall"]):
+        print(f"  R@5 {key}: PostgreSQL {pg['recall'][key]['R@5']:.3f}, "
+              f"SQLite {lite['recall'][key]['R@5']:.3f}")
+    print(f"  dev questions whose R@5 differs between the two: {len(r['r5_changed'])} "
+          f"{r['r5_changed']}; load average {r['load_average']:.2f}")
 
 
 # ----- report ------------------------------------------------------------------------------
@@ -716,7 +904,12 @@ def main() -> None:
     ap.add_argument("--writes", type=int, default=5, help="add_document + search rounds")
     ap.add_argument("--no-embed", action="store_true", help="skip the embedding-alone timing")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--pg", metavar="URL", help="also copy the store into this empty PostgreSQL database "
+                    "(seahorse migrate; with --reuse, an earlier run's copy) and serve both: first "
+                    "search of a fresh server, warm p50/p95 alternated, R@5 (one size)")
     args = ap.parse_args()
+    if args.pg and len([s for s in args.sizes.split(",") if s]) != 1:
+        ap.error("--pg takes one size (one database holds one store)")
     import seahorse
     from seahorse import load_settings
 
@@ -733,10 +926,15 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f} (the cores may be shared)")
     for size in [s for s in args.sizes.split(",") if s]:
         report["sizes"][size] = measure(size, args)
+    if args.pg:
+        size = args.sizes.strip(",")
+        report["postgres"] = {size: measure_pg(size, args.pg, args)}
     checks = verdicts(report["sizes"], args.mem_cap)
     report["targets"] = checks
     print_table(report["sizes"], checks)
     print_verdicts(checks)
+    for size, r in report.get("postgres", {}).items():
+        print_pg(size, r)
     if args.json:
         args.json.write_text(json.dumps(_json_safe(report), indent=2, default=str))
 

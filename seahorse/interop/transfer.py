@@ -9,7 +9,9 @@ from pathlib import Path
 
 from ..config import DbUrl, db_location, load_settings
 from ..errors import InvalidInput, SchemaMismatch
-from ..store import SCHEMA_VERSION, open_store
+from ..retrieval import snapshot
+from ..retrieval.state import open_index
+from ..store import SCHEMA_VERSION, Store, open_store
 from ..store.sqlite import COPY_TABLES
 
 
@@ -45,9 +47,20 @@ def migrate(src: str | Path | DbUrl, dst: str | Path | DbUrl) -> dict:
                 target.vector_index_min = index_min  # type: ignore[attr-defined]
             target.optimize()  # statistics for the planner
             counts = target.counts()
+            _keep_graph(target, sum(counts["nodes"].values()))
         finally:
             target.close()
     finally:
         source.close()
     return {"from": str(src), "to": str(dst), "rows": tables, "documents": counts["documents"],
             "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _keep_graph(target: Store, nodes: int) -> None:
+    """Save the copy's graph as its snapshot (retrieval/snapshot.py) when it is large enough to
+    have one: the copy starts without any (it holds no graph they are of), and the first
+    server on it would load the graph from the tables instead (on PostgreSQL at 100k passages,
+    18.8 s to a fresh server's first search against 3.2 s; docs/benchmarks.md)."""
+    dim = target.meta().get("dim")
+    if dim and nodes >= snapshot.SNAPSHOT_MIN:
+        open_index(target, int(dim))
