@@ -41,6 +41,20 @@ SEED_DOCS = (
 )
 
 
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as a module of its own (``<name>_under_test``), with scripts/ on the
+    path for what it imports beside it (benchlib, bench_memory, ...)."""
+    import importlib.util
+
+    scripts = Path(__file__).resolve().parent.parent / "scripts"
+    if str(scripts) not in sys.path:
+        sys.path.insert(0, str(scripts))
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", scripts / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 @pytest.fixture
 def pi_sentences() -> tuple[str, ...]:
     return PI_SENTENCES

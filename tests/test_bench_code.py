@@ -4,20 +4,9 @@ an ``SEAHORSE_EMBEDDER=e5-enpt`` run measured MiniLM)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
-import sys
-from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
-
-def _bench_code():
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("bench_code_under_test", SCRIPTS / "bench_code.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_script
 
 
 def test_the_embedder_named_in_the_environment_is_the_one_measured(tmp_path, monkeypatch):
@@ -26,7 +15,7 @@ def test_the_embedder_named_in_the_environment_is_the_one_measured(tmp_path, mon
     repo.mkdir()
     (repo / "store.py").write_text("def save_session(cookie):\n    \"\"\"Write the session cookie.\"\"\"\n"
                                    "    return cookie\n")
-    tool = _bench_code().SeahorseTool(tmp_path / "db", "probe")
+    tool = load_script("bench_code").SeahorseTool(tmp_path / "db", "probe")
     try:
         assert tool.engine.settings.embedder == "hash"
         tool.index(repo, include_docs=True)

@@ -5,24 +5,18 @@ on a small folder with the hash embedder. No network, no model."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+from conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def bq():
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("bench_quality_under_test", SCRIPTS / "bench_quality.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_quality")
 
 
 def test_a_quote_is_found_whatever_the_line_breaks_and_case_but_only_in_its_file(bq):

@@ -243,7 +243,7 @@ def test_a_question_whose_every_name_is_absent_is_refused_however_close_it_reads
         assert out["refusal"]["evidence"]["names"], out["refusal"]
         assert cli.json("search", query, "--no-refuse")["hits"]  # asked to answer, it answers
     for query in ("What did Hilda say about Vivaldi and the garden plan?",  # Hilda is held
-                  "What was the Margaraviate of Austria?",  # one letter off a held phrase
+                  "What was the Margaraviate of Austria?",  # Austria held (near spellings: test above)
                   "Which team was based in Gothais until the merger?"):  # "Gotha is", a space lost
         out = cli.json("search", query)
         assert out["hits"] and "refusal" not in out, (query, out.get("refusal"))

@@ -71,8 +71,8 @@ _TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only:
 # is not said in other words, as a common noun may be ("console" for the game system), so a
 # question whose every name the store holds nowhere is refused, however close the best hit's
 # meaning: in a store of one subject (a tool's manual) every question about that subject reads
-# close (e5-enpt: the absent questions' best cosine 0.85-0.90 among git's manual, the
-# answerable ones' 0.87-0.91). One name held is enough to answer: "would Melanie enjoy
+# close (e5-enpt, read ad hoc on git's manual: absent and answerable questions' best cosines
+# alike, over its strong threshold). One name held is enough to answer: "would Melanie enjoy
 # Vivaldi?" asks of a conversation that holds Melanie and never names Vivaldi.
 # A name: a word with a capital inside it (GitLab), one of three capitals or more (SCM), or one with a
 # capital first that does not open a sentence (Heroku); a word the query spells as a name but
@@ -124,8 +124,7 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
     if few:
         terms = []
     given = [] if few else [n for n in names or () if not not_a_subject(n)]
-    if given and all(count(n) == 0 for n in given) and not any(
-            _misspelt(n, hits, count, like) for n in given):
+    if given and all(count(n) == 0 for n in given) and not _any_misspelt(given, hits, count, like):
         return _verdict("absent_terms", {"missing": given, "names": given,
                                          "found": [t for t in terms if t not in given]}, top, model)
     limits = DENSE_THRESHOLDS.get(model)
@@ -217,19 +216,18 @@ def refusal_terms(query: str) -> list[str]:
 
 
 def names_in(query: str) -> list[str]:
-    """The names the query gives, lower-cased, possessive dropped, each once: words with a
-    capital inside (``GitLab``), of capitals only (``SCM``, two letters or more), or with a
-    capital first where no sentence opens (``Heroku`` in "push to Heroku"); "I" is none, and
-    a word of capitals only counts from three letters on ("AD 43", "OK" are no subjects)."""
+    """The names the query gives, lower-cased, possessive dropped, each once: words of three
+    letters or more with a capital inside (``GitLab``), of capitals only (``SCM``; "AD 43",
+    "OK" are no subjects), or with a capital first where no sentence opens (``Heroku`` in
+    "push to Heroku"; "I", "Dr" are none)."""
     out = []
     for m in _NAME.finditer(query):
         word = _POSSESSIVE.sub("", m.group().rstrip(".-'’"))
         letters = [c for c in word if c.isalpha()]
-        if len(letters) < 3 or not word.isascii():  # "Dr", "St", "Mr": titles, no subjects
+        if len(letters) < 3 or not word.isascii():  # "Dr", "OK", "US": no subjects
             continue
         caps = word.isupper()
-        inner = (len(letters) >= 3 if caps  # "AD 43", "OK", "US": too common to be a subject
-                 else any(c.isupper() for c in word[1:]))
+        inner = caps or any(c.isupper() for c in word[1:])
         before = query[:m.start()]
         capital = (not caps and word[0].isupper()
                    and (not _OPENS.search(before) or _TITLE.search(before) is not None))
@@ -246,23 +244,27 @@ _JOINED = ("is", "was", "in", "of", "and", "the", "to", "at", "on", "s")
 _WORD = re.compile(r"[^\W\d_]+")
 
 
-def _misspelt(name: str, hits: list[Hit], count: Callable[[str], int],
-              like: Callable[[str, int], list[str]] | None = None) -> bool:
-    """Whether ``name`` reads as a misspelling of a word the store holds: a stored word (of
-    four letters or more) with a short function word joined to it, or a word of a hit or a
-    one-word phrase of the store (``like``) within one edit per six letters (names of six
+def _any_misspelt(names: list[str], hits: list[Hit], count: Callable[[str], int],
+                  like: Callable[[str, int], list[str]] | None = None) -> bool:
+    """Whether one of ``names`` reads as a misspelling of a word the store holds: a stored
+    word (of four letters or more) with a short function word joined to it, or a word of a hit
+    or a one-word phrase of the store (``like``) within one edit per six letters (names of six
     letters or more; the first letter the same)."""
-    for tail in _JOINED:
-        head = name[:-len(tail)]
-        if name.endswith(tail) and len(head) >= 4 and count(head) > 0:
+    seen: set[str] | None = None  # the hits' words, read once for every name
+    for name in names:
+        if any(name.endswith(tail) and len(name) - len(tail) >= 4 and count(name[:-len(tail)]) > 0
+               for tail in _JOINED):
             return True
-    edits = len(name) // 6
-    if not edits:
-        return False
-    words = {w for h in hits for w in _WORD.findall(h.text.casefold())}
-    words.update(like(name, edits) if like is not None else ())
-    return any(w[:1] == name[:1] and abs(len(w) - len(name)) <= edits and _within(name, w, edits)
-               for w in words)
+        edits = len(name) // 6
+        if not edits:
+            continue
+        if seen is None:
+            seen = {w for h in hits for w in _WORD.findall(h.text.casefold())}
+        near = seen.union(like(name, edits) if like is not None else ())
+        if any(w[:1] == name[:1] and abs(len(w) - len(name)) <= edits and _within(name, w, edits)
+               for w in near):
+            return True
+    return False
 
 
 def _within(a: str, b: str, k: int) -> bool:

@@ -40,8 +40,9 @@ KIND_POWER = 2.0
 # of one subject (a tool's manual) every passage reads close to every question, so the 50 best
 # cosines span little and the question's own words decide. The span of the best SPREAD_ROWS
 # cosines, on the reference model's scale (retrieval/scale.py), from SPREAD[1] down to SPREAD[0]
-# raises lexical_prior linearly to LEXICAL_BOOST. Dev medians (e5-enpt, on MiniLM's scale): git's
-# manual 0.11, LoCoMo 0.18; MuSiQue 0.34, HotpotQA 0.47, 10k 0.32. Measured 2026-12-06
+# raises lexical_prior linearly to LEXICAL_BOOST. Dev medians of the span (e5-enpt, on MiniLM's
+# scale; read ad hoc on the harness's stores, no committed script prints them): git's manual
+# 0.11, LoCoMo 0.18; MuSiQue 0.34, HotpotQA 0.47, 10k 0.32. Measured 2026-12-06
 # (bench_quality.py, dev): the manual's single R@5 0.500 -> 0.567 and all@5 0.100 -> 0.300
 # (MiniLM 0.600 -> 0.633, 0.300 -> 0.400), LoCoMo R@5 +0.012 (both tiers), tiny, 2k and 10k
 # HotpotQA the same, 10k MuSiQue R@5 -0.010 (MiniLM -0.014). A fixed 0.2 lost 0.03-0.04 R@5 on
