@@ -55,6 +55,39 @@ def test_migrate_copies_every_table_a_store_has(backend: str) -> None:
     assert tables - {"migrations", "changes", "meta"} == set(COPY_TABLES)
 
 
+def test_migrate_holds_a_batch_of_a_table_not_the_whole_table(tmp_path: Path, backend: str) -> None:
+    """`migrate` reads and writes each table COPY_BATCH rows at a time: held whole, the rows
+    of a 100k-passage store's copy to PostgreSQL took 1.4 GB. Here 40,000 rows of one table
+    are copied with ~2 MB allocated at the peak (19 MB when the table was held whole), and all
+    arrive."""
+    import sqlite3
+    import tracemalloc
+
+    from seahorse.interop.transfer import migrate
+
+    src = tmp_path / "src.db"
+    with Engine(Settings(db_path=src, embedder="hash")) as eng:
+        eng.add_document("The lighthouse keeper logs every ship.", source="doc:a")
+    rows = [(1.7e9 + i, "search", "mcp", 1.5, 1, None, f"{i:064x}", 5, 100, 200, 4000, 5)
+            for i in range(40_000)]
+    with sqlite3.connect(src) as db:
+        db.executemany("INSERT INTO usage(at, tool, surface, ms, ok, error, query_hash, hits, "
+                       "tokens_served, tokens_full, token_budget, top_k) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                       rows)
+        held = db.execute("SELECT count(*) FROM usage").fetchone()[0]
+    del rows
+    tracemalloc.start()
+    try:
+        out = migrate(src, backend)
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out["rows"]["usage"] == held >= 40_000
+    assert peak < 8 * 2**20, f"migrate allocated {peak / 2**20:.1f} MB at its peak"
+    with Engine(Settings(db_path=backend, embedder="hash")) as eng:
+        assert eng.search("lighthouse keeper").hits[0].source == "doc:a"
+
+
 def test_each_backend_speaks_its_own_sql_and_keeps_one_row_per_key(backend: str) -> None:
     """The statements whose words differ (store/dialect.py) do the same on both servers: a
     second write of a key replaces (upsert) or keeps (insert_new) the first row; an insert

@@ -444,7 +444,7 @@ class Maintenance(Protocol):
     def damage(self) -> str | None:
         ...
 
-    def dump_rows(self, table: str) -> tuple[list[str], list[tuple]]:
+    def dump_rows(self, table: str) -> tuple[list[str], Iterator[tuple]]:
         ...
 
     def load_rows(self, table: str, cols: Sequence[str], rows: Iterable[tuple]) -> int:

@@ -16,6 +16,7 @@ import stat
 import time
 from contextlib import contextmanager
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote
@@ -49,6 +50,7 @@ COPY_TABLES = ("documents", "nodes", "edge_kinds", "edges", "vectors", "facts", 
                "commits", "code_links", "commit_touches", "commit_renames", "phrase_features", "phrase_cells",
                "doc_tags", "turns", "code_versions", "version_files", "version_parses", "version_symbols",
                "usage")
+COPY_BATCH = 2000  # rows read and written at once when a whole store is copied (`migrate`)
 QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024  # ~0.1 s of quick_check on a warm cache
 INTEGRITY_CHECK_MAX_BYTES = 512 * 1024 * 1024  # `doctor`: the full check up to here, quick_check over
 # The SQLite header's application_id of a Seahorse store ("SeaH"): a file marked by another
@@ -684,23 +686,36 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
         return {"documents": docs, "nodes": nodes, "edges": edges, "facts": facts}
 
     # ----- whole-store copy (`seahorse migrate`) ----------------------------------------
-    def dump_rows(self, table: str) -> tuple[list[str], list[tuple]]:
-        """(columns, every row) of one of :data:`COPY_TABLES`, as stored (ids kept)."""
+    def dump_rows(self, table: str) -> tuple[list[str], Iterator[tuple]]:
+        """(columns, the rows) of one of :data:`COPY_TABLES`, as stored (ids kept), read
+        COPY_BATCH at a time as they are consumed: a copy holds one batch of a table, not the
+        table (held whole, the 100k-passage store's copy to PostgreSQL peaked at 1.4 GB). On
+        PostgreSQL the server's result still arrives whole; its rows become Python a batch at
+        a time."""
         if table not in COPY_TABLES:
             raise InvalidInput(f"{table!r} is not a table of the store", field="table")
         cols = self._sql.columns(self.db, table)
-        return cols, self.db.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
+        cur = self.db.execute(f"SELECT {', '.join(cols)} FROM {table}")
+
+        def rows() -> Iterator[tuple]:
+            while batch := cur.fetchmany(COPY_BATCH):
+                yield from batch
+        return cols, rows()
 
     def load_rows(self, table: str, cols: Sequence[str], rows: Iterable[tuple]) -> int:
-        """Insert rows as another store dumped them (ids kept). Call inside atomic()."""
+        """Insert rows as another store dumped them (ids kept), COPY_BATCH per statement; how
+        many. Call inside atomic()."""
         if table not in COPY_TABLES:
             raise InvalidInput(f"{table!r} is not a table of the store", field="table")
-        rows = list(rows)
         if table == "edge_kinds":  # the source's codes, which its edges are stored under
             self.db.execute("DELETE FROM edge_kinds")
-        self.db.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                            rows)
-        return len(rows)
+        sql = f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        count = 0
+        it = iter(rows)
+        while batch := list(islice(it, COPY_BATCH)):
+            self.db.executemany(sql, batch)
+            count += len(batch)
+        return count
 
     def finish_load(self) -> None:
         """After :meth:`load_rows`: the text index rebuilt from the rows, the change log of the
