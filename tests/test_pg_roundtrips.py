@@ -56,6 +56,16 @@ class _Statements:
 
         monkeypatch.setattr(psycopg.Connection, "execute", counted)
         monkeypatch.setattr(psycopg.Cursor, "executemany", counted_many)
+        self.rows = 0  # rows the client received (each made into Python objects)
+        for name in ("fetchone", "fetchmany", "fetchall"):
+            monkeypatch.setattr(psycopg.Cursor, name, self._counting(getattr(psycopg.Cursor, name)))
+
+    def _counting(self, fetch):
+        def counted(cur, *a, **kw):
+            got = fetch(cur, *a, **kw)
+            self.rows += (got is not None) if not isinstance(got, list) else len(got)
+            return got
+        return counted
 
     def shapes(self) -> Counter:
         """How often each statement was sent, its lists of placeholders folded into one."""
@@ -168,3 +178,60 @@ def test_sqlite_s_session_write_is_unchanged(tmp_path, where) -> None:
         assert eng.store.session("talk", 0.0)[1] == 1
     finally:
         eng.close()
+
+
+# ----- the graph from the tables, for a server that finds no snapshot ----------------------
+def test_the_graph_load_packs_columns_and_keeps_sqlite_s_rows_and_order(pg_url, monkeypatch) -> None:
+    eng = _engine(pg_url)
+    try:
+        store = eng.store
+        # Rows moved in the table (an update writes a new version at its end): the edges come
+        # in the order a scan of the table gives, which the adjacency's sums follow.
+        store.db.execute("UPDATE edges SET weight = weight WHERE src IN (SELECT min(src) FROM edges)")
+        store.db.execute("DELETE FROM edges WHERE ctid IN (SELECT ctid FROM edges LIMIT 3)")
+        pages = store.db.execute("SELECT pg_relation_size('edges') / 8192").fetchone()[0]
+        assert pages >= 2
+        with store.snapshot():
+            want_nodes = SQLiteStore.node_arrays(store)  # row by row, as SQLite's code reads
+            want_edges = [np.concatenate(c) for c in zip(*SQLiteStore.edge_blocks(store))]
+            seen = _Statements(monkeypatch)
+            nodes = store.node_arrays()
+            edges = [np.concatenate(c) for c in zip(*store.edge_blocks())]
+            one_page = [np.concatenate(c) for c in zip(*store.edge_blocks(rows=1))]
+            monkeypatch.undo()
+        for got, want in zip(nodes, want_nodes):
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()
+        assert len({id(k) for k in nodes[1]}) == len(set(nodes[1].tolist()))  # one string a kind
+        for got in (edges, one_page):
+            assert [g.dtype for g in got] == [w.dtype for w in want_edges]
+            assert all(g.tolist() == w.tolist() for g, w in zip(got, want_edges))
+        # nodes 1, edges 2 (the table's size, one block), then the size and a page at a time;
+        # a row each, whatever the rows of the tables (read row by row: 2 x edges + nodes)
+        assert seen.rows == len(seen.sent) and len(edges[0]) > 10 * seen.rows
+        assert len(seen.sent) == 1 + 2 + 1 + pages, seen.sent
+    finally:
+        eng.close()
+
+
+def test_a_new_store_s_and_an_older_one_s_snapshots_are_stored_uncompressed(pg_url, pg_server) -> None:
+    eng = _engine(pg_url)
+    eng.close()
+    storage = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'graph_snapshots'::regclass " \
+              "AND attname = 'data'"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute(storage).fetchone()[0] == "e"
+        conn.execute("ALTER TABLE graph_snapshots ALTER COLUMN data SET STORAGE EXTENDED")  # 0016's
+        with conn.transaction():  # a reader holds the table: the open goes on, switches nothing
+            conn.execute("SELECT count(*) FROM graph_snapshots")
+            PostgresStore(_url(pg_url)).close()
+            assert conn.execute(storage).fetchone()[0] == "x"
+        PostgresStore(_url(pg_url), read_only=True).close()  # a reader changes nothing
+        assert conn.execute(storage).fetchone()[0] == "x"
+        PostgresStore(_url(pg_url)).close()  # the next writable open does
+        assert conn.execute(storage).fetchone()[0] == "e"
+
+
+def _url(url: str):
+    from seahorse.config import DbUrl
+
+    return DbUrl(url)
