@@ -235,3 +235,38 @@ def _url(url: str):
     from seahorse.config import DbUrl
 
     return DbUrl(url)
+
+
+# ----- the passage vectors held by the process, on request (SEAHORSE_PG_VECTORS=process) ------
+def test_a_process_may_hold_the_vectors_and_then_asks_the_server_for_none(pg_url, monkeypatch) -> None:
+    served = _engine(pg_url)
+    held = Engine(Settings(db_path=pg_url, embedder="hash", pg_vectors="process"))
+    try:
+        questions = [QUESTION, "How do I keep a Raspberry Pi 5 cool?", "Danube cities"]
+        want = [served.search(q, top_k=5).hits for q in questions]
+        seen = _Statements(monkeypatch)
+        got = [held.search(q, top_k=5).hits for q in questions]
+        monkeypatch.undo()
+        index = held.retrieval_index()
+        assert not index.served and served.retrieval_index().served
+        assert len(index.passage_vecs) == len(TEXTS + MORE)  # every passage's, in memory
+        assert not any("dense_vectors" in s for s in seen.sent)  # no vector scored by the server
+        for a, b in zip(got, want):  # both score the same stored int8 rows (within 1e-4)
+            assert [h.id for h in a] == [h.id for h in b]
+            assert all(abs(x.score - y.score) < 1e-3 for x, y in zip(a, b))
+        held.add_document("The Zambezi also feeds Lake Kariba behind the Kariba dam.", source="doc:new")
+        assert held.search("Kariba dam on the Zambezi", top_k=1).hits[0].source == "doc:new"
+        assert held.retrieval_index() is index and len(index.passage_vecs) == len(TEXTS + MORE) + 1
+    finally:
+        held.close()
+        served.close()
+
+
+def test_who_scores_the_vectors_is_checked() -> None:
+    from seahorse.config import load_settings
+    from seahorse.errors import ConfigError
+
+    assert load_settings(env={}).pg_vectors == "server"
+    assert load_settings(env={"SEAHORSE_PG_VECTORS": "process"}).pg_vectors == "process"
+    with pytest.raises(ConfigError, match="SEAHORSE_PG_VECTORS='gpu': choose one of server, process"):
+        load_settings(env={"SEAHORSE_PG_VECTORS": "gpu"})
