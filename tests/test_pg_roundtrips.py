@@ -169,8 +169,7 @@ def test_a_session_commits_without_waiting_for_the_disk_and_nothing_else_does(pg
         eng.close()
 
 
-@pytest.mark.parametrize("where", ["sqlite"])
-def test_sqlite_s_session_write_is_unchanged(tmp_path, where) -> None:
+def test_sqlite_s_session_write_is_unchanged(tmp_path) -> None:
     eng = Engine(Settings(db_path=str(tmp_path / "kg.db"), embedder="hash"))
     try:
         eng.add_document(TEXTS[0], source="doc:0")
