@@ -54,14 +54,12 @@ def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: See
         e["phrase"] = names.get(e["phrase"], "")
     own = index.cosines(query.vector, chosen, store)  # each hit's own cosine, also past the shortlist
     memories: dict[int, dict | None] = {}
-    docs: dict[int, tuple | None] = {}
+    docs = store.documents_of([t[2] for t in texts.values() if t[2] is not None])  # one read
     hits: list[Hit] = []
     for v, score, evidence, cosine in zip(chosen, ranking.scores, explained, own):
         node_id = int(g.node_ids[v])
         kind, text, doc_id, _ordinal = texts[node_id]
-        if doc_id not in docs:
-            docs[doc_id] = store.document(doc_id)
-        doc = docs[doc_id]
+        doc = docs.get(doc_id)
         evidence["dense"] = round(float(cosine), 4)
         if int(v) in seeds.lexical:
             evidence["bm25"] = round(seeds.lexical[int(v)], 4)

@@ -224,17 +224,18 @@ class Search:
             self._units = (seq, self.store.text_units())
         units = self._units[1]
         counts: dict[str, int] = {}
+        terms = result.parsed.refusal_terms if result.parsed is not None else []
+        names = result.parsed.names if result.parsed is not None else []
 
         def count(term: str) -> int:
-            if term not in counts:
-                counts[term] = self.store.text_matches(fts_term(term))
+            if term not in counts:  # the words rule counts every term: all in one read
+                asked = [t for t in dict.fromkeys(terms) if t not in counts] if term in terms else [term]
+                counts.update(zip(asked, self.store.text_matches_many([fts_term(t) for t in asked])))
             return counts[term]
 
-        terms = result.parsed.refusal_terms if result.parsed is not None else []
         why = refusal(result.hits, terms, self.rt.embedder.name,
                       lambda terms, dense: judge_words(terms, dense, count, units, scoped=True),
-                      count, lambda: units, result.parsed.names if result.parsed is not None else [],
-                      self.store.phrase_keys_like)
+                      count, lambda: units, names, self.store.phrase_keys_like)
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)

@@ -284,6 +284,18 @@ class TextSearch(Protocol):
 
 
 @runtime_checkable
+class ManyRows(Protocol):
+    """A search's reads of many rows at once (one statement on a server, where each is a round
+    trip): documents by id, the full-text count of each of many words."""
+
+    def documents_of(self, doc_ids: Sequence[int]) -> dict[int, tuple]:
+        ...
+
+    def text_matches_many(self, matches: Sequence[str]) -> list[int]:
+        ...
+
+
+@runtime_checkable
 class Spellings(Protocol):
     """Words the store holds that a misspelt one may stand for (refusal's names)."""
 
@@ -724,7 +736,7 @@ class CodeVersions(Protocol):
 
 @runtime_checkable
 class Store(Handle, Transactions, MetaStore, ChangeLog, Documents, GraphWrites, DocumentMarks, PhraseIndex,
-            GraphLoad, NodeTexts, SearchWeights, VectorReads, TextSearch, Spellings, MemoryRows,
+            GraphLoad, NodeTexts, SearchWeights, VectorReads, TextSearch, ManyRows, Spellings, MemoryRows,
             MemoryHistory, Supersession, TimeReads, Listings, Turns, Sessions, Maintenance, Reembedding,
             UsageStore, RepoReads, CodeFacet, Protocol):
     """Everything a store does: the union of the slices above. The engine holds one; a

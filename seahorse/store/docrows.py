@@ -39,6 +39,12 @@ class DocumentRows:
             (doc_id,),
         ).fetchone()
 
+    def documents_of(self, doc_ids: Sequence[int]) -> dict[int, tuple]:
+        """:meth:`document` of each of ``doc_ids`` that exists, in one read (not one each)."""
+        rows = select_in(self.db, "SELECT id, source, title, content_hash, metadata FROM documents "
+                                  "WHERE id IN ({in})", sorted({int(i) for i in doc_ids}))
+        return {int(r[0]): r for r in rows}
+
     def documents(self, prefix: str | None = None) -> list[tuple]:
         sql = "SELECT id, source, title, content_hash FROM documents"
         if prefix is None:
@@ -163,14 +169,19 @@ class DocumentRows:
 
     def save_session(self, session_id: str, context: dict[int, float], turns: int,
                      ttl: float) -> None:
-        now = time.time()
         with self.atomic():
-            self.db.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
-            self.db.execute(
-                self._sql.upsert("sessions", ("id", "context", "turns", "updated_at", "expires_at"),
-                                 ("id",)),
-                (session_id, json.dumps({str(k): v for k, v in context.items()}), turns, now,
-                 now + ttl))
+            self._session_rows(session_id, context, turns, ttl)
+
+    def _session_rows(self, session_id: str, context: dict[int, float], turns: int,
+                      ttl: float) -> None:
+        """The session's row written and expired ones removed, in the caller's transaction."""
+        now = time.time()
+        self.db.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,))
+        self.db.execute(
+            self._sql.upsert("sessions", ("id", "context", "turns", "updated_at", "expires_at"),
+                             ("id",)),
+            (session_id, json.dumps({str(k): v for k, v in context.items()}), turns, now,
+             now + ttl))
 
     # ----- vectors to reuse --------------------------------------------------------------
     def passage_embeddings(self, node_ids: Sequence[int], dim: int
@@ -218,6 +229,11 @@ class DocumentRows:
     def text_matches(self, match: str) -> int:
         return self.db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
                                (match,)).fetchone()[0]
+
+    def text_matches_many(self, matches: Sequence[str]) -> list[int]:
+        """:meth:`text_matches` of each of ``matches``, in order (a server counts them all in
+        one statement)."""
+        return [self.text_matches(m) for m in matches]
 
     # ----- vectors the store scores itself (PostgreSQL's pgvector; not SQLite) -----------
     serves_vectors = False

@@ -30,7 +30,7 @@ from ..config import DbUrl
 from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, SeahorseError, StorageError
 from .code.facet import SQLiteCode
 from .code.tables import _REPO_DOCS
-from .codec import _from_blobs, _to_blobs, recode
+from .codec import _from_blobs, _to_blobs, recode, unpack_ids
 from .dialect import PostgresSQL, numbered
 from .migrations import copy_coded_edges
 from .pg_migrations import M0017_AFTER, PG_MIGRATIONS
@@ -45,6 +45,7 @@ MIGRATION_LOCK = 0x5EA4_0002  # advisory lock key: one process migrates, the oth
 # passage) is scanned exactly. INDEX_RECHECK_S: how often a process asks whether one was built.
 EF_SEARCH_MAX = 1000  # set for every session (_connect_pg): the shortlist's 1,000 reachable
 INDEX_RECHECK_S = 30.0
+EDGES_PER_PAGE = 136  # rows of ``edges`` in a page of 8 kB (4.3M in 31.6k at 100k passages)
 PGVECTOR_INSTALL = ("install pgvector on the server (e.g. `apt install postgresql-16-pgvector`, or "
                     "`make install` from its source) and run `CREATE EXTENSION vector;` as a superuser")
 
@@ -146,6 +147,13 @@ class _PgConnection:
         args = list(params)
         return self._guarded(lambda: _Result(self.conn.execute(text, args)))
 
+    def execute_binary(self, sql: str, params: Sequence = ()) -> _Result:
+        """:meth:`execute`, the rows sent by the server in binary (``bytea`` as bytes, no hex
+        text to decode; numbers as they are stored)."""
+        text = self._numbered(sql)
+        args = list(params)
+        return self._guarded(lambda: _Result(self.conn.execute(text, args, binary=True)))
+
     def executemany(self, sql: str, seq: Sequence[Sequence]) -> _Result:
         text = self._numbered(sql)
         rows = list(seq)
@@ -171,6 +179,30 @@ class _PgConnection:
             except psycopg.DataError as exc:
                 raise _value_error(exc) from None
         raise AssertionError("unreachable")
+
+
+class _PackedIds(Sequence):
+    """The phrase id lists of facts, read with them (one statement, not one per fact asked
+    for: a round trip to the server costs more than the bytes), each unpacked when asked for."""
+
+    def __init__(self, packed: list) -> None:
+        self._packed = packed
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self._packed)))]
+        raw = self._packed[k]
+        return unpack_ids(raw) if raw is not None else []
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _vector_text(row: np.ndarray) -> str:
@@ -327,6 +359,8 @@ class PostgresStore(SQLiteStore):
             self._migrate_pg()
         elif "graph_snapshots" not in tables:  # read-only, before migration 0016: no snapshots
             self.keeps_graph_snapshots = False
+        if not self.read_only:
+            self._snapshots_uncompressed()
 
     def _done(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT name FROM migrations")}
@@ -488,8 +522,7 @@ class PostgresStore(SQLiteStore):
     def graph_snapshot_parts(self, seq: int) -> dict[str, bytes]:
         """Every part of the snapshot of change ``seq`` (empty once removed), sent by the
         server in binary (no hex text to decode)."""
-        rows = self.db._guarded(lambda: _Result(self.db.conn.execute(
-            "SELECT name, data FROM graph_snapshots WHERE seq = $1", (seq,), binary=True)))
+        rows = self.db.execute_binary("SELECT name, data FROM graph_snapshots WHERE seq = ?", (seq,))
         return {name: bytes(data) for name, data in rows.fetchall()}
 
     def put_graph_snapshot(self, seq: int, parts: dict[str, bytes], drop: Iterable[int]) -> None:
@@ -508,6 +541,26 @@ class PostgresStore(SQLiteStore):
             self.db.execute("ROLLBACK" if outer else "ROLLBACK TO SAVEPOINT graph_snapshot")
             raise
         self.db.execute("COMMIT" if outer else "RELEASE SAVEPOINT graph_snapshot")
+
+    def _snapshots_uncompressed(self) -> None:
+        """Have the snapshots' parts stored as they are (``STORAGE EXTERNAL``: out of line,
+        never compressed): the arrays hardly compress, and pglz's attempt was 2.3 s of the
+        4.3 s a 97 MB snapshot took to write at 100k passages. Asked at every writable open
+        (one catalog read); a table of migration 0016 is switched by the first (a catalog
+        change, no rewrite), or by a later one if a reader holds the table just then."""
+        row = self.db.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = "
+                              "'graph_snapshots'::regclass AND attname = 'data'").fetchone()
+        if row is None or row[0] == "e":
+            return
+        try:
+            self.db.execute("BEGIN")
+            self.db.execute("SET LOCAL lock_timeout = '200ms'")
+            self.db.execute("ALTER TABLE graph_snapshots ALTER COLUMN data SET STORAGE EXTERNAL")
+            self.db.execute("COMMIT")
+        except SeahorseError as exc:  # busy (a reader of a snapshot), or not the table's owner
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            log.info("graph snapshots stay compressed in %s for now: %s", self.url, exc)
 
     def optimize(self) -> None:
         """Refresh the planner's statistics after a large change; build the vector index when
@@ -543,6 +596,88 @@ class PostgresStore(SQLiteStore):
     def file_size(self) -> int:
         """The bytes the database takes on the server."""
         return int(self.db.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+
+    # ----- the graph whole, for a process that finds no snapshot (issue 36) -----------------
+    # 689k nodes and 4.3M edges at 100k passages: read as rows, each value is a Python object
+    # made and dropped (3.7 s for the edges). The server packs each column of a block into one
+    # byte string instead (``int8send``/``float8send``: big-endian), which numpy reads as it is.
+    def node_arrays(self, rows: int = 65_536) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """As SQLite's (by id; a kind one shared string), in one statement; put in id order
+        here (an ``ORDER BY`` on the server took three times as long)."""
+        got = self.db.execute_binary(
+            "SELECT string_agg(int8send(id), ''::bytea), string_agg(int8send(coalesce(doc_id, -1)), "
+            "''::bytea), string_agg(kind, E'\\n') FROM nodes").fetchone()
+        if got is None or got[0] is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
+        ids = np.frombuffer(got[0], dtype=">i8").astype(np.int64)
+        order = np.argsort(ids, kind="stable")
+        names: dict[str, str] = {}
+        kinds = np.array([names.setdefault(k, k) for k in got[2].split("\n")], dtype=object)
+        return ids[order], kinds[order], np.frombuffer(got[1], dtype=">i8").astype(np.int64)[order]
+
+    def edge_blocks(self, rows: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Every edge as blocks of (src, dst, weight) arrays, in the order a scan of the table
+        gives (its pages in turn, a range of them a statement: about ``rows`` edges)."""
+        pages = int(self.db.execute("SELECT pg_relation_size('edges') / "
+                                    "current_setting('block_size')::int").fetchone()[0])
+        step = max(1, rows // EDGES_PER_PAGE)
+        for first in range(0, max(pages, 1), step):
+            last = first + step
+            where, args = (("ctid >= ?::tid AND ctid < ?::tid", (f"({first},0)", f"({last},0)"))
+                           if last < pages else ("ctid >= ?::tid", (f"({first},0)",)))  # the last: no end
+            got = self.db.execute_binary(
+                "SELECT string_agg(int8send(src), ''::bytea), string_agg(int8send(dst), ''::bytea), "
+                f"string_agg(float8send(weight), ''::bytea) FROM edges WHERE {where}", args).fetchone()
+            if got is not None and got[0] is not None:
+                yield (np.frombuffer(got[0], dtype=">i8").astype(np.int64),
+                       np.frombuffer(got[1], dtype=">i8").astype(np.int64),
+                       np.frombuffer(got[2], dtype=">f8").astype(np.float64))
+
+    # ----- a search's reads, one statement each where SQLite reads in pieces (issue 36) -----
+    # A statement is a round trip to the server (SQLite's is a call into the library): the
+    # per-search reads take an array (``= ANY(?)``: one statement, whatever the list's length,
+    # prepared once it repeats) instead of IN lists of 500, and rows come in binary.
+    def facts_of(self, passage_ids: Sequence[int], dim: int
+                 ) -> tuple[np.ndarray, Sequence[list[int]], np.ndarray]:
+        """As SQLite's code read them here (IN lists of 500 on the ``facts_passage`` index),
+        in one statement, the phrase id lists with them (unpacked when asked for). The rows in
+        the order those pieces gave: by passage, then as stored (``ctid``, the index's order
+        of equal keys; not always the fact ids' after an update), since the fact seeds are
+        picked among near-equal scores by position (a 100k dev question's hits moved when
+        ordered by id instead)."""
+        rows = self.db.execute_binary(
+            "SELECT passage_id, id, vec, phrase_ids FROM facts WHERE passage_id = ANY(?::bigint[]) "
+            "ORDER BY passage_id, ctid", ([int(i) for i in passage_ids],)).fetchall()
+        return (np.array([r[0] for r in rows], dtype=np.int64), _PackedIds([r[3] for r in rows]),
+                _from_blobs([r[2] for r in rows], dim))
+
+    def documents_of(self, doc_ids: Sequence[int]) -> dict[int, tuple]:
+        rows = self.db.execute("SELECT id, source, title, content_hash, metadata FROM documents "
+                               "WHERE id = ANY(?::bigint[])", (sorted({int(i) for i in doc_ids}),))
+        return {int(r[0]): r for r in rows.fetchall()}
+
+    def text_matches_many(self, matches: Sequence[str]) -> list[int]:
+        """:meth:`text_matches` of each, counted by the server in one statement."""
+        queries = [_tsquery(m) for m in matches]
+        asked = [q for q in queries if q]
+        if not asked:
+            return [0] * len(queries)
+        got = iter(r[0] for r in self.db.execute(
+            "SELECT (SELECT count(*) FROM nodes WHERE tsv @@ websearch_to_tsquery('english', t.q)) "
+            "FROM unnest(?::text[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i", (asked,)).fetchall())
+        return [int(next(got)) if q else 0 for q in queries]
+
+    def save_session(self, session_id: str, context: dict[int, float], turns: int,
+                     ttl: float) -> None:
+        """As SQLite's, but its own transaction does not wait for the server to flush its log
+        (``synchronous_commit`` off for it alone: ~4 ms a search): a session's context is a
+        cache of the last turn, and what a crash of the server may lose of it (the last
+        fraction of a second) SQLite's ``synchronous=NORMAL`` may lose too."""
+        if self._depth:  # inside another's transaction: that one's rules
+            return super().save_session(session_id, context, turns, ttl)
+        with self.atomic():
+            self.db.execute("SET LOCAL synchronous_commit = off")
+            self._session_rows(session_id, context, turns, ttl)
 
     # ----- the change log -----------------------------------------------------------------
     def change_seq(self) -> int:
