@@ -49,7 +49,7 @@ from .errors import ConfigError
 log = logging.getLogger("seahorse")
 
 PROFILES = ("auto", "low", "mid", "high", "max")
-PG_VECTORS = ("server", "process")  # who scores a PostgreSQL store's passage vectors
+PG_VECTORS = ("auto", "server", "process")  # who scores a PostgreSQL store's passage vectors
 DEFAULT_DB = Path("data") / "knowledge_graph.db"
 
 FUSION_METHODS = ("weighted_sum", "rrf")
@@ -111,8 +111,9 @@ class Settings:
     # shortlist (built by the write that crosses it, or `seahorse vacuum`); 0 = never.
     vector_index_min: int = 50_000
     # PostgreSQL: who scores the passage vectors, "server" (pgvector; this process holds none)
-    # or "process" (an int8 copy in memory, as over SQLite: ~26 MB at 100k passages of 256).
-    pg_vectors: str = "server"
+    # or "process" (an int8 copy in memory, as over SQLite: ~26 MB at 100k passages of 256);
+    # "auto": the process up to postgres.PROCESS_VECTORS_MAX passages, the server past it.
+    pg_vectors: str = "auto"
     max_file_mb: float = 10.0
     max_text_mb: float = 5.0
     chunk_chars: int = 900
@@ -296,8 +297,10 @@ SETTING_DOCS = {
                         "dense shortlist instead of an exact scan (built once, concurrently, by the bulk "
                         "write that crosses it or by `seahorse vacuum`); 0 = always the exact scan",
     "pg_vectors": "PostgreSQL: who scores the passage vectors for a search: server (pgvector, this "
-                  "process holds none) or process (an int8 copy held in memory and scanned here, as "
-                  "over SQLite: about dimensions + 4 bytes a passage, and no HNSW walk on the server)",
+                  "process holds none), process (an int8 copy held in memory and scanned here, as "
+                  "over SQLite: about dimensions + 4 bytes a passage, and no HNSW walk on the server) "
+                  "or auto (the default: process up to 250,000 passages, server past them; decided "
+                  "when the store is opened)",
     "rerank_enabled": "rerank the top candidates with a cross-encoder",
     "rerank_model_path": "the cross-encoder .onnx",
     "rerank_tokenizer_path": "its tokenizer.json",

@@ -627,7 +627,7 @@ class Engine(DocumentVerbs, RetrievalVerbs, MemoryVerbs, RecordVerbs, CodeVerbs,
         store = open_store(settings.db_path, read_only=read_only, create=create)
         if getattr(store, "serves_vectors", False):  # PostgreSQL: when pgvector's index is built
             store.vector_index_min = settings.vector_index_min  # type: ignore[attr-defined]
-            store.serves_vectors = settings.pg_vectors == "server"  # or held here, as over SQLite
+            store.choose_vector_scorer(settings.pg_vectors)  # or held here, as over SQLite
         try:
             if embedder is None:
                 if reembedding and settings.embedder == AUTO:

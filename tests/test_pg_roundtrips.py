@@ -31,7 +31,7 @@ QUESTION = "Which falls lies on the Zambezi river between Zambia and Zimbabwe, n
 
 
 def _engine(url: str) -> Engine:
-    eng = Engine(Settings(db_path=url, embedder="hash"))
+    eng = Engine(Settings(db_path=url, embedder="hash", pg_vectors="server"))  # what these count
     for k, text in enumerate(TEXTS + MORE):
         eng.add_document(text, source=f"doc:{k}", title=f"Document {k}")
     return eng
@@ -265,7 +265,20 @@ def test_who_scores_the_vectors_is_checked() -> None:
     from seahorse.config import load_settings
     from seahorse.errors import ConfigError
 
-    assert load_settings(env={}).pg_vectors == "server"
+    assert load_settings(env={}).pg_vectors == "auto"
     assert load_settings(env={"SEAHORSE_PG_VECTORS": "process"}).pg_vectors == "process"
-    with pytest.raises(ConfigError, match="SEAHORSE_PG_VECTORS='gpu': choose one of server, process"):
+    with pytest.raises(ConfigError, match="SEAHORSE_PG_VECTORS='gpu': choose one of auto, server, process"):
         load_settings(env={"SEAHORSE_PG_VECTORS": "gpu"})
+
+
+def test_by_default_a_process_holds_the_vectors_of_a_store_up_to_its_bound(pg_url, monkeypatch) -> None:
+    # pg_vectors=auto: the process scores them while the planner counts at most
+    # PROCESS_VECTORS_MAX rows of dense_vectors, the server past them (read as a store opens).
+    from seahorse.store import postgres
+
+    _engine(pg_url).close()  # the store and its passages
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        assert not eng.retrieval_index().served and not eng.store.serves_vectors
+    monkeypatch.setattr(postgres, "PROCESS_VECTORS_MAX", -2)  # every store "past the bound"
+    with Engine(Settings(db_path=pg_url, embedder="hash")) as eng:
+        assert eng.retrieval_index().served and eng.store.serves_vectors

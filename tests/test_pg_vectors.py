@@ -22,7 +22,7 @@ def _texts(n: int) -> list[str]:
 
 
 def _engine(url: str, index_min: int) -> Engine:
-    return Engine(Settings(db_path=url, embedder="hash", vector_index_min=index_min))
+    return Engine(Settings(db_path=url, embedder="hash", vector_index_min=index_min, pg_vectors="server"))
 
 
 def _indexes(engine: Engine) -> list[str]:

@@ -45,6 +45,9 @@ MIGRATION_LOCK = 0x5EA4_0002  # advisory lock key: one process migrates, the oth
 # passage) is scanned exactly. INDEX_RECHECK_S: how often a process asks whether one was built.
 EF_SEARCH_MAX = 1000  # set for every session (_connect_pg): the shortlist's 1,000 reachable
 INDEX_RECHECK_S = 30.0
+# `pg_vectors=auto`: up to this many passage vectors each process holds them (int8, ~100 MB at
+# 384 dimensions) and scores them itself; past it pgvector's index on the server does.
+PROCESS_VECTORS_MAX = 250_000
 EDGES_PER_PAGE = 136  # rows of ``edges`` in a page of 8 kB (4.3M in 31.6k at 100k passages)
 PGVECTOR_INSTALL = ("install pgvector on the server (e.g. `apt install postgresql-16-pgvector`, or "
                     "`make install` from its source) and run `CREATE EXTENSION vector;` as a superuser")
@@ -411,6 +414,18 @@ class PostgresStore(SQLiteStore):
 
     # ----- vectors scored by the server (pgvector) -----------------------------------------
     serves_vectors = True
+
+    def choose_vector_scorer(self, mode: str) -> None:
+        """Who scores the passage vectors (setting ``pg_vectors``): ``server`` (pgvector),
+        ``process`` (each process holds an int8 copy and scans it, as over SQLite), or
+        ``auto``: the process while the store holds at most PROCESS_VECTORS_MAX vectors (the
+        planner's estimate, read as the store opens), the server past them. At 100k passages the
+        server's HNSW walk for the 1,000 nearest read ~80 MB of pages a search and made a
+        search 1.6-1.9 x SQLite's; held here, 1.3-1.4 x for ~26 MB (docs/benchmarks.md)."""
+        if mode == "auto":
+            row = self.db.execute("SELECT reltuples FROM pg_class WHERE oid = 'dense_vectors'::regclass").fetchone()
+            mode = "process" if row is None or row[0] <= PROCESS_VECTORS_MAX else "server"
+        self.serves_vectors = mode == "server"
 
     def set_vectors(self, space: str, items: Iterable[tuple[int, np.ndarray]]) -> None:
         """As SQLite's, and a passage vector also into pgvector's ``dense_vectors`` (the
