@@ -423,7 +423,8 @@ class PostgresStore(SQLiteStore):
         server's HNSW walk for the 1,000 nearest read ~80 MB of pages a search and made a
         search 1.6-1.9 x SQLite's; held here, 1.3-1.4 x for ~26 MB (docs/benchmarks.md)."""
         if mode == "auto":
-            row = self.db.execute("SELECT reltuples FROM pg_class WHERE oid = 'dense_vectors'::regclass").fetchone()
+            row = self.db.execute("SELECT reltuples FROM pg_class "
+                                  "WHERE oid = 'dense_vectors'::regclass").fetchone()
             mode = "process" if row is None or row[0] <= PROCESS_VECTORS_MAX else "server"
         self.serves_vectors = mode == "server"
 
