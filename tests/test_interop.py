@@ -103,7 +103,7 @@ def test_a_bad_file_changes_nothing_and_says_so_in_one_line(tmp_path: Path, cli,
                  ("import", "--from", "jsonl", str(tmp_path / "missing.jsonl")),
                  ("import", "--from", "basic-memory", str(bad))):
         proc = cli.run(*args)
-        assert proc.returncode != 0, args
+        assert proc.returncode == 2, args  # docs/imports.md says exit 2
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "memory.jsonl:2 is not JSON" in cli.run("import", "--from", "server-memory", str(bad)).stderr
     assert "no text column" in cli.run("import", "--from", "csv", str(notes)).stderr
