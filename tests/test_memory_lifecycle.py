@@ -72,6 +72,16 @@ def test_texts_that_differ_in_a_number_or_an_id_are_both_stored(cli) -> None:
     assert again["status"] == "duplicate"
 
 
+def test_the_cli_says_a_duplicate_was_not_stored(cli) -> None:
+    """It printed "duplicate document 1 (text:...), 1 passage(s)", which reads as stored."""
+    first = cli.json("index", "--text", MEETING, "--source", "a")
+    proc = cli.run("index", "--text", MEETING.upper(), "--source", "b")
+    assert proc.returncode == 0
+    assert proc.stdout == (f"not stored: the same text as document {first['doc_id']} (a) is stored "
+                           "already\n"), proc.stdout
+    assert [d["source"] for d in cli.json("documents", "list")["items"]] == ["a"]
+
+
 # ----- supersede and as_of ------------------------------------------------------------------
 def test_a_replaced_memory_closes_and_as_of_finds_what_was_true(backend_engine: Engine) -> None:
     engine = backend_engine  # on SQLite and on PostgreSQL
