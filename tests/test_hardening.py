@@ -260,6 +260,37 @@ def test_conversation_over_mcp_calls_is_not_duplicated(engine):
     assert engine.stats()["documents"] == 2
 
 
+def test_a_bad_turn_is_named_as_the_file_counts_it_and_an_empty_one_is_refused(cli, tmp_path: Path):
+    """The error names the turn counting from 1 (and its id), so "turn 2" is the file's second
+    turn; an empty turn is refused with a speaker as without one (it was stored as "B: ")."""
+    conv = tmp_path / "chat.jsonl"
+    conv.write_text('{"text": "hi", "speaker": "A", "id": "a1"}\n'
+                    '{"text": "bye", "speaker": "A", "id": "a2", "time": "2024-99-99"}\n', encoding="utf-8")
+    bad_time = cli.run("index", "--conversation", str(conv))
+    assert bad_time.returncode == 2, bad_time.stderr
+    assert "turn 2 (id 'a2') time '2024-99-99'" in bad_time.stderr, bad_time.stderr
+    conv.write_text('{"text": "hi", "speaker": "A"}\n{"text": "  ", "speaker": "B"}\n', encoding="utf-8")
+    empty = cli.run("index", "--conversation", str(conv))
+    assert empty.returncode == 2 and "turn 2 has no words" in empty.stderr, empty.stderr
+    assert len(empty.stderr.strip().splitlines()) == 1
+    assert not cli.db.exists()  # nothing stored, no store left behind
+
+
+def test_a_text_or_file_just_over_the_size_limit_says_by_how_much(cli, tmp_path: Path):
+    """5 MB and one character said "text is 5.0 MB, over the 5 MB limit": counted now."""
+    env = {"SEAHORSE_MAX_TEXT_MB": "0.01", "SEAHORSE_MAX_FILE_MB": "0.01"}
+    proc = cli.run("index", "--text", "x" * 10_486, env=env)  # 0.01 MB is 10,485.76
+    assert proc.returncode == 2, proc.stderr
+    assert "text is 10,486 characters, over the 0.01 MB limit for one text" in proc.stderr, proc.stderr
+    big = tmp_path / "big.md"
+    big.write_text("y" * 10_486)
+    proc = cli.run("index", "--file", str(big), env=env)
+    assert "big.md is 10,486 bytes, over the 0.01 MB limit" in proc.stderr, proc.stderr
+    proc = cli.run("index", "--text", "x" * 20_000, env=env)  # 0.02 MB reads as 0.0: counted too
+    assert "text is 0.02 MB" not in proc.stderr and "text is 0.0 MB" not in proc.stderr
+    assert "text is 20,000 characters" in proc.stderr, proc.stderr
+
+
 # ----- 13. code review: caches, search state, fts errors, threads, lexicons ------------------------
 def _phrase_ids(db: Path) -> set[int]:
     con = sqlite3.connect(db)

@@ -103,7 +103,7 @@ def test_a_bad_file_changes_nothing_and_says_so_in_one_line(tmp_path: Path, cli,
                  ("import", "--from", "jsonl", str(tmp_path / "missing.jsonl")),
                  ("import", "--from", "basic-memory", str(bad))):
         proc = cli.run(*args)
-        assert proc.returncode != 0, args
+        assert proc.returncode == 2, args  # docs/imports.md says exit 2
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "memory.jsonl:2 is not JSON" in cli.run("import", "--from", "server-memory", str(bad)).stderr
     assert "no text column" in cli.run("import", "--from", "csv", str(notes)).stderr
@@ -357,3 +357,19 @@ def test_one_transaction_on_each_backend(backend_engine, tmp_path: Path, monkeyp
     hits = eng.search("Which database holds the invoices?", refuse=False).hits
     assert "server-memory:Billing Service" in [h.source for h in hits[:2]]
     assert _canon(list(eng.export_to("server-memory"))) == _canon(ENTITIES + RELATIONS)
+
+
+def test_another_tools_file_without_from_names_the_format_to_use(tmp_path: Path, cli) -> None:
+    """`seahorse import memory.jsonl` (no --from) of a memory-server file or of text rows said
+    only "type 'entity' is not an export record"; it names the --from that reads it now."""
+    graph = tmp_path / "memory.jsonl"
+    graph.write_text("\n".join(json.dumps(e) for e in ENTITIES) + "\n")
+    rows = tmp_path / "mem0.jsonl"
+    rows.write_text(json.dumps({"id": "1", "memory": "Likes tea", "user_id": "u"}) + "\n")
+    for path, hint in ((graph, "--from server-memory"), (rows, "--from jsonl")):
+        proc = cli.run("import", str(path))
+        assert proc.returncode == 2 and hint in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert not cli.db.exists()
+    assert cli.json("import", "--from", "jsonl", str(rows))["added"] == 1  # and that --from reads it
+

@@ -51,6 +51,37 @@ def test_add_answers_duplicate_of_instead_of_storing_twice(backend_engine: Engin
     assert engine.add_document(MEETING + " Bring a laptop.", source="a").as_dict()["status"] == "updated"
 
 
+def test_texts_that_differ_in_a_number_or_an_id_are_both_stored(cli) -> None:
+    """A near-duplicate says the same thing: another invoice number, port or count says
+    something else, however close the wording (and its vector: the default embedder, which
+    put each pair at cosine >= 0.97; the hash embedder does not). Both are stored and found."""
+    e5 = {"embedder": "e5-enpt"}
+    pairs = [("Invoice 2024-117 was paid on March 3.", "Invoice 2024-118 was paid on March 3."),
+             ("Alpha note number 1 about gardening tomatoes.",
+              "Alpha note number 2 about gardening tomatoes.")]
+    for first, second in pairs:
+        assert cli.json("index", "--text", first, **e5)["status"] == "added"
+        out = cli.json("index", "--text", second, **e5)
+        assert out["status"] == "added" and out["duplicate_of"] is None, out
+    listed = cli.json("documents", "list", **e5)["items"]
+    assert len(listed) == 4
+    hits = cli.json("search", "invoice 2024-118", "--no-refuse", **e5)["hits"]
+    assert hits[0]["text"] == "Invoice 2024-118 was paid on March 3."
+    # the same words again (only spacing and case changed) are still one document
+    again = cli.json("index", "--text", "INVOICE 2024-118 was paid  on March 3!", **e5)
+    assert again["status"] == "duplicate"
+
+
+def test_the_cli_says_a_duplicate_was_not_stored(cli) -> None:
+    """It printed "duplicate document 1 (text:...), 1 passage(s)", which reads as stored."""
+    first = cli.json("index", "--text", MEETING, "--source", "a")
+    proc = cli.run("index", "--text", MEETING.upper(), "--source", "b")
+    assert proc.returncode == 0
+    assert proc.stdout == (f"not stored: the same text as document {first['doc_id']} (a) is stored "
+                           "already\n"), proc.stdout
+    assert [d["source"] for d in cli.json("documents", "list")["items"]] == ["a"]
+
+
 # ----- supersede and as_of ------------------------------------------------------------------
 def test_a_replaced_memory_closes_and_as_of_finds_what_was_true(backend_engine: Engine) -> None:
     engine = backend_engine  # on SQLite and on PostgreSQL

@@ -70,3 +70,38 @@ def test_register_puts_the_same_tools_on_another_server(tmp_path: Path, monkeypa
             assert '"memory": 1' in stats.contents[0].text
 
     asyncio.run(main())
+
+
+def test_an_argument_the_tool_does_not_take_is_refused_and_a_wrong_type_is_one_sentence(
+        tmp_path: Path, monkeypatch) -> None:
+    """A misspelt argument was dropped silently: delete_memory(key, namespace="work") deleted
+    the global memory, upsert_memory(..., event_date=...) stored it dated now. It is refused now,
+    naming the arguments the tool takes, and nothing is done; the SDK's type check reads as one
+    line (it was pydantic's four-line report with a URL)."""
+    monkeypatch.setenv("SEAHORSE_EMBEDDER", "hash")
+    monkeypatch.setenv("SEAHORSE_DB", str(tmp_path / "kg.db"))
+
+    async def main() -> None:
+        async with Client(S.build_server()) as client:
+            for key, scope in (("lang", "global"), ("lang", "work")):
+                res = await client.call_tool("upsert_memory", {"key": key, "value": f"Rust, {scope}",
+                                                               "scope": scope})
+                assert not res.is_error, res.content
+            res = await client.call_tool("delete_memory", {"key": "lang", "namespace": "work"})
+            text = res.content[0].text
+            assert res.is_error and "'namespace'" in text and "key, scope" in text, text
+            res = await client.call_tool("upsert_memory",
+                                         {"key": "k", "value": "v", "event_date": "2020-01-01"})
+            assert res.is_error and "'event_date'" in res.content[0].text
+            res = await client.call_tool("list_memories", {})
+            assert sorted((m["scope"], m["key"]) for m in res.structured_content["items"]) == [
+                ("global", "lang"), ("work", "lang")]  # nothing deleted, nothing added
+            res = await client.call_tool("add_document", {"text": "x", "metadata": "notjson"})
+            text = res.content[0].text
+            assert res.is_error and len(text.splitlines()) == 1 and "https://" not in text, text
+            assert "metadata" in text and "dictionary" in text, text
+            res = await client.call_tool("upsert_memory", {"key": "k"})
+            text = res.content[0].text
+            assert res.is_error and "value" in text and len(text.splitlines()) == 1, text
+
+    asyncio.run(main())

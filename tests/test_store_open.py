@@ -348,3 +348,28 @@ def test_lists_longer_than_sqlites_variable_limit(tmp_path: Path) -> None:
         assert store.code.symbol_commits(1, "f", paths, 5) == []
     finally:
         store.close()
+
+
+def test_two_openers_of_one_new_file_both_get_the_store(tmp_path: Path) -> None:
+    """Two processes that open the same new file at once (`seahorse index` and `seahorse memory
+    add` in parallel) both see it empty; the one that takes the write lock second must find the
+    other's migrations done, not run them again ("table meta already exists", a traceback and a
+    lost write). The other process's whole creation is put in that window."""
+    db = tmp_path / "new.db"
+
+    class SecondOpener(SQLiteStore):
+        def _migrate(self, done: set[str]) -> None:
+            if not done:  # saw an empty file; the other process creates the store meanwhile
+                SQLiteStore(db).close()
+            super()._migrate(done)
+
+    store = SecondOpener(db)
+    try:
+        names = {r[0] for r in store.db.execute("SELECT name FROM migrations")}
+        assert len(names) == store.db.execute("SELECT count(*) FROM migrations").fetchone()[0]
+        assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] \
+            == str(SCHEMA_VERSION)
+    finally:
+        store.close()
+    with Engine(Settings(db_path=db, embedder="hash")) as eng:  # a usable store afterwards
+        assert eng.upsert_memory("k", "a value after the race")["status"] == "added"

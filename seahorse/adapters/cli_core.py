@@ -131,6 +131,9 @@ class Index(Command):
                 if len(out["skipped"]) > 50:
                     text += f"\n  ... {len(out['skipped']) - 50} more (--json lists them all)"
             return text
+        if out["status"] == "duplicate":  # nothing was stored: say so, and where the text is
+            return (f"not stored: the same text as document {out['duplicate_of']} ({out['source']}) "
+                    "is stored already")
         return (f"{out['status']} document {out['doc_id']} ({out['source']}), "
                 f"{out['passages']} passage(s)")
 

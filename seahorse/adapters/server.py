@@ -28,8 +28,10 @@ How to add a tool (the pattern every tool below follows):
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
+import re
 import sys
 import threading
 import typing
@@ -654,13 +656,50 @@ def build_server(db: str | None = None, allow: list[str] | None = None, **option
     return server
 
 
+# Each tool's argument names, in order (``ctx`` is the SDK's, never the caller's).
+TOOL_ARGS = {fn.__name__: tuple(p for p in inspect.signature(fn).parameters if p != "ctx")
+             for fn in TOOLS}
+# pydantic's report of one bad argument: its place, then "  <message> [type=..., input_value=...".
+_PYDANTIC_ERROR = re.compile(r"^(\S[^\n]*)\n  ([^\n]*?)(?: \[type=[^\n]*)?$", re.M)
+
+
+async def argument_guard(ctx: Any, call_next: Any) -> Any:
+    """Tool calls: an argument the tool does not take is refused and nothing runs (the SDK
+    drops it silently: a misspelt ``scope`` would act on the global scope); the SDK's type
+    check of the arguments (pydantic's several-line report with a URL) reads as one line."""
+    if ctx.method != "tools/call":
+        return await call_next(ctx)
+    params = ctx.params or {}
+    name, arguments = params.get("name"), params.get("arguments")
+    known = TOOL_ARGS.get(name) if isinstance(name, str) else None
+    if known is not None and isinstance(arguments, dict):
+        unknown = [k for k in arguments if k not in known]
+        if unknown:
+            said = ", ".join(repr(k[:60]) for k in unknown[:5])
+            import mcp_types
+
+            return mcp_types.CallToolResult(is_error=True, content=[mcp_types.TextContent(
+                type="text", text=f"Error executing tool {name}: no argument {said}; {name} takes "
+                                  f"{', '.join(known)} (nothing was done)")])
+    result = await call_next(ctx)
+    content = result.get("content") if isinstance(result, dict) and result.get("isError") else None
+    if content and isinstance(content[0], dict) and "validation error" in str(content[0].get("text")):
+        text = content[0]["text"]
+        found = _PYDANTIC_ERROR.findall(text.split("\n", 1)[-1])
+        if text.startswith(f"Error executing tool {name}: ") and found:
+            said = "; ".join(f"{where}: {what}" for where, what in found[:3])
+            content[0] = {**content[0], "text": f"Error executing tool {name}: {said}"}
+    return result
+
+
 def register(server: MCPServer, holder: _Runtime) -> None:
     """Every tool of TOOLS (in that order) and the graph://stats resource, on ``server``: the
     one registration every transport (stdio, HTTP) uses. The tools find the engine holder in
     the server's lifespan context (``runtime(ctx)``); the resource, which the SDK gives no
-    Context, is handed ``holder``."""
+    Context, is handed ``holder``. ``argument_guard`` joins the server's middleware."""
     for fn in TOOLS:
         server.tool(annotations=fn.__tool_annotations__)(fn)
+    server.middleware.append(argument_guard)
 
     @server.resource("graph://stats", mime_type="application/json")
     def graph_stats() -> str:

@@ -3,8 +3,9 @@ its metadata), and whether it repeats a document already stored.
 
 A duplicate is (a) the same normalised text (case, punctuation and spacing ignored) under
 another source, or (b) for a one-passage text, a stored passage whose dense vector is
-near-identical (cosine >= ``NEAR_COSINE``) *and* that links exactly the same phrases: close
-wording that says the same thing. Either way the add stores nothing and answers
+near-identical (cosine >= ``NEAR_COSINE``), that links exactly the same phrases *and* holds the
+same numbers and ids (words with a digit: ``2024-117`` is not ``2024-118``): close wording that
+says the same thing. Either way the add stores nothing and answers
 ``duplicate_of`` (the stored document's id). Re-adding the same source is not a duplicate:
 it replaces the document in place, as before."""
 
@@ -99,6 +100,12 @@ class DuplicateReads(Documents, NodeTexts, VectorReads, TextSearch, TimeReads, P
     phrase keys, documents and times."""
 
 
+def _numbers(text: str) -> set[str]:
+    """The words of ``text`` holding a digit (numbers, ids, versions), case folded: two texts
+    that differ in one say different things, however close their vectors."""
+    return {w for w in _WORD.findall(text.casefold()) if any(c.isdigit() for c in w)}
+
+
 def near_duplicate(store: DuplicateReads, text: str, vector: np.ndarray, phrase_keys: set[str],
                    source: str) -> int | None:
     """The document id of a stored passage that says the same as this one-passage text."""
@@ -115,9 +122,11 @@ def near_duplicate(store: DuplicateReads, text: str, vector: np.ndarray, phrase_
         return None
     rows = store.node_texts(close)
     keys = store.node_phrase_keys(close)
+    numbers = _numbers(text)
     for node_id in close:
-        kind, _text, doc_id, _ordinal = rows[node_id]
-        if kind != "passage" or doc_id is None or keys.get(node_id, set()) != phrase_keys:
+        kind, stored, doc_id, _ordinal = rows[node_id]
+        if kind != "passage" or doc_id is None or keys.get(node_id, set()) != phrase_keys \
+                or _numbers(stored or "") != numbers:
             continue
         doc = store.document(doc_id)
         if doc is not None and doc[1] != source and store.passage_count(doc_id) == 1 \

@@ -33,7 +33,7 @@ from ..store.base import DocumentMarks, GraphWrites, MemoryRows, Transactions
 from ..text import chunk, clean, content_hash, file_title, split_sentences
 from .lifecycle import DuplicateReads, check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
 from .synonyms import Synonyms
-from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, read_text_file  # noqa: F401
+from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, over, read_text_file  # noqa: F401
 
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
@@ -451,10 +451,11 @@ class Ingest:
         """Validate and clean; the content digest decides whether anything else is needed."""
         settings = self.rt.settings
         text = check_text("text", text)
-        limit = (limit_mb or settings.max_text_mb) * 1024 * 1024
+        limit_mb = limit_mb or settings.max_text_mb
+        limit = limit_mb * 1024 * 1024
         if len(text) > limit:
-            raise InvalidInput(f"text is {len(text) / 1048576:.1f} MB, over the "
-                               f"{settings.max_text_mb:g} MB limit for one text; split it "
+            raise InvalidInput(f"text is {over(len(text), limit_mb, 'characters')}, over the "
+                               f"{limit_mb:g} MB limit for one text; split it "
                                "or raise SEAHORSE_MAX_TEXT_MB", field="text", code="too_large")
         body = clean(text).strip()
         if not body:

@@ -95,6 +95,13 @@ def _file_type(mode: int) -> str:
     return "not a plain file"
 
 
+def over(size: int, limit_mb: float, unit: str) -> str:
+    """A size past a limit of ``limit_mb`` MB: in MB when one decimal tells it from the limit
+    ("5.0 MB, over the 5 MB limit" did not), else counted in ``unit``."""
+    mb = size / 1048576
+    return f"{mb:.1f} MB" if round(mb, 1) > limit_mb else f"{size:,} {unit}"
+
+
 def read_text_file(p: Path, max_mb: float) -> str:
     """Read a UTF-8 text file, refusing missing, huge, binary or malformed input clearly."""
     try:
@@ -107,7 +114,7 @@ def read_text_file(p: Path, max_mb: float) -> str:
     except OSError as exc:
         raise InvalidInput(f"cannot read {p}: {exc.strerror or exc}", field="path") from None
     if size > max_mb * 1024 * 1024:
-        raise InvalidInput(f"{p} is {size / 1048576:.1f} MB, over the {max_mb:g} MB limit; "
+        raise InvalidInput(f"{p} is {over(size, max_mb, 'bytes')}, over the {max_mb:g} MB limit; "
                            "split it or raise SEAHORSE_MAX_FILE_MB", field="path", code="too_large")
     try:
         data = p.read_bytes()

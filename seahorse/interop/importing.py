@@ -123,7 +123,7 @@ class Importer:
                     rec = self._check_memory(rec)
                 else:
                     raise InvalidInput(f"type {str(kind)[:40]!r} is not an export record "
-                                       "(header, document or memory)")
+                                       f"(header, document or memory){_other_format(rec)}")
                 ident = (rec["type"], _name(rec))
                 if ident in seen:
                     raise InvalidInput(f"{rec['type']} {_name(rec)!r} is already on line {seen[ident]}")
@@ -366,3 +366,12 @@ def _keep(value, stored):
 
 def _name(rec: dict) -> str:
     return rec["source"] if rec["type"] == "document" else f"{rec['scope']}/{rec['key']}"
+
+
+def _other_format(rec: dict) -> str:
+    """A hint when a record is another tool's, which `import --from FORMAT` reads."""
+    if rec.get("type") in ("entity", "relation"):
+        return "; a file of the MCP memory server: `seahorse import --from server-memory FILE`"
+    if "type" not in rec and any(k in rec for k in ("text", "content", "memory", "body")):
+        return "; rows of text: `seahorse import --from jsonl FILE`"
+    return ""

@@ -35,22 +35,25 @@ def check_turns(turns) -> list[dict]:
     if len(turns) > TURNS_MAX:
         raise InvalidInput(f"at most {TURNS_MAX} turns per call", field="turns")
     out = []
-    for n, t in enumerate(turns):
+    for n, t in enumerate(turns, 1):  # "turn 2" is the second turn of the list (or file)
         if isinstance(t, str):
             t = {"text": t}
         if not isinstance(t, dict) or not isinstance(t.get("text"), str):
             raise InvalidInput(f"turn {n} has no text: each turn is {{text, speaker, time, id}}",
                                field="turns")
+        given = t.get("id", t.get("turn_id"))
+        given = check_name("turn id", str(given)) if given is not None else None
+        label = f"turn {n}" + (f" (id {given!r})" if given is not None else "")
+        if not t["text"].strip():  # with a speaker too (it was stored as "B: ")
+            raise InvalidInput(f"{label} has no words; drop it or give its text", field="turns")
         speaker = t.get("speaker")
         if speaker is not None:
             speaker = check_name("speaker", str(speaker))
-        given = t.get("id", t.get("turn_id"))
-        given = check_name("turn id", str(given)) if given is not None else None
         session = t.get("session")
         session = check_name("session", str(session)) if session is not None else None
         when = t.get("time", t.get("session_date"))
-        out.append({"text": check_text("text", t["text"]), "speaker": speaker, "id": given,
-                    "session": session, "time": parse_time(when, f"turn {n} time")})
+        out.append({"text": check_text(f"{label} text", t["text"]), "speaker": speaker, "id": given,
+                    "session": session, "time": parse_time(when, f"{label} time")})
     return out
 
 

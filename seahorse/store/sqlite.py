@@ -455,6 +455,10 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         with self.atomic():
+            # Read again under the write lock: another process that opened the same new (or
+            # old) file at once may have migrated it while this one waited for the lock.
+            if self._has_table("migrations"):
+                done = done | {r[0] for r in self.db.execute("SELECT name FROM migrations")}
             self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL)"
