@@ -17,7 +17,9 @@ from seahorse.store.postgres import _fill_dense_vectors
 
 
 def _filled(db: str) -> Engine:
-    engine = Engine(Settings(db_path=db, embedder="hash"))
+    # On PostgreSQL the server scores the vectors here (SEAHORSE_PG_VECTORS=server; by default a
+    # store this small is held by the process, as over SQLite: tests/test_pg_roundtrips.py).
+    engine = Engine(Settings(db_path=db, embedder="hash", pg_vectors="server"))
     for k, text in enumerate(TEXTS):
         engine.add_document(text, source=f"doc:{k}")
     return engine
