@@ -104,7 +104,10 @@ def test_search_on_an_empty_database(cli) -> None:
     out = cli.json("search", "anything")
     assert out["hits"] == [] and out["reason"] == "empty_index"
     human = cli.run("search", "anything")
-    assert human.returncode == 0 and "no results" in human.stdout
+    assert human.returncode == 0 and "no results (empty_index: nothing is indexed yet)" in human.stdout
+    cli.json("index", "--text", "The heron nests by the lake in spring.")
+    window = cli.run("search", "heron nest", "--since", "2031-01-01")
+    assert window.returncode == 0 and "no results (empty_window: no item's time is in" in window.stdout
 
 
 def test_index_file(cli, tmp_path: Path) -> None:

@@ -134,6 +134,11 @@ def test_since_until_filter_by_event_time(backend_engine: Engine) -> None:
     assert _sources(engine.search(LUNCH_Q, until="2021-01-01")) == ["old"]
     assert _sources(engine.search(LUNCH_Q, since="2026-01-01")) == ["new"]
     assert _sources(engine.search(LUNCH_Q, since="2021-01-01", until="2022-01-01")) == []
+    # No hits because nothing lies in the window says so (a refusal would say the store does not
+    # hold the answer; an agent could not tell the two apart).
+    empty = engine.search(LUNCH_Q, since="2021-01-01", until="2022-01-01").as_dict()
+    assert empty["hits"] == [] and empty["reason"] == "empty_window" and "refusal" not in empty
+    assert "reason" not in engine.search(LUNCH_Q, since="2026-01-01").as_dict()
     with pytest.raises(InvalidInput):
         engine.search(LUNCH_Q, since="yesterday-ish")
     with pytest.raises(InvalidInput):

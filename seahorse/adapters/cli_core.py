@@ -219,10 +219,15 @@ class Search(Command):
         return "\n".join(lines)
 
 
+_NO_HITS_BECAUSE = {"empty_index": "nothing is indexed yet",
+                    "empty_window": "no item's time is in --since/--until, or valid at --as-of"}
+
+
 def _no_results(out: dict) -> str:
     ref = out.get("refusal")
     if not ref:
-        return "no results" + (f" ({out['reason']})" if out.get("reason") else "")
+        why = out.get("reason")
+        return "no results" + (f" ({why}: {_NO_HITS_BECAUSE.get(why, why)})" if why else "")
     ev = ref.get("evidence", ref)
     dense = f"; best similarity {ev['top_dense']}" if ev.get("top_dense") is not None else ""
     words = ("too few passages to judge by words" if ev.get("words_judged") is False

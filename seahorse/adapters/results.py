@@ -88,6 +88,9 @@ class SearchResult(Page):
     timings_ms: NotRequired[Annotated[dict[str, float], D("embed (the query), walk (seeding and the "
                                                            "walk), seed (of which seeding), total")]]
     rerank: NotRequired[dict[str, Any]]
+    reason: NotRequired[Annotated[str, D("why no hits without a refusal: empty_index (nothing indexed "
+                                         "yet) or empty_window (no item's time in since/until, or "
+                                         "valid at as_of)")]]
 
 
 class CodeHit(CodeFields):

@@ -204,6 +204,8 @@ class Search:
                               scope=Scope(want, doc_filter, leave_out), scorer=scorer, repo_id=repo_id)
             result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None,
                                        words_first=set(want) == {"commit"})[:depth]
+            if keep is not None and not len(keep):  # no item's time in since/until, or valid at as_of
+                result.info["reason"] = "empty_window"
             refuse = True if refuse is None else bool(refuse)
             if self.code is not None:
                 self.code.finish(result, query, refuse and repo is not None, repo_id, index.version)
