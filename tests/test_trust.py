@@ -331,3 +331,19 @@ def test_a_misspelt_name_finds_the_phrases_it_may_stand_for_on_each_backend(back
     assert "margraviate" in near and all(k.startswith("m") and " " not in k for k in near), near
     assert "mozart" not in near  # six letters: too short for 12 within 2
     assert backend_engine.store.phrase_keys_like("", 1) == []
+
+
+def test_a_hit_the_walk_never_reached_is_never_surer_than_the_first() -> None:
+    # e5-enpt's fitted score-ratio slope is negative; read at a ratio of 1e-9 (a score of 0) it
+    # gave a page-filling hit 0.96 against the first hit's 0.79. The ratio is read no lower
+    # than the fit saw (confidence.RATIO_FLOOR), where the cosine decides.
+    from seahorse.retrieval.confidence import BY_MODEL, attach
+    from seahorse.retrieval.hits import Hit
+
+    for model in (*BY_MODEL, "another-model"):
+        hits = [Hit(id=1, kind="passage", text="a", score=0.385, source="a", title=None, doc_id=1,
+                    evidence={"dense": 0.82}),
+                Hit(id=2, kind="passage", text="b", score=0.0, source="b", title=None, doc_id=2,
+                    evidence={"dense": 0.74})]
+        attach(hits, model)
+        assert hits[1].confidence < hits[0].confidence, (model, [h.confidence for h in hits])

@@ -25,6 +25,10 @@ BY_MODEL: dict[str, tuple[float, float, float, float]] = {
     "multilingual-e5-small-enpt-int8": (-9.273, -0.235, -2.738, 12.903),
 }
 GENERIC = (1.368, 0.342, -1.543, 0.0)  # the same fit without the cosine
+# The score ratio is read no lower than the fit saw (the least of 400 dev hits below the first:
+# 0.013): past it the fitted slopes are extrapolation, and e5-enpt's is negative (its cosine says
+# what the ratio does), so a hit the walk never reached (score 0, ratio 1e-9) read 0.96.
+RATIO_FLOOR = 0.01
 
 
 def attach(hits: list[Hit], model: str) -> None:
@@ -35,6 +39,6 @@ def attach(hits: list[Hit], model: str) -> None:
     for rank, h in enumerate(hits, 1):
         dense = h.evidence.get("dense")
         b0, b_ratio, b_rank, b_dense = BY_MODEL.get(model, GENERIC) if dense is not None else GENERIC
-        ratio = min(max(h.score / top, 1e-9), 1.0) if h.score > 0 else 1e-9
+        ratio = min(max(h.score / top, RATIO_FLOOR), 1.0) if h.score > 0 else RATIO_FLOOR
         z = b0 + b_ratio * math.log(ratio) + b_rank * math.log(rank) + b_dense * (dense or 0.0)
         h.confidence = round(1.0 / (1.0 + math.exp(-z)), 3)
