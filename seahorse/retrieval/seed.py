@@ -6,8 +6,7 @@
   (:func:`lexical_weight`);
 * commits, when they may be hits: their messages' BM25 (they have no vector);
 * phrases of the best-matching facts (sentence windows pooled from the passage's own token
-  states): fact score, measured from the median fact of the pool up to the best, / number of
-  passages holding the phrase;
+  states): fact score / number of passages holding the phrase;
 * phrases of the query itself that exist as nodes (exact normalised match), same scale.
 """
 
@@ -149,19 +148,11 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
         k = min(settings.fact_top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top_fact = float(scores[top].max())
-        # A fact seeds by how far it stands above what the pool's facts score by chance (their
-        # median), top_fact for the best: e5 reads every sentence of a small store 0.75-0.85 close
-        # to a question, so its raw cosine let an unrelated note's fact seed ~95 % of the answer's.
-        base = float(np.median(scores))
-        span = top_fact - base
         for f in top:
-            s = float(scores[f])
-            if span > FLAT:
-                s = top_fact * max(0.0, (s - base) / span)
             for j in index.vertices(fact_phrases[f]):
                 if j < 0:
                     continue
-                share = s / max(1.0, index.passage_count[j])
+                share = float(scores[f]) / max(1.0, index.passage_count[j])
                 phrase_seed[int(j)] = max(phrase_seed.get(int(j), 0.0), share)
     weight = top_fact if top_fact > 0 else 0.5
     keys = [ph.key for ph in extractor.extract(query.text)]
