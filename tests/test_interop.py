@@ -373,3 +373,25 @@ def test_another_tools_file_without_from_names_the_format_to_use(tmp_path: Path,
     assert not cli.db.exists()
     assert cli.json("import", "--from", "jsonl", str(rows))["added"] == 1  # and that --from reads it
 
+
+
+def test_export_says_the_indexed_repositories_it_leaves_out(cli, tmp_path: Path) -> None:
+    # Code is not exported (docs/imports.md); a new user read the summary as everything.
+    import subprocess
+
+    cli.json("index", "--text", "The heron nests by the lake.")
+    alone = cli.json("export", "--out", str(tmp_path / "a.jsonl"))
+    assert "repos_left_out" not in alone and "left out" not in cli.run("export").stderr
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("def answer():\n    return 42\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    cli.json("index", "--repo", str(repo))
+    out = cli.json("export", "--out", str(tmp_path / "b.jsonl"))
+    assert out["repos_left_out"] == 1 and out["documents"] == 1
+    piped = cli.run("export")
+    assert piped.returncode == 0 and "1 indexed repositor(ies) left out" in piped.stderr
+    assert piped.stdout.count("\n") == len((tmp_path / "b.jsonl").read_text().splitlines())

@@ -223,19 +223,23 @@ class Export(Command):
 
     def run(self, args, engine):
         with engine(args) as eng:
+            repos = len(eng.store.code.repo_summaries())  # code is not exported: said, not hidden
             if args.out:
                 out = {**_write_file(eng.export_to(args.to), Path(args.out), args.to), "to": args.to}
+                if repos:
+                    out["repos_left_out"] = repos
                 if not args.json:
                     _say_not_carried(out, args.to)
                 return out
             counts = _write(eng.export_to(args.to), sys.stdout, args.to)  # the output: nothing else
-            _say_not_carried(counts, args.to)  # is printed on stdout
+            _say_not_carried({**counts, "repos_left_out": repos}, args.to)  # is printed on stdout
             raise SystemExit(0)
 
     def human(self, args, out):
         if out["to"] != "seahorse":
             counts = ", ".join(f"{n} {what}" for what, n in out.items()
-                               if what not in ("out", "to", "not_carried", "not_carried_records"))
+                               if what not in ("out", "to", "not_carried", "not_carried_records",
+                                               "repos_left_out"))
             if out.get("not_carried"):
                 counts += f"; {out['not_carried']} record(s) not carried whole (named on stderr)"
             return f"wrote {counts or 'nothing'} ({out['to']}) to {out['out']}"
@@ -415,6 +419,9 @@ def _say_not_carried(counts: dict, to: str) -> None:
     if counts.get("not_carried", 0) > len(shown):
         print(f"seahorse: ... and {counts['not_carried'] - len(shown)} more record(s) "
               "(--out FILE --json lists the first)", file=sys.stderr)
+    if counts.get("repos_left_out"):
+        print(f"seahorse: export: {counts['repos_left_out']} indexed repositor(ies) left out (code is "
+              "not exported; `seahorse index --repo DIR` indexes it again)", file=sys.stderr)
 
 
 def _page(lines: list[str], out: dict) -> str:
