@@ -85,6 +85,30 @@ def unpack_ids(raw) -> list[int]:
     return np.frombuffer(bytes(raw), dtype=">u4").astype(np.int64).tolist()
 
 
+class IdLists(Sequence):
+    """A sequence of id lists (facts' phrases), each made only when asked for: a search reads
+    thousands of facts and the lists of three. A subclass says how many there are and how
+    to get list ``k`` (:meth:`_one`)."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _one(self, k: int) -> list[int]:
+        raise NotImplementedError
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self._one(i) for i in range(*k.indices(len(self)))]
+        return self._one(k)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def recode(db, dim: int, block: int = 4096) -> int:
     """Rewrite the float16 and float32 vectors of an older file as int8 (``seahorse vacuum``),
     a block of rows at a time, keyed on the row id so each block starts where the last

@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .codec import _from_blobs, _to_blobs, unpack_ids
+from .codec import IdLists, _from_blobs, _to_blobs, unpack_ids
 from .dialect import inserted_id
 from .inlists import select_in
 
@@ -273,7 +273,7 @@ class DocumentRows:
                             [(b, i) for (i, _v), b in zip(items, blobs)])
 
 
-class FactPhrases(Sequence):
+class FactPhrases(IdLists):
     """The phrase id lists of these facts (by id), each read from the store when it is asked
     for: read them in the snapshot the facts were read in (a search's), since outside one a
     fact deleted since has none and a fact id can be reused."""
@@ -284,15 +284,6 @@ class FactPhrases(Sequence):
     def __len__(self) -> int:
         return len(self._ids)
 
-    def __getitem__(self, k):
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self._ids)))]
+    def _one(self, k: int) -> list[int]:
         got = self._db.execute("SELECT phrase_ids FROM facts WHERE id = ?", (self._ids[k],)).fetchone()
         return unpack_ids(got[0]) if got else []
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str):
-            return NotImplemented
-        return list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]

@@ -30,7 +30,7 @@ from ..config import DbUrl
 from ..errors import InvalidInput, MissingExtra, NotFound, SchemaMismatch, SeahorseError, StorageError
 from .code.facet import SQLiteCode
 from .code.tables import _REPO_DOCS
-from .codec import _from_blobs, _to_blobs, recode, unpack_ids
+from .codec import IdLists, _from_blobs, _to_blobs, recode, unpack_ids
 from .dialect import PostgresSQL, numbered
 from .migrations import copy_coded_edges
 from .pg_migrations import M0017_AFTER, PG_MIGRATIONS
@@ -184,7 +184,7 @@ class _PgConnection:
         raise AssertionError("unreachable")
 
 
-class _PackedIds(Sequence):
+class _PackedIds(IdLists):
     """The phrase id lists of facts, read with them (one statement, not one per fact asked
     for: a round trip to the server costs more than the bytes), each unpacked when asked for."""
 
@@ -194,18 +194,9 @@ class _PackedIds(Sequence):
     def __len__(self) -> int:
         return len(self._packed)
 
-    def __getitem__(self, k):
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self._packed)))]
+    def _one(self, k: int) -> list[int]:
         raw = self._packed[k]
         return unpack_ids(raw) if raw is not None else []
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str):
-            return NotImplemented
-        return list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _vector_text(row: np.ndarray) -> str:
@@ -618,8 +609,9 @@ class PostgresStore(SQLiteStore):
     # made and dropped (3.7 s for the edges). The server packs each column of a block into one
     # byte string instead (``int8send``/``float8send``: big-endian), which numpy reads as it is.
     def node_arrays(self, rows: int = 65_536) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """As SQLite's (by id; a kind one shared string), in one statement; put in id order
-        here (an ``ORDER BY`` on the server took three times as long)."""
+        """As SQLite's (by id; a kind one shared string), in one statement (so ``rows``, the
+        size of SQLite's blocks, is not used); put in id order here (an ``ORDER BY`` on the
+        server took three times as long)."""
         got = self.db.execute_binary(
             "SELECT string_agg(int8send(id), ''::bytea), string_agg(int8send(coalesce(doc_id, -1)), "
             "''::bytea), string_agg(kind, E'\\n') FROM nodes").fetchone()
