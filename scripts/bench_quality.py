@@ -12,6 +12,13 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
 * ``tiny``: each question alone in a store of its own given paragraphs (MuSiQue's 20,
   HotpotQA's 10), as most agent memories are tens of items: R@2, R@5, all@5 per set, and how
   many answerable questions the default search refuses;
+* ``memories``: scripts/rulers/agent_memories.json, 40 small agent memories written by hand (3 to
+  40 short notes each: preferences, machines, people, plans, dated events, some in Portuguese),
+  split dev / test by store; each store built as an agent builds it, one ``add_document`` per
+  note in order, and asked its own questions (single note, multi = two notes joined by a shared
+  entity, exact = an id-like token, crosslang = Portuguese over English or the reverse, absent):
+  R@1, R@2, R@5, MRR, all@2 of multi and R@2 per kind for every method; for Seahorse how many
+  answerable questions the default search refuses and the share of absent ones it refuses;
 * ``scale10k``, ``scale100k``: the corpora of scripts/build_scale_corpus.py (MuSiQue and
   HotpotQA with documentation prose up to 10,000 / 100,000 passages, ``--scale-dir``), where
   the dense shortlist, the node budget and the entry bound bind: R@2, R@5, all@5 per question
@@ -255,7 +262,8 @@ class Baselines:
         self.row_id = [src[int(index.graph.node_ids[v])] for v in index.passage_idx]
         self.vecs = index.passage_vecs
         self.ids = list(texts_by_id)
-        self._bm25 = BM25s([texts_by_id[i] for i in self.ids])
+        self._texts = [texts_by_id[i] for i in self.ids]
+        self._bm25 = None  # built when asked for: bm25s is the bench extra's
 
     def dense(self, question: str, k: int) -> list[str]:
         q = embed_mod.query_vector(self.eng.embedder, question)
@@ -270,6 +278,8 @@ class Baselines:
         return rrf(self.fts(question, HYBRID_DEPTH), self.dense(question, HYBRID_DEPTH))[:k]
 
     def bm25(self, question: str, k: int) -> list[str]:
+        if self._bm25 is None:
+            self._bm25 = BM25s(self._texts)
         return [self.ids[i] for i in self._bm25.rank(question, k)]
 
 
@@ -453,6 +463,104 @@ def run_tiny(args, folder: Path, report: dict) -> None:
                 print(f"{method:<10} {split:<5} {m['R@2']:6.3f} {m['R@5']:6.3f} {m['all@5']:6.2f}"
                       + (f" {refused:>8}" if method == "seahorse" else ""))
             res_out["splits"][split]["answerable_refused"] = refused
+
+
+# ----- small hand-written agent memories -----------------------------------------------------
+MEMORIES = HERE / "rulers" / "agent_memories.json"
+MEMORY_KINDS = ("single", "multi", "exact", "crosslang")
+
+
+def memory_metrics(rows: list[tuple[list[str], set[str]]]) -> dict:
+    """R@1, R@2, R@5 (benchlib's recall: the share of a question's gold in the top k), MRR (the
+    first gold note's rank, 0 past the list) and all@2 (every gold note in the top 2)."""
+    if not rows:
+        return {"n": 0}
+    m = benchlib.summarise(rows)
+    m["R@1"] = statistics.fmean(benchlib.recall_at(r, g, 1) for r, g in rows)
+    m["MRR"] = statistics.fmean(next((1 / (i + 1) for i, x in enumerate(r) if x in g), 0.0) for r, g in rows)
+    m["all@2"] = statistics.fmean(float(g <= set(r[:2])) for r, g in rows)
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in m.items()}
+
+
+def first_gold(ranked: list[str], gold: set[str]) -> int | None:
+    return next((i + 1 for i, x in enumerate(ranked) if x in gold), None)
+
+
+def memory_store(sid: str, notes: list[str], db: Path, kept: bool, shared: dict) -> Engine:
+    """One memory as an agent writes it: each note its own document, one add_document call
+    per note in order; the source names the note's index (``memories/<store>/<index>``)."""
+    eng = Engine(load_settings(db_path=db, **KW), **shared)
+    if not kept:
+        for i, note in enumerate(notes):
+            eng.add_document(text=note, source=f"memories/{sid}/{i}")
+    return eng
+
+
+def run_memories(args, folder: Path, report: dict) -> None:
+    """Per store: seahorse and the baselines over its notes; per split the figures of every
+    answerable question, per kind, and for seahorse the default search's refusals."""
+    from seahorse.mechanisms.models.gliner import make_extractor
+
+    data = json.loads(MEMORIES.read_text(encoding="utf-8"))
+    fp = benchlib.fingerprint([MEMORIES])
+    settings = load_settings(**KW)
+    models = embed_mod.make_embedders(KW.get("embedder", embed_mod.DEFAULT_TIER),
+                                      threads=settings.onnx_threads)
+    shared = dict(zip(("embedder", "phrase_embedder"), models))
+    shared["extractor"] = make_extractor(settings)
+    note_id = lambda source: source.rsplit("/", 1)[-1]  # noqa: E731
+    out = report["rulers"]["memories"] = {"fingerprint": fp, "splits": {}}
+    print(f"\n## memories: {len(data['stores'])} hand-written agent memories of 3-40 notes, one "
+          f"add_document per note (fingerprint {fp})")
+    print(f"{'method':<10} {'split':<5} {'n':>4} {'R@1':>6} {'R@2':>6} {'R@5':>6} {'MRR':>6} {'m.all@2':>8}"
+          + "".join(f" {k[:6] + ' R@2':>11}" for k in MEMORY_KINDS) + f" {'ans.ref':>8} {'absent ref':>11}")
+    for split in args.splits:
+        stores = [s for s in data["stores"] if s["split"] == split]
+        rows: dict[str, dict[str, list]] = {m: defaultdict(list) for m in args.methods}
+        per_q, times = [], []
+        refused = absent_refused = n_absent = 0
+        for store in stores:
+            db = (args.db_dir or folder) / f"memories-{fp}-{store['id']}.db"
+            kept = args.db_dir is not None and db.exists()
+            with memory_store(store["id"], store["notes"], db, kept, shared) as eng:
+                base = Baselines(eng, note_id, {str(i): t for i, t in enumerate(store["notes"])})
+                for q in store["questions"]:
+                    none = not eng.search(q["q"], top_k=5).hits
+                    if q["kind"] == "absent":
+                        n_absent += 1
+                        absent_refused += none
+                        continue
+                    refused += none
+                    gold = {str(i) for i in q["gold"]}
+                    ranks = {}
+                    for method in args.methods:
+                        if method == "seahorse":
+                            t = time.perf_counter()
+                            hits = eng.search(q["q"], top_k=10, refuse=False).hits
+                            times.append((time.perf_counter() - t) * 1e3)
+                            ranked = doc_ranking([note_id(h.source) for h in hits])
+                        else:
+                            ranked = getattr(base, method)(q["q"], 10)
+                        rows[method][q["kind"]].append((ranked, gold))
+                        ranks[method] = first_gold(ranked, gold)
+                    per_q.append({"store": store["id"], "q": q["q"], "kind": q["kind"], "gold": q["gold"],
+                                  "first_gold_rank": ranks, "refused": none})
+        res = out["splits"][split] = {"stores": len(stores), "questions": per_q}
+        for method in args.methods:
+            every = [r for k in MEMORY_KINDS for r in rows[method][k]]
+            m = memory_metrics(every)
+            m["kinds"] = {k: memory_metrics(rows[method][k]) for k in MEMORY_KINDS}
+            if method == "seahorse":
+                m.update({"answerable_refused": refused, "absent": n_absent,
+                          "absent_refused": round(absent_refused / n_absent, 3) if n_absent else None,
+                          "p50_ms": round(benchlib.percentile(times, 50), 2)})
+            res[method] = m
+            print(f"{method:<10} {split:<5} {m['n']:>4} {m['R@1']:6.3f} {m['R@2']:6.3f} {m['R@5']:6.3f} "
+                  f"{m['MRR']:6.3f} {m['kinds']['multi'].get('all@2', float('nan')):8.3f}"
+                  + "".join(f" {m['kinds'][k].get('R@2', float('nan')):11.3f}" for k in MEMORY_KINDS)
+                  + (f" {refused:>8} {m['absent_refused']:11.3f}" if method == "seahorse" else ""))
+        counts = ", ".join(f"{k} {len(rows[args.methods[0]][k])}" for k in MEMORY_KINDS)
+        print(f"{'':<10} {split:<5} questions: {counts}; absent {n_absent}")
 
 
 def refusal_check(eng: Engine, questions, split: str) -> dict:
@@ -732,7 +840,7 @@ def main() -> None:
                     help="git 2.39's manual as Debian ships it (ruler docs; scripts/rulers/fetch.sh)")
     ap.add_argument("--code-db-dir", type=Path, help="keep code stores here (re-runs are incremental)")
     ap.add_argument("--splits", default="dev", help="dev, test or dev,test (test: report only)")
-    ap.add_argument("--rulers", default="tiny,musique,hotpotqa,locomo,absent,exact,code")
+    ap.add_argument("--rulers", default="tiny,memories,musique,hotpotqa,locomo,absent,exact,code")
     ap.add_argument("--via", choices=("api", "files"), default="api")
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "seahorse-bench"),
                     help="embedding cache folder ('' = no cache)")
@@ -775,6 +883,8 @@ def main() -> None:
         folder = Path(tmp)
         if "tiny" in args.rulers:
             run_tiny(args, folder, report)
+        if "memories" in args.rulers:
+            run_memories(args, folder, report)
         if "musique" in args.rulers:
             run_multihop("musique", load_musique, args, folder, report)
         if "hotpotqa" in args.rulers:
