@@ -288,7 +288,7 @@ SETTING_DOCS = {
     "allow": "folders (separated by os.pathsep) MCP index_repo may read besides the client's roots or "
              "the server's working folder; also `seahorse run --allow PATH`",
     "usage": "record local usage analytics for `seahorse gain` (off: record nothing); no query text or code",
-    "walk_ms": "the walk's latency target under the auto profile: at most 1,500 nodes per ms are walked",
+    "walk_ms": "the walk's latency target under the auto profile: at most 1,000 nodes per ms are walked",
     "dense_shortlist": "passages a query's dense step seeds, the nearest first (unset: 1,000, the "
                        "passages whose facts seed the walk; a search kept to some kinds, a repository or "
                        "a time window: every one); 0 = every passage; otherwise at least 1,000. "

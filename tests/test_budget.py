@@ -182,7 +182,8 @@ def _query_seeds(rng: np.random.Generator, g: GraphCache, passages: int) -> np.n
 def test_a_loaded_pi_5_budget_binds_and_walks_close_to_the_whole_graph() -> None:
     b = compute_budget("auto", 0.25, None, PI5_LOADED)
     assert b.profile == "high" and b.node_budget == PROFILE_CAPS["high"] and b.bound == "profile"
-    assert b.latency_nodes > b.node_budget and b.memory_nodes > b.node_budget
+    # the latency bound is the cap's 10k too (a tie names the profile); memory is far above
+    assert b.latency_nodes >= b.node_budget and b.memory_nodes > b.node_budget
     rng = np.random.default_rng(0)
     g = _corpus_graph(rng, passages=2_000, phrases=28_000)
     assert g.n > 2 * b.node_budget
