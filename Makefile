@@ -15,10 +15,11 @@ $(BIN)/seahorse: pyproject.toml constraints.txt
 
 demo: $(BIN)/seahorse
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
-	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "Raspberry Pi 5 can bog down when a local model overruns RAM."
-	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "On Raspberry Pi 5, that kind of slowdown usually means memory pressure rather than a CPU bottleneck."
-	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "Raspberry Pi 5 users often enable zram so compressed pages stay in memory before disk swap."
-	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse search "What should I switch on when a Pi 5 starts crawling during on-device inference?"
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "The staging database runs on kestrel."
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "kestrel is a Hetzner box in the Falkenstein data centre."
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "Production runs on two AWS machines in Frankfurt."
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse index --text "Backups of every database go to a Backblaze bucket each night."
+	SEAHORSE_DB=$(DEMO_DB) $(BIN)/seahorse search "In which city is the staging database hosted?"
 
 # The suite on TEST_WORKERS processes (pytest-xdist); the 30 slowest tests are listed at the end.
 TEST_WORKERS ?= 2

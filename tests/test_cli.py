@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -48,15 +49,29 @@ def assert_one_error_line(proc: subprocess.CompletedProcess, code: int | None = 
 
 
 # ----- the one test on the real default embedder --------------------------------------------
-def test_the_default_embedder_ranks_the_zram_passage_first(cli, pi_sentences, pi_query) -> None:
-    for text in pi_sentences:
+def _demo() -> tuple[list[str], str]:
+    """The notes and the question of README's demo: the Makefile's demo target."""
+    make = (Path(__file__).resolve().parent.parent / "Makefile").read_text(encoding="utf-8")
+    body = re.search(r"^demo:.*\n((?:\t.*\n)+)", make, re.M).group(1)
+    notes = re.findall(r'seahorse index --text "([^"]+)"', body)
+    return notes, re.search(r'seahorse search "([^"]+)"', body).group(1)
+
+
+def test_the_default_embedder_connects_the_demo_notes(cli) -> None:
+    """README's demo on the real default embedder: the note that answers, which shares no word
+    with the question and reads third by dense cosine, comes first, and the note that links it
+    to the question second."""
+    notes, question = _demo()
+    for text in notes:
         out = cli.json("index", "--text", text, embedder=None)
         assert out["status"] == "added"
     stats = cli.json("stats", embedder=None)
     assert stats["embedder"] == "multilingual-e5-small-enpt-int8" and stats["dim"] == 384  # e5-enpt
-    out = cli.json("search", pi_query, embedder=None)
-    hits = _assert_hits(out, 3)
-    assert "zram" in hits[0]["text"], [h["text"] for h in hits]
+    out = cli.json("search", question, embedder=None)
+    hits = _assert_hits(out, len(notes))
+    assert "Falkenstein" in hits[0]["text"] and "staging" in hits[1]["text"], [h["text"] for h in hits]
+    by_dense = sorted(hits, key=lambda h: -h["evidence"]["dense"])
+    assert by_dense.index(hits[0]) >= 2, [(h["text"], h["evidence"]["dense"]) for h in hits]
     assert hits[0]["source"].startswith("text:")
     phrases = hits[0]["evidence"]["phrases"]
     assert phrases and all(p["phrase"] and 0 < p["share"] <= 1 for p in phrases)

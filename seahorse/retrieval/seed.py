@@ -31,6 +31,14 @@ LEXICAL_CANDIDATES = 100
 # HotpotQA dev question at R@2 that scoring every fact keeps; 1000 is every passage of both dev
 # corpora, and ~3,500 fact rows (+14 ms p50 under load at 10k passages, ad hoc, 2026-12-04).
 FACT_POOL = 1000
+# A fact's leaf phrases (held by its own passage alone) lead nowhere but back to that passage:
+# together they seed it with at most LEAF_FACTS x the fact's score, however many there are.
+# Each at the full score, a long note's dozen leaves outweighed a short note that answers
+# better (README's old demo ranked its longest note first, the last by dense cosine).
+# bench_quality.py, dev, e5-enpt, 2026-12-06 (before -> 2 -> 1): agent memories R@1 0.366 ->
+# 0.634 -> 0.613, R@2 0.667 -> 0.817 -> 0.817; tiny MuSiQue R@2 0.573 -> 0.587 -> 0.597 and
+# HotpotQA 0.780 -> 0.800 -> 0.800; 2k, 10k and LoCoMo within a question (docs/benchmarks.md).
+LEAF_FACTS = 2.0
 FLAT = 1e-12  # a score column spanning less than this is constant: min-max gives zeros
 # The kinds' share of the dense seed: (their best cosine / the best)^KIND_POWER. MuSiQue dev
 # R@5 in its own store 0.753; with Flask's repository indexed into it: 0.558 without this,
@@ -149,11 +157,15 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
         top = np.argpartition(-scores, k - 1)[:k]
         top_fact = float(scores[top].max())
         for f in top:
-            for j in index.vertices(fact_phrases[f]):
-                if j < 0:
-                    continue
-                share = float(scores[f]) / max(1.0, index.passage_count[j])
-                phrase_seed[int(j)] = max(phrase_seed.get(int(j), 0.0), share)
+            verts = index.vertices(fact_phrases[f])
+            verts = verts[verts >= 0]
+            held = np.maximum(1.0, index.passage_count[verts])
+            shares = float(scores[f]) / held
+            leaves = held <= 1.0
+            if leaves.sum() > LEAF_FACTS:
+                shares[leaves] *= LEAF_FACTS / leaves.sum()
+            for j, share in zip(verts.tolist(), shares.tolist()):
+                phrase_seed[j] = max(phrase_seed.get(j, 0.0), share)
     weight = top_fact if top_fact > 0 else 0.5
     keys = [ph.key for ph in extractor.extract(query.text)]
     found = store.phrase_ids(keys) if keys else {}
