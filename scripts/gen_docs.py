@@ -206,8 +206,9 @@ def demo_output(commands: list[str]) -> str:
 def demo_block() -> str:
     commands = demo_commands()
     lines = demo_output(commands).splitlines()
-    first = [lines[0], *[x for x in lines[1:3] if x.startswith("   ")]]
-    return "\n".join(["```console", *[f"$ {c}" for c in commands], *first, "...", "```", ""])
+    starts = [i for i, x in enumerate(lines) if not x.startswith("   ")][:3] + [len(lines)]
+    shown = lines[:starts[2]] if len(starts) > 3 else lines  # the first two hits
+    return "\n".join(["```console", *[f"$ {c}" for c in commands], *shown, "...", "```", ""])
 
 
 # ----- blocks in files ---------------------------------------------------------------------------

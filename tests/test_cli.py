@@ -59,8 +59,8 @@ def _demo() -> tuple[list[str], str]:
 
 def test_the_default_embedder_connects_the_demo_notes(cli) -> None:
     """README's demo on the real default embedder: the note that answers, which shares no word
-    with the question and reads third by dense cosine, comes first, and the note that links it
-    to the question second."""
+    with the question and reads third by dense cosine, and the note that links it to the
+    question are the first two hits."""
     notes, question = _demo()
     for text in notes:
         out = cli.json("index", "--text", text, embedder=None)
@@ -69,18 +69,21 @@ def test_the_default_embedder_connects_the_demo_notes(cli) -> None:
     assert stats["embedder"] == "multilingual-e5-small-enpt-int8" and stats["dim"] == 384  # e5-enpt
     out = cli.json("search", question, embedder=None)
     hits = _assert_hits(out, len(notes))
-    assert "Falkenstein" in hits[0]["text"] and "staging" in hits[1]["text"], [h["text"] for h in hits]
+    assert {"staging", "Falkenstein"} <= set(" ".join(h["text"] for h in hits[:2]).split()), hits
+    answer = next(h for h in hits if "Falkenstein" in h["text"])
     by_dense = sorted(hits, key=lambda h: -h["evidence"]["dense"])
-    assert by_dense.index(hits[0]) >= 2, [(h["text"], h["evidence"]["dense"]) for h in hits]
+    assert by_dense.index(answer) >= 2, [(h["text"], h["evidence"]["dense"]) for h in hits]
     assert hits[0]["source"].startswith("text:")
-    phrases = hits[0]["evidence"]["phrases"]
-    assert phrases and all(p["phrase"] and 0 < p["share"] <= 1 for p in phrases)
-    # README's demo shows this hit's `why` as the command prints it (up to the figures)
+    for hit in hits[:2]:
+        phrases = hit["evidence"]["phrases"]
+        assert phrases and all(p["phrase"] and 0 < p["share"] <= 1 for p in phrases)
+    # README's demo shows these hits' `why` as the command prints it (up to the figures)
     from seahorse.adapters.cli_help import why
 
-    said = why(hits[0]["evidence"]).split(" this hit")[0]
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    assert f"   why: {said} this hit (" in readme, said
+    for hit in hits[:2]:
+        said = why(hit["evidence"]).split(" this hit")[0]
+        assert f"   why: {said} this hit (" in readme, said
 
 
 # ----- index / search ---------------------------------------------------------------------

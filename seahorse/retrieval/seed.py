@@ -6,7 +6,9 @@
   (:func:`lexical_weight`);
 * commits, when they may be hits: their messages' BM25 (they have no vector);
 * phrases of the best-matching facts (sentence windows pooled from the passage's own token
-  states): fact score / number of passages holding the phrase;
+  states): fact score, measured from the median fact of the pool up to the best, / number of
+  passages holding the phrase, a fact's leaves (held by its passage alone) at most LEAF_FACTS
+  fact scores together;
 * phrases of the query itself that exist as nodes (exact normalised match), same scale.
 """
 
@@ -156,11 +158,22 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
         k = min(settings.fact_top_k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top_fact = float(scores[top].max())
+        # A fact seeds by how far it stands above what the pool's facts score by chance (their
+        # median), top_fact for the best: e5 reads every sentence of a small store 0.75-0.85
+        # close to a question, so its raw cosine let an unrelated note's fact seed ~95 % of the
+        # answer's (agent memories dev R@1 0.634 -> 0.704, docs/benchmarks.md). A pool of fewer
+        # than twice the facts kept has no chance level apart from them (the median is one of
+        # them): there the raw cosine stays, as it does for a two-note store's runner-up.
+        base = float(np.median(scores))
+        span = top_fact - base if len(scores) >= 2 * k else 0.0
         for f in top:
+            score = float(scores[f])
+            if span > FLAT:
+                score = top_fact * max(0.0, (score - base) / span)
             verts = index.vertices(fact_phrases[f])
             verts = verts[verts >= 0]
             held = np.maximum(1.0, index.passage_count[verts])
-            shares = float(scores[f]) / held
+            shares = score / held
             leaves = held <= 1.0
             if leaves.sum() > LEAF_FACTS:
                 shares[leaves] *= LEAF_FACTS / leaves.sum()
