@@ -152,7 +152,8 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
     if len(dense) > width:
         pool = pool[np.argpartition(-dense, width - 1)[:width]]
     pool = np.union1d(pool, np.array(list(lexical), dtype=np.int64))
-    _passages, fact_phrases, fact_vecs = store.facts_of(g.node_ids[pool].tolist(), index.dim)
+    pool_ids = g.node_ids[pool].tolist()
+    _passages, fact_phrases, fact_vecs = index.fact_cache.facts_of(store, index.seq, pool_ids, index.dim)
     if len(fact_vecs):
         scores = fact_vecs @ query.vector
         k = min(settings.fact_top_k, len(scores))

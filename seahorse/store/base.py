@@ -268,6 +268,15 @@ class VectorReads(Protocol):
                  ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         ...
 
+    # Whether a search may keep the rows fact_rows gave it (retrieval/state.FactCache).
+    caches_facts: bool
+
+    def fact_rows(self, passage_ids: Sequence[int]) -> list[tuple[int, int, bytes]]:
+        ...
+
+    def fact_phrases(self, fact_ids: Sequence[int]) -> Sequence[list[int]]:
+        ...
+
 
 @runtime_checkable
 class TextSearch(Protocol):

@@ -645,6 +645,8 @@ class PostgresStore(SQLiteStore):
     # A statement is a round trip to the server (SQLite's is a call into the library): the
     # per-search reads take an array (``= ANY(?)``: one statement, whatever the list's length,
     # prepared once it repeats) instead of IN lists of 500, and rows come in binary.
+    caches_facts = False  # one statement brings the rows with their phrase ids
+
     def facts_of(self, passage_ids: Sequence[int], dim: int
                  ) -> tuple[np.ndarray, Sequence[list[int]], np.ndarray]:
         """As SQLite's code read them here (IN lists of 500 on the ``facts_passage`` index),
