@@ -138,16 +138,20 @@ def _trace(flow: Flow, v: int) -> dict:
             break
         chain, masses = [int(neigh[k]), v], [float(sent[k])]
         cur = chain[0]
+        own = float(flow.teleport[cur])
         while len(chain) <= MAX_HOPS:
             into_cur, got = flow.into(cur)
-            got = np.where(np.isin(into_cur, chain), 0.0, got)
-            if not len(got) or got.max() <= 0 or flow.teleport[cur] >= got.max():
+            if not len(got):
                 break
+            got = np.where((into_cur[:, None] == np.array(chain)).any(axis=1), 0.0, got)  # no loop
             b = int(np.argmax(got))
+            if got[b] <= 0 or own >= got[b]:
+                break
             masses.insert(0, float(got[b]))
             cur = int(into_cur[b])
             chain.insert(0, cur)
-        paths.append({"verts": chain, "masses": masses, "from_seed": bool(flow.teleport[cur] > 0)})
+            own = float(flow.teleport[cur])
+        paths.append({"verts": chain, "masses": masses, "from_seed": own > 0})
     return {"x": float(flow.x[v]), "teleport": float(flow.teleport[v]), "edges": float(sent.sum()),
             "paths": paths}
 
