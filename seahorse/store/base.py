@@ -268,7 +268,13 @@ class VectorReads(Protocol):
                  ) -> tuple[np.ndarray, list[list[int]], np.ndarray]:
         ...
 
-    # Whether a search may keep the rows fact_rows gave it (retrieval/state.FactCache).
+
+@runtime_checkable
+class FactRows(Protocol):
+    """The facts' rows as stored, for a search that keeps them (retrieval/state.FactCache)."""
+
+    # Whether a search may keep the rows fact_rows gave it (PostgreSQL's come with their
+    # phrase ids in facts_of's one statement: no).
     caches_facts: bool
 
     def fact_rows(self, passage_ids: Sequence[int]) -> list[tuple[int, int, bytes]]:
@@ -745,9 +751,9 @@ class CodeVersions(Protocol):
 
 @runtime_checkable
 class Store(Handle, Transactions, MetaStore, ChangeLog, Documents, GraphWrites, DocumentMarks, PhraseIndex,
-            GraphLoad, NodeTexts, SearchWeights, VectorReads, TextSearch, ManyRows, Spellings, MemoryRows,
-            MemoryHistory, Supersession, TimeReads, Listings, Turns, Sessions, Maintenance, Reembedding,
-            UsageStore, RepoReads, CodeFacet, Protocol):
+            GraphLoad, NodeTexts, SearchWeights, VectorReads, FactRows, TextSearch, ManyRows, Spellings,
+            MemoryRows, MemoryHistory, Supersession, TimeReads, Listings, Turns, Sessions, Maintenance,
+            Reembedding, UsageStore, RepoReads, CodeFacet, Protocol):
     """Everything a store does: the union of the slices above. The engine holds one; a
     feature declares (and is given) only the slices it uses, so a second backend implements
     these and a feature's needs are read off its annotation (tests/test_store_slices.py)."""
