@@ -95,7 +95,7 @@ class FactCache:
 
     def facts_of(self, store: Store, seq: int, passage_ids: list[int], dim: int
                  ) -> tuple[np.ndarray, Sequence[list[int]], np.ndarray]:
-        if not getattr(store, "caches_facts", False) or self.limit <= 0:
+        if not store.caches_facts or self.limit <= 0:
             return store.facts_of(passage_ids, dim)
         if seq != self.seq:
             self.rows.clear()
