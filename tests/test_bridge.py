@@ -22,17 +22,20 @@ NOTES = [
 ]
 
 
-def _ranked(tmp_path, notes, monkeypatch, bridge: float) -> list[str]:
-    monkeypatch.setattr(rank, "BRIDGE", bridge)
-    with Engine(load_settings(db_path=tmp_path / f"s{bridge}.db")) as eng:
+def _ranked_both_ways(db: str, notes, monkeypatch) -> tuple[list[str], list[str]]:
+    """The top 5 for QUESTION with the rule as shipped, then with it off (one store)."""
+    with Engine(load_settings(db_path=db)) as eng:
         for text, source in notes:
             eng.add_document(text, source=source)
-        return [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
+        on = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
+        monkeypatch.setattr(rank, "BRIDGE", 0.0)
+        off = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
+    monkeypatch.undo()
+    return on, off
 
 
-def test_the_passage_sharing_a_name_only_with_the_first_hit_comes_second(tmp_path, monkeypatch) -> None:
-    with_rule = _ranked(tmp_path, NOTES, monkeypatch, rank.BRIDGE)
-    without = _ranked(tmp_path, NOTES, monkeypatch, 0.0)
+def test_the_passage_sharing_a_name_only_with_the_first_hit_comes_second(backend, monkeypatch) -> None:
+    with_rule, without = _ranked_both_ways(backend, NOTES, monkeypatch)
     assert with_rule[:2] == ["brenna", "cape-morrow"], with_rule
     assert without[0] == "brenna" and "cape-morrow" not in without[:2], without  # the rule did it
 
@@ -45,4 +48,5 @@ def test_a_shared_common_word_or_a_name_a_third_passage_holds_is_no_bridge(tmp_p
     first = ("The Brenna River rises among granite and runs north for ninety kilometres before "
              "it joins the sea." if shared == "granite" else NOTES[0][0].replace("Valdoria", shared))
     notes = [(first, "brenna"), (NOTES[1][0].replace("Valdoria", shared), "cape-morrow"), *NOTES[2:]]
-    assert _ranked(tmp_path, notes, monkeypatch, rank.BRIDGE) == _ranked(tmp_path, notes, monkeypatch, 0.0)
+    with_rule, without = _ranked_both_ways(str(tmp_path / "s.db"), notes, monkeypatch)
+    assert with_rule == without
