@@ -55,7 +55,7 @@ def test_tensors_and_attributes_round_trip() -> None:
     g.input("x", onnxproto.FLOAT, ["n", 3])
     g.const("w", np.arange(-3, 3, dtype=np.int8).reshape(3, 2))
     g.const("s", np.array(0.25, np.float32))
-    g.const("axes", np.array([-1], np.int64))
+    g.const("axes", np.array([2], np.int64))
     g.node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], "q")
     g.node("MatMulInteger", ["xq", "w", "xz"], ["y"], "mm")
     g.node("Cast", ["y"], ["yf"], "cast", to=onnxproto.FLOAT)
@@ -73,6 +73,33 @@ def test_tensors_and_attributes_round_trip() -> None:
     assert model.SerializeToString() == f.getvalue()
 
 
+def test_what_it_has_no_shape_rule_for_is_refused_not_guessed() -> None:
+    g = onnxproto.Graph()
+    g.input("x", onnxproto.FLOAT, ["n", 3])
+    g.const("minus", np.array([-1], np.int64))
+    for op, ins, attrs in (("Unsqueeze", ["x", "minus"], {}), ("Reshape", ["x", "minus"], {}),
+                           ("Shape", ["x"], {"start": -1}), ("Gather", ["x", "minus"], {})):
+        with pytest.raises(ValueError, match="shape rule"):
+            g.node(op, ins, ["y"], "y", **attrs)
+    g.const("four", np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="cannot broadcast"):
+        g.node("Add", ["x", "four"], ["y"], "y")
+    with pytest.raises(ValueError, match="not a bool"):
+        onnxproto.node("Softmax", ["x"], ["y"], "y", axis=True)
+
+
+# sha256 of the files the onnx-based build (onnx.helper, onnx.shape_inference) wrote for
+# e5-enpt before onnx was dropped (2026-12-06, BUILD 2): the new writer must give the same.
+ENPT_GRAPH_SHA256 = "df9352f89d66c46bd29e569f535353b1517ebb091491afe7eaf8e63bbd97cde2"
+ENPT_WORDS_SHA256 = "12841aae4fbdf564ba20c3f25d65cdb5c9734d9a02b64d90a8d39600b3b0da06"
+
+
+def test_the_built_files_are_those_the_onnx_based_build_wrote(tmp_path) -> None:
+    out = e5onnx.build(ENPT, tmp_path / "g.onnx")
+    assert e5onnx._sha256(out) == ENPT_GRAPH_SHA256
+    assert e5onnx._sha256(e5onnx.table_path(out)) == ENPT_WORDS_SHA256
+
+
 def test_int8_per_column_is_onnxruntimes_quantize_data_column_by_column() -> None:
     from onnxruntime.quantization.quant_utils import quantize_data
 
@@ -82,8 +109,10 @@ def test_int8_per_column_is_onnxruntimes_quantize_data_column_by_column() -> Non
     w = (rng.standard_normal((384, 64)) * rng.uniform(1e-3, 2, 64)).astype(np.float32)
     w[:, 3] = 0  # an all-zero column: scale 1
     w[:, 5] = np.abs(w[:, 5])  # one sign only
-    w[0, 7] = 127 * 0.5 * np.float32(w[:, 7].max() / 127 * 2)  # a value at a rounding edge
+    w[:, 7] = np.resize(np.float32([63.5, 1.25, 1.75, -0.75, -0.25]), 384)  # scale 0.5: ties
+    # at 2.5, 3.5, -1.5 and -0.5, rounded half to even as numpy and onnxruntime do
     q, scales = int8_per_column(w)
+    assert scales[7] == 0.5 and q[:5, 7].tolist() == [127, 2, 4, -2, 0]
     for j in range(w.shape[1]):
         _zp, scale, data = quantize_data(w[:, j], 3, True, reduce_range=False)  # 3: INT8
         assert scales[j] == np.float32(scale) and np.array_equal(q[:, j], data), j

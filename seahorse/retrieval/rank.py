@@ -44,7 +44,7 @@ OTHER_TIME = 0.5
 # R@2 (R@5) before -> after: tiny MuSiQue 0.587 -> 0.645 (0.803 -> 0.843), tiny HotpotQA 0.800
 # -> 0.820, HotpotQA 2k 0.740 -> 0.770, 10k 0.770 -> 0.790, MuSiQue 2k 0.580 -> 0.578 (0.782 ->
 # 0.792), 10k 0.560 -> 0.565 (0.768 -> 0.778), agent memories' two-note all@2 0.485 -> 0.576,
-# LoCoMo the same. BRIDGE 1: tiny MuSiQue 0.605; 4: 10k MuSiQue 0.543. Any rare phrase (common
+# LoCoMo within 0.001. BRIDGE 1: tiny MuSiQue 0.605; 4: 10k MuSiQue 0.543. Any rare phrase (common
 # words too) instead of names: 10k MuSiQue 0.535, LoCoMo R@5 -0.008.
 BRIDGE = 2.0
 BRIDGE_TOP = 10
@@ -133,15 +133,18 @@ def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seed
 def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.ndarray,
                       scores: np.ndarray) -> None:
     """Raise, in place, the passages among the best BRIDGE_TOP that share a name with the
-    best passage held by no third passage (and not asked by the question): see BRIDGE."""
+    best passage held by no third passage (and not asked by the question): see BRIDGE. A name
+    is a phrase whose stored form starts with a capital: a capitalised name or a capitalised
+    word of one ("Light" of "Cape Morrow Light"); a name written in lower case ("kestrel") is
+    not read as one. The names' texts are one more read of the store (one statement)."""
     g = index.graph
     ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
     order = np.argsort(-ranked, kind="stable")[:BRIDGE_TOP]
     order = order[ranked[order] > 0]
     if len(order) < 3:  # a first, and more than one to choose the second from
         return
-    cols, _w = g.adj.row(int(cand[order[0]]))
-    cols = cols[g.kinds[cols] == "phrase"]
+    cols, w = g.adj.row(int(cand[order[0]]))
+    cols = cols[(w > 0) & (g.kinds[cols] == "phrase")]  # a patched row keeps removed edges at 0
     cols = cols[index.passage_count[cols] == 2]
     if seeds.asked:
         cols = cols[~np.isin(cols, np.fromiter(seeds.asked, np.int64))]
@@ -154,8 +157,8 @@ def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: n
         return
     ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
     for k in order[1:]:
-        held, _w = g.adj.row(int(cand[k]))
-        if np.isin(names, held).any():
+        held, w = g.adj.row(int(cand[k]))
+        if np.isin(names, held[w > 0]).any():
             scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
 
 

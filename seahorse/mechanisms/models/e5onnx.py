@@ -246,8 +246,9 @@ class _Graph(onnxproto.Graph):
         self.p = p
         self.quantised: dict[str, tuple[str, str, str]] = {}  # activation -> DynamicQuantizeLinear's outputs
 
-    def node(self, op: str, ins: list[str], out: str, **attrs) -> str:  # type: ignore[override]
-        super().node(op, ins, [out], out, **attrs)
+    def op(self, op_type: str, ins: list[str], out: str, **attrs) -> str:
+        """A node of one output, named after it; the output's name back."""
+        self.node(op_type, ins, [out], out, **attrs)
         return out
 
     def linear(self, x: str, name: str, rows: int, cols: int, out: str, scale: float | None = None) -> str:
@@ -256,8 +257,7 @@ class _Graph(onnxproto.Graph):
         quantised per run by one DynamicQuantizeLinear shared by the products that read it."""
         if x not in self.quantised:
             self.quantised[x] = (f"{x}_quantized", f"{x}_scale", f"{x}_zero_point")
-            onnxproto.Graph.node(self, "DynamicQuantizeLinear", [x], list(self.quantised[x]),
-                                 f"{x}_QuantizeLinear")
+            self.node("DynamicQuantizeLinear", [x], list(self.quantised[x]), f"{x}_QuantizeLinear")
         xq, xs, xz = self.quantised[x]
         w, b = self.p.matrix(f"{name}.w", rows, cols).T, self.p.floats(f"{name}.b")
         if scale is not None:
@@ -266,13 +266,13 @@ class _Graph(onnxproto.Graph):
         del w
         wq, ws = self.const(f"{name}.w_quantized", q), self.const(f"{name}.w_scale", scales)
         wz = self.const(f"{name}.w_zero_point", np.zeros(len(scales), np.int8))
-        mm = self.node("MatMulInteger", [xq, wq, xz, wz], f"{out}.mm_output_quantized")
-        mm = self.node("Cast", [mm], f"{out}.mm_output_quantized_cast_output", to=onnxproto.FLOAT)
-        mm = self.node("Mul", [mm, self.node("Mul", [xs, ws], f"{out}.mm_quant_scales_mul")], f"{out}.mm")
-        return self.node("Add", [mm, self.const(f"{name}.b", b)], out)
+        mm = self.op("MatMulInteger", [xq, wq, xz, wz], f"{out}.mm_output_quantized")
+        mm = self.op("Cast", [mm], f"{out}.mm_output_quantized_cast_output", to=onnxproto.FLOAT)
+        mm = self.op("Mul", [mm, self.op("Mul", [xs, ws], f"{out}.mm_quant_scales_mul")], f"{out}.mm")
+        return self.op("Add", [mm, self.const(f"{name}.b", b)], out)
 
     def layer_norm(self, x: str, w: str, b: str, out: str) -> str:
-        return self.node("LayerNormalization", [x, self.const(w, self.p.floats(w)),
+        return self.op("LayerNormalization", [x, self.const(w, self.p.floats(w)),
                                                 self.const(b, self.p.floats(b))],
                          out, axis=-1, epsilon=self.p.eps)
 
@@ -288,7 +288,7 @@ def build_graph(p: Packed) -> _Graph:
     H, NH, FF = p.hidden, p.heads, p.ffn
     hd = H // NH
     g = _Graph(p)
-    const, node, linear, layer_norm = g.const, g.node, g.linear, g.layer_norm
+    const, node, linear, layer_norm = g.const, g.op, g.linear, g.layer_norm
     for name, kind, dims in GRAPH_INPUTS:
         g.input(name, kind, [H if d == "hidden" else d for d in dims])
 

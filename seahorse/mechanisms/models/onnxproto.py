@@ -1,8 +1,9 @@
 """An ONNX model written as protobuf bytes by hand, with its tensor shapes inferred as it is made.
 
-The e5 graph (:mod:`.e5onnx`) is the one model Seahorse builds. ``onnx`` (26 MB with its
-``ml_dtypes``) was installed for that alone; onnxruntime only reads the bytes. This module writes
-the few messages such a graph needs, fields in number order as protobuf's own serializer does:
+The e5 graph (:mod:`.e5onnx`) is the one model Seahorse builds. ``onnx`` (with its
+``ml_dtypes``, ~28 MB) was installed for that alone; onnxruntime only reads the bytes. This
+module writes the few messages such a graph needs, fields in number order as protobuf's own
+serializer does:
 
     ModelProto      1 ir_version, 2 producer_name, 7 graph, 8 opset_import (1 domain, 2 version)
     GraphProto      1 node, 2 name, 5 initializer, 11 input, 12 output, 13 value_info
@@ -59,20 +60,28 @@ def _str(field: int, s: str) -> bytes:
     return _bytes(field, s.encode())
 
 
+def _kind(dtype: np.dtype) -> int:
+    try:
+        return _DTYPES[dtype.newbyteorder("=")]
+    except KeyError:
+        raise ValueError(f"no ONNX tensor type written for {dtype}") from None
+
+
 def tensor(name: str, arr: np.ndarray) -> bytes:
     """A TensorProto holding ``arr`` as raw little-endian bytes (as ``numpy_helper.from_array``)."""
     arr = np.ascontiguousarray(arr)
-    kind = _DTYPES[arr.dtype]
-    return (b"".join(_int(1, d) for d in arr.shape) + _int(2, kind) + _str(8, name)
+    return (b"".join(_int(1, d) for d in arr.shape) + _int(2, _kind(arr.dtype)) + _str(8, name)
             + _bytes(9, arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()))
 
 
 def _attribute(name: str, value) -> bytes:
-    if isinstance(value, float):
-        return _str(1, name) + _tag(2, 5) + struct.pack("<f", value) + _int(20, _ATTR_FLOAT)
-    if isinstance(value, int):
-        return _str(1, name) + _int(3, value) + _int(20, _ATTR_INT)
-    return _str(1, name) + b"".join(_int(8, v) for v in value) + _int(20, _ATTR_INTS)
+    if isinstance(value, bool):
+        raise ValueError(f"attribute {name}: give an int, not a bool")
+    if isinstance(value, (float, np.floating)):
+        return _str(1, name) + _tag(2, 5) + struct.pack("<f", float(value)) + _int(20, _ATTR_FLOAT)
+    if isinstance(value, (int, np.integer)):
+        return _str(1, name) + _int(3, int(value)) + _int(20, _ATTR_INT)
+    return _str(1, name) + b"".join(_int(8, int(v)) for v in value) + _int(20, _ATTR_INTS)
 
 
 def node(op: str, inputs: list[str], outputs: list[str], name: str, **attrs) -> bytes:
@@ -108,7 +117,7 @@ class Graph:
     def const(self, name: str, arr) -> str:
         arr = np.ascontiguousarray(arr)
         self.inits.append(tensor(name, arr))
-        self.types[name] = (_DTYPES[arr.dtype], list(arr.shape))
+        self.types[name] = (_kind(arr.dtype), list(arr.shape))
         if arr.dtype == np.int64 and arr.size <= 8:
             self.values[name] = arr
         return name
@@ -129,10 +138,13 @@ class Graph:
         for i in range(rank):
             dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
             dims = [d for d in dims if d != 1] or [1]
+            ints = {d for d in dims if isinstance(d, int)}
+            if len(ints) > 1:
+                raise ValueError(f"cannot broadcast sizes {sorted(ints)}")
             if len(set(dims)) == 1:
                 out.append(dims[0])
-            elif ints := [d for d in dims if isinstance(d, int)]:
-                out.append(ints[0])
+            elif ints:
+                out.append(ints.pop())
             else:
                 out.append(self._fresh())
         return out
@@ -153,16 +165,25 @@ class Graph:
                      self._broadcast(dims[:-2], b[:-2]) + [dims[-2], b[-1]])]
         if op == "Transpose":
             return [(kind, [dims[p] for p in attrs["perm"]])]
+        # Only what the e5 graph needs; anything else is refused rather than given a wrong shape.
         if op == "Reshape":
             shape = self.values[inputs[1]]
+            if (shape < 0).any():
+                raise ValueError("no shape rule for a Reshape with -1")
             return [(kind, [dims[i] if s == 0 else int(s) for i, s in enumerate(shape)])]
         if op == "Unsqueeze":
+            axes = sorted(int(a) for a in self.values[inputs[1]])
+            if axes and axes[0] < 0:
+                raise ValueError("no shape rule for an Unsqueeze with negative axes")
             out = list(dims)
-            for axis in sorted(int(a) for a in self.values[inputs[1]]):
+            for axis in axes:
                 out.insert(axis, 1)
             return [(kind, out)]
         if op == "Shape":
-            return [(INT64, [attrs.get("end", len(dims)) - attrs.get("start", 0)])]
+            start, end = attrs.get("start", 0), attrs.get("end", len(dims))
+            if not 0 <= start <= end <= len(dims):
+                raise ValueError("no shape rule for a Shape with negative or out-of-range bounds")
+            return [(INT64, [end - start])]
         if op == "Slice":  # its bounds are not constants here: every dimension unknown
             return [(kind, [self._fresh() for _ in dims])]
         raise ValueError(f"no shape rule for {op}")
