@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from seahorse import Engine, load_settings
+from seahorse.adapters.cli_help import why
 from seahorse.retrieval import rank
 
 QUESTION = "Which lighthouse stands in the country where the Brenna River rises?"
@@ -22,22 +23,31 @@ NOTES = [
 ]
 
 
-def _ranked_both_ways(db: str, notes, monkeypatch) -> tuple[list[str], list[str]]:
-    """The top 5 for QUESTION with the rule as shipped, then with it off (one store)."""
+def _ranked_both_ways(db: str, notes, monkeypatch, hits: list | None = None) -> tuple[list[str], list[str]]:
+    """The top 5 for QUESTION with the rule as shipped, then with it off (one store); the
+    first search's hits go to ``hits``."""
     with Engine(load_settings(env={}, db_path=db)) as eng:  # the defaults, whatever the shell says
         for text, source in notes:
             eng.add_document(text, source=source)
-        on = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
+        found = eng.search(QUESTION, top_k=5, refuse=False).hits
         monkeypatch.setattr(rank, "BRIDGE", 0.0)
         off = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
     monkeypatch.undo()
-    return on, off
+    if hits is not None:
+        hits.extend(found)
+    return [h.source for h in found], off
 
 
 def test_the_passage_sharing_a_name_only_with_the_first_hit_comes_second(backend, monkeypatch) -> None:
-    with_rule, without = _ranked_both_ways(backend, NOTES, monkeypatch)
+    hits: list = []
+    with_rule, without = _ranked_both_ways(backend, NOTES, monkeypatch, hits)
     assert with_rule[:2] == ["brenna", "cape-morrow"], with_rule
     assert without[0] == "brenna" and "cape-morrow" not in without[:2], without  # the rule did it
+    # The hit says why it is there, and the CLI's "why" line says it in words.
+    assert hits[1].evidence["second_hop"] == {"after": hits[0].id, "name": "Valdoria"}
+    assert not any("second_hop" in h.evidence for h in hits[2:] + hits[:1])
+    assert why(hits[1].evidence).startswith(f"the next link of a chain from passage {hits[0].id}: "
+                                            "only the two name 'Valdoria'; ")
 
 
 @pytest.mark.parametrize("shared", ["granite", "Castavia"])
@@ -48,6 +58,7 @@ def test_a_shared_common_word_or_a_name_a_third_passage_holds_is_no_bridge(tmp_p
     first = ("The Brenna River rises among granite and runs north for ninety kilometres before "
              "it joins the sea." if shared == "granite" else NOTES[0][0].replace("Valdoria", shared))
     notes = [(first, "brenna"), (NOTES[1][0].replace("Valdoria", shared), "cape-morrow"), *NOTES[2:]]
-    with_rule, without = _ranked_both_ways(str(tmp_path / "s.db"), notes, monkeypatch)
+    hits: list = []
+    with_rule, without = _ranked_both_ways(str(tmp_path / "s.db"), notes, monkeypatch, hits)
     assert "cape-morrow" not in without[:2], without  # so the rule had something to raise
-    assert with_rule == without
+    assert with_rule == without and not any("second_hop" in h.evidence for h in hits)

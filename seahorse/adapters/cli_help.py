@@ -74,6 +74,14 @@ def why(ev: dict) -> str:
     """The best path of the walk into a hit, in words: where its mass came from."""
     if ev.get("exact"):
         return "holds " + ", ".join(repr(t) for t in ev["exact"])
+    if ev.get("second_hop"):  # raised by the rank stage: say so before the walk's path
+        hop = ev["second_hop"]
+        return (f"the next link of a chain from passage {hop['after']}: only the two name "
+                f"{hop['name']!r}; " + _walked(ev))
+    return _walked(ev)
+
+
+def _walked(ev: dict) -> str:
     seed = ev.get("inflow", {}).get("seed", 0.0)
     paths = ev.get("paths") or []
     if not paths or seed >= paths[0]["share"]:

@@ -64,7 +64,8 @@ class Hit(CodeFields):
     source: str
     title: str | None
     doc_id: int
-    evidence: Annotated[dict[str, Any], D("why it came: inflow, paths, phrases, dense, bm25, time, recency")]
+    evidence: Annotated[dict[str, Any], D("why it came: inflow, paths, phrases, dense, bm25, exact, "
+                                          "second_hop, time, recency")]
     memory: NotRequired[dict[str, Any]]
 
 

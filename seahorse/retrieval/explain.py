@@ -65,6 +65,9 @@ def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: See
             evidence["bm25"] = round(seeds.lexical[int(v)], 4)
         if int(v) in ranking.exact:
             evidence["exact"] = ranking.exact[int(v)]
+        if int(v) in ranking.second_hop:
+            after, name = ranking.second_hop[int(v)]
+            evidence["second_hop"] = {"after": after, "name": name}
         if kind == "memory" and doc_id not in memories:
             memories[doc_id] = store.memory_by_doc(doc_id)
         hits.append(Hit(node_id, kind, text, float(score),

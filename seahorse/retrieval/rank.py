@@ -64,6 +64,8 @@ class Ranking:
     exact: dict[int, list[str]] = field(default_factory=dict)  # vertex -> exact tokens it holds
     speakers: list[str] = field(default_factory=list)  # the speakers the question names
     dates: list[tuple[float, float]] = field(default_factory=list)  # the dates it names
+    # vertex -> (node id of the best passage, the name they share): raised as a chain's second hop
+    second_hop: dict[int, tuple[int, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,41 +127,47 @@ def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seed
     elsewhere = date_focus(index, store, query, cand)
     if elsewhere is not None:
         scores[elsewhere] *= OTHER_TIME
-    bridge_second_hop(index, store, seeds, cand, scores)
+    hops = bridge_second_hop(index, store, seeds, cand, scores)
     return scores, Ranking(np.zeros(0, np.int64), np.zeros(0), exact_holders(store, index, query),
-                           named, list(query.dates))
+                           named, list(query.dates), hops)
 
 
 def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.ndarray,
-                      scores: np.ndarray) -> None:
+                      scores: np.ndarray) -> dict[int, tuple[int, str]]:
     """Raise, in place, the passages among the best BRIDGE_TOP that share a name with the
     best passage held by no third passage (and not asked by the question): see BRIDGE. A name
     is a phrase whose stored form starts with a capital: a capitalised name or a capitalised
     word of one ("Light" of "Cape Morrow Light"); a name written in lower case ("kestrel") is
-    not read as one. The names' texts are one more read of the store (one statement)."""
+    not read as one. The names' texts are one more read of the store (one statement). Returns
+    each raised vertex with the best passage's node id and a name they share (for evidence)."""
     g = index.graph
     ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
     order = np.argsort(-ranked, kind="stable")[:BRIDGE_TOP]
     order = order[ranked[order] > 0]
     if len(order) < 3:  # a first, and more than one to choose the second from
-        return
+        return {}
     cols, w = g.adj.row(int(cand[order[0]]))
     cols = cols[(w > 0) & (g.kinds[cols] == "phrase")]  # a patched row keeps removed edges at 0
     cols = cols[index.passage_count[cols] == 2]
     if seeds.asked:
         cols = cols[~np.isin(cols, np.fromiter(seeds.asked, np.int64))]
     if len(cols) == 0:
-        return
+        return {}
     texts = store.phrase_texts(g.node_ids[cols].tolist())
     names = np.array([v for v, node in zip(cols.tolist(), g.node_ids[cols].tolist())
                       if texts.get(int(node), "")[:1].isupper()], dtype=np.int64)
     if len(names) == 0:
-        return
+        return {}
+    first = int(g.node_ids[cand[order[0]]])
     ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
+    raised: dict[int, tuple[int, str]] = {}
     for k in order[1:]:
         held, w = g.adj.row(int(cand[k]))
-        if np.isin(names, held[w > 0]).any():
+        shared = names[np.isin(names, held[w > 0])]
+        if len(shared):
             scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
+            raised[int(cand[k])] = (first, texts[int(g.node_ids[shared[0]])])
+    return raised
 
 
 def _best(index: RetrievalIndex, scope: Scope, cand: np.ndarray, scores: np.ndarray,
