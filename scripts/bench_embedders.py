@@ -45,7 +45,7 @@ import benchlib  # noqa: E402
 from bench_multihop import DEFAULT_BENCH, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
-from seahorse.ingest.pipeline import embed_input, fact_spans  # noqa: E402
+from seahorse.ingest.embedding import embed_input, fact_spans  # noqa: E402
 from seahorse.mechanisms.budget import process_rss  # noqa: E402
 from seahorse.mechanisms.models.embed import make_embedders, query_vector  # noqa: E402
 

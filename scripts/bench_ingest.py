@@ -94,7 +94,7 @@ def _texts(shape: str, path: Path) -> list[str]:
 
 def step_embed(shape: str, path: Path, db: Path) -> dict:
     """The passages and fact windows indexing would embed, through embed_spans alone."""
-    from seahorse.ingest.pipeline import embed_input, fact_spans
+    from seahorse.ingest.embedding import embed_input, fact_spans
 
     eng = _engine(db)
     texts, spans = [], []

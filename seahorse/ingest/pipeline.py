@@ -27,15 +27,14 @@ from ..core.runtime import Runtime, check_text
 from ..errors import InvalidInput, NotFound, echo
 from ..mechanisms.budget import release_free_memory
 from ..mechanisms.extract import Phrase
-from ..mechanisms.models.embed import cap_tokens
 from ..mechanisms.repo import Refused, read_inside
 from ..store.base import DocumentMarks, GraphWrites, MemoryRows, Transactions
 from ..text import chunk, clean, content_hash, file_title, split_sentences
+from .embedding import _embed_once, embed_input, fact_spans, in_context
 from .lifecycle import DuplicateReads, check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
 from .synonyms import Synonyms
 from .textfiles import NOT_INDEXED, TEXT_SUFFIXES, _decode_file, _text_files, over, read_text_file  # noqa: F401
 
-FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
 PASSAGE_BATCH = 64  # passages analysed and embedded at a time (and progress reported)
 # A sliced write (import --from, watch) commits at the end of a group of PASSAGE_BATCH
 # documents once another group would take it past WRITE_SLICE_S (the last group's time
@@ -200,6 +199,9 @@ class Prepared:
     # of tests and examples.
     embed_tokens: int | None = None
     reuse_vectors: bool = True  # False: the stored vectors were embedded another way, redo all
+    # The text this document follows (a turn: the turn before it in its session): its first
+    # passage is embedded in that light too (embedding.in_context). None: alone.
+    context: str | None = None
     _title_phrases: list[Phrase] = field(default_factory=list, repr=False)
     _failures: int = 0
 
@@ -291,16 +293,21 @@ class Ingest:
     def add_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                  batch_size: int = 64, limit_mb: float | None = None,
                  progress: Progress | None = None, dedup: bool = False,
-                 after: Callable[[int, int], None] | None = None) -> list[IndexResult]:
+                 after: Callable[[int, int], None] | None = None,
+                 contexts: Sequence[str | None] | None = None) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction.
         ``progress(done, total, source)`` is called as passages are embedded (totals per
         batch of ``batch_size`` documents). ``dedup``: a text already stored under another
         source (ingest/lifecycle.py) is not stored again; its result says ``duplicate_of``.
-        ``after(item index, doc_id)`` runs inside each document's write transaction."""
+        ``after(item index, doc_id)`` runs inside each document's write transaction.
+        ``contexts``: per item, the text it follows (a turn's turn before it), or None."""
         _check_sources(items)
         results: list[IndexResult | None] = []
         for start in range(0, len(items), batch_size):
             batch = [self.normalise(*item, limit_mb=limit_mb) for item in items[start:start + batch_size]]
+            if contexts is not None:
+                for prep, context in zip(batch, contexts[start:start + batch_size]):
+                    prep.context = clean(context).strip() or None if context else None  # as stored
             todo = []
             first = len(results)
             for prep in batch:
@@ -548,7 +555,7 @@ class Ingest:
         keys = [reuse.get(content_hash(prep.passages[k])) for prep, k, reuse in batch]
         known = self.store.passage_embeddings([n for n in keys if n is not None], embedder.dim)
         parts: list[Part | None] = []
-        texts, spans, owners = [], [], []
+        texts, spans, owners, contexts = [], [], [], []
         for (prep, k, _r), node in zip(batch, keys):
             passage, facts = prep.passages[k], prep.facts[k]
             reused = _reuse(known.get(node) if node is not None else None, facts)
@@ -558,10 +565,11 @@ class Ingest:
             text, shift = embed_input(prep.title, passage, prep.embed_tokens)
             texts.append(text)
             spans.append(fact_spans(passage, shift, [i for i, _t, _k in facts]))
+            contexts.append(prep.context if k == 0 else None)
             owners.append(len(parts))
             parts.append(None)
         if texts:
-            vecs, pooled = self._vectors(embedder, texts, spans)
+            vecs, pooled = in_context(embedder, texts, spans, contexts, self._vectors)
             for at, v, f in zip(owners, vecs, pooled):
                 prep, k, _r = batch[at]
                 parts[at] = Part(prep.passages[k], prep.phrases[k], prep.facts[k], v,
@@ -728,43 +736,6 @@ def _check_sources(items: Sequence[tuple]) -> None:
         seen: set[str] = set()
         dup = next(x for x in sources if x in seen or seen.add(x))  # type: ignore[func-returns-value]
         raise InvalidInput(f"source {dup!r} appears twice in one batch; index it once", field="source")
-
-
-def embed_input(title: str | None, passage: str, tokens: int | None = None) -> tuple[str, int]:
-    """The text a passage is embedded as (its document's title first, cut after ``tokens``
-    tokens when given: ``cap_tokens``) and the title's length."""
-    text, shift = (f"{title}\n{passage}", len(title) + 1) if title else (passage, 0)
-    return (cap_tokens(text, tokens) if tokens else text), shift
-
-
-def _embed_once(embedder, texts: list[str], spans: list) -> tuple[np.ndarray, list]:
-    """``embedder.embed_spans`` running the model once per distinct (text, spans)."""
-    first: dict[tuple[str, str], int] = {}
-    uniq: list[int] = []
-    at: list[int] = []
-    for i, key in enumerate(zip(texts, map(repr, spans))):
-        if key not in first:
-            first[key] = len(uniq)
-            uniq.append(i)
-        at.append(first[key])
-    if len(uniq) == len(texts):
-        return embedder.embed_spans(texts, spans)
-    vecs, pooled = embedder.embed_spans([texts[i] for i in uniq], [spans[i] for i in uniq])
-    return vecs[at], [pooled[n] for n in at]
-
-
-def fact_spans(passage: str, shift: int, sentence_ids: list[int]) -> list[list[tuple[int, int]]]:
-    """Per fact, the character ranges its vector pools: the sentence window around it, and the
-    title (the first ``shift`` characters of the embedded text) when there is one."""
-    sentences = split_sentences(passage)
-    groups = []
-    for i in sentence_ids:
-        lo, hi = max(0, i - FACT_WINDOW), min(len(sentences) - 1, i + FACT_WINDOW)
-        ranges = [(sentences[lo][0] + shift, sentences[hi][1] + shift)]
-        if shift:
-            ranges.append((0, shift - 1))
-        groups.append(ranges)
-    return groups
 
 
 def _reuse(known: tuple[np.ndarray, list[tuple[str, np.ndarray]]] | None, facts: list[Fact]

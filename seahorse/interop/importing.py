@@ -28,7 +28,7 @@ from ..memory.conversation import add_conversation
 from ..memory.memories import MEMORY_KINDS, Memories, check_fields
 from ..memory.records import document_record, memory_record
 from ..store import SCHEMA_VERSION, Store
-from ..text import parse_json
+from ..text import clean, parse_json
 
 ERRORS_NAMED = 5  # bad lines named in the one-line error (all of them in its data, up to 100)
 SKIPS_LISTED = 100  # skipped records listed in the report (all are counted)
@@ -64,11 +64,19 @@ class Importer:
         """Embed every text the write will store (each document, each memory version), before
         its transaction: the write finds the vectors in ``ingest.ahead()``."""
         ingest, batch = self.ingest, []
+        last: dict[str, tuple[str | None, str]] = {}  # conversation -> (session, text) of its last turn
         for done, (_n, rec) in enumerate(records, 1):
             if rec["type"] == "document":
+                turn = rec["turn"]
                 if not _same(self._stored_by_source(rec["source"]), rec):
-                    batch.append(ingest.normalise(rec["text"], rec["source"],
-                                                  None if rec["turn"] else rec["title"], None))
+                    prep = ingest.normalise(rec["text"], rec["source"], None if turn else rec["title"], None)
+                    if turn is not None:  # embedded after the turn before it, as the write will
+                        before = last.get(turn["conversation"])
+                        same = before is not None and before[0] == turn["session"]
+                        prep.context = before[1] if same else None
+                    batch.append(prep)
+                if turn is not None:
+                    last[turn["conversation"]] = (turn["session"], clean(rec["text"]).strip())
             else:
                 stored = self._stored_memory(rec["scope"], rec["key"])
                 if stored is None or not _same(stored, rec):

@@ -20,7 +20,7 @@ import numpy as np
 from ..code.index import embed_tokens
 from ..core.runtime import Runtime
 from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
-from ..ingest.pipeline import embed_input, fact_spans
+from ..ingest.embedding import embed_input, fact_spans, in_context
 from ..store.base import ChangeLog, GraphWrites, Handle, MetaStore, Reembedding, Transactions
 from ..text import split_sentences
 from ..version import __version__
@@ -64,6 +64,7 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
     facts: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for fid, pid, text in store.fact_texts():
         facts[pid].append((fid, text))
+    after = store.turn_contexts()  # a turn is embedded after the turn before it, as when written
     vectors: list[tuple[int, np.ndarray]] = []
     fact_vecs: list[tuple[int, np.ndarray]] = []
     for start in range(0, len(rows), BATCH):
@@ -73,7 +74,8 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
             text, shift = embed_input(title, passage, embed_tokens(title or "") if kind == "symbol" else None)
             texts.append(text)
             spans.append(fact_spans(passage, shift, _sentence_ids(passage, [t for _f, t in facts[node]])))
-        vecs, pooled = engine.embedder.embed_spans(texts, spans)
+        vecs, pooled = in_context(engine.embedder, texts, spans, [after.get(node) for node, *_r in batch],
+                                  lambda emb, t, s: emb.embed_spans(t, s))
         for (node, _p, _t, _k), v, f in zip(batch, vecs, pooled):
             vectors.append((node, v))
             fact_vecs += [(fid, f[n]) for n, (fid, _t) in enumerate(facts[node])]

@@ -125,14 +125,35 @@ def add_conversation(ingest: Ingest, store: ConversationWrites, conversation: st
         store.add_turn(doc_id, conversation, seqs[i], t["speaker"], t["id"], t["session"])
         link_neighbours(store, conversation, seqs[i])
 
+    rows = [(conversation, seq, t["session"], text) for seq, t, (text, *_rest) in zip(seqs, turns, items)]
     with ingest.many():
-        results: list[IndexResult] = ingest.add_many(items, after=link)
+        results: list[IndexResult] = ingest.add_many(items, after=link, contexts=turn_contexts(store, rows))
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
     return {"conversation": conversation, "turns": len(results), **{k: counts.get(k, 0) for k in
             ("added", "updated", "unchanged")},
             "sources": [r.source for r in results[:3]] + (["..."] if len(results) > 3 else [])}
+
+
+def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str] | None]) -> list[str | None]:
+    """Per turn to be written, (conversation, seq, session, text) or None for a document that
+    is no turn: the text of the turn right before it in the same session (among these rows, else
+    stored), which it is embedded after (ingest/embedding.py, ``in_context``); None for a
+    session's first turn."""
+    here = {(r[0], r[1]): (r[2], r[3]) for r in rows if r is not None}
+    out: list[str | None] = []
+    for r in rows:
+        if r is None:
+            out.append(None)
+            continue
+        conversation, seq, session, _text = r
+        before = here.get((conversation, seq - 1))
+        if before is None:
+            got = store.turns_between(conversation, seq - 1, seq - 1)
+            before = (got[0][4], got[0][5]) if got else None
+        out.append(before[1] if before is not None and before[0] == session else None)
+    return out
 
 
 def link_neighbours(store: ConversationWrites, conversation: str, seq: int) -> None:

@@ -18,7 +18,7 @@ from typing import Callable, Protocol, Sequence
 
 from ..core.timeline import day_named, iso
 from ..store.base import Documents, GraphWrites, Turns
-from .conversation import TURN_WEIGHT
+from .conversation import TURN_WEIGHT, turn_contexts
 
 
 class NoteStore(Documents, Turns, GraphWrites, Protocol):
@@ -53,11 +53,13 @@ def as_turn(text: str, source: str | None, metadata: dict | None) -> dict | None
             "day": day}
 
 
-def prepare(store: NoteStore, items: Sequence[Item]) -> tuple[list[Item], Callable[[int, int], None] | None]:
+def prepare(store: NoteStore, items: Sequence[Item]
+            ) -> tuple[list[Item], Callable[[int, int], None] | None, list[str | None] | None]:
     """The items to index (a note's event time added to its metadata from the day its header
-    names, when it gives none) and the hook that records each note-turn in its transaction."""
+    names, when it gives none), the hook that records each note-turn in its transaction, and
+    per item the note-turn it follows (embedded after it, as a conversation's turn is)."""
     if not all(isinstance(i, (tuple, list)) and len(i) == 4 for i in items):
-        return list(items), None  # add_many says what is wrong with them
+        return list(items), None, None  # add_many says what is wrong with them
     read: list[dict | None] = []
     for text, source, _title, metadata in items:
         plain = not (isinstance(text, str) and isinstance(source, (str, type(None)))
@@ -89,7 +91,7 @@ def prepare(store: NoteStore, items: Sequence[Item]) -> tuple[list[Item], Callab
                 metadata = {**(metadata or {}), "event_time": iso(t["day"])}
         out.append((text, source, title, metadata))
     if not turns:
-        return out, None
+        return out, None, None
 
     def record(k: int, doc_id: int) -> None:
         t = turns.get(k)
@@ -103,4 +105,6 @@ def prepare(store: NoteStore, items: Sequence[Item]) -> tuple[list[Item], Callab
             if len(rows) == 2:
                 store.put_edges("turn", [(rows[1][2], rows[0][2], TURN_WEIGHT)])
 
-    return out, record
+    rows = [None if k not in turns else (turns[k]["conversation"], turns[k]["seq"], turns[k]["session"], text)
+            for k, (text, *_rest) in enumerate(out)]
+    return out, record, turn_contexts(store, rows)

@@ -275,6 +275,19 @@ class DocumentRows:
             "JOIN documents d ON d.id = n.doc_id WHERE v.space=? ORDER BY n.doc_id, n.ordinal",
             (space,)).fetchall()
 
+    def turn_contexts(self) -> dict[int, str]:
+        """First passage node id of each turn that follows a turn of the same session -> that
+        turn's first passage text (what it is embedded after: ingest/embedding.py, in_context)."""
+        out: dict[int, str] = {}
+        before = None
+        for conversation, seq, session, node, text in self.db.execute(
+                "SELECT t.conversation, t.seq, t.session, n.id, n.text FROM turns t JOIN nodes n "
+                "ON n.doc_id = t.doc_id AND n.ordinal = 0 ORDER BY t.conversation, t.seq"):
+            if before is not None and before[:3] == (conversation, seq - 1, session):
+                out[int(node)] = before[3]
+            before = (conversation, seq, session, text)
+        return out
+
     def fact_texts(self) -> list[tuple[int, int, str]]:
         """(fact id, passage id, sentence) of every fact, in passage order."""
         return self.db.execute(

