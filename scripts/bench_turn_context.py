@@ -5,7 +5,7 @@ without the graph.
 For every turn ("Speaker: words") of the five dev conversations it embeds, with the tier given
 (default e5-enpt, one thread): the turn alone, the turn joined after the turn before it in its
 session ("joined"), the turn's own span of that joined run ("span"), and the sums of those
-vectors, normalised (what Seahorse stores) and not. Each question of categories 1-4 ranks the
+vectors, normalised and not; Seahorse stores the span's. Each question of categories 1-4 ranks the
 turns by cosine; evidence R@10 per category and overall is printed for every view.
 
     OPENBLAS_NUM_THREADS=1 python scripts/bench_turn_context.py [--embedder e5-enpt]
@@ -51,13 +51,14 @@ def views(emb, texts: list[str], before: list[str | None]) -> dict[str, np.ndarr
     todo = [i for i, b in enumerate(before) if b]
     for s in range(0, len(todo), BATCH):
         part = todo[s:s + BATCH]
-        runs, spans = zip(*(context_input(before[i], texts[i]) for i in part))
-        full, pooled = emb.embed_spans(list(runs), list(spans))
+        runs, starts = zip(*(context_input(before[i], texts[i]) for i in part))
+        spans = [[[(at, len(run))]] for run, at in zip(runs, starts)]
+        full, pooled = emb.embed_spans(list(runs), spans)
         for n, i in enumerate(part):
             joined[i], span[i] = full[n], np.asarray(pooled[n], np.float32).reshape(-1)
     alone, joined, span = unit(alone), unit(joined), unit(span)
-    return {"alone": alone, "joined": joined, "span": span,
-            "alone + span + joined (normalised, stored)": unit(alone + span + joined),
+    return {"alone": alone, "joined": joined, "span (what Seahorse stores)": span,
+            "alone + span + joined (normalised)": unit(alone + span + joined),
             "alone + span + joined (not normalised)": (alone + span + joined) / 3,
             "alone + joined (normalised)": unit(alone + joined)}
 
