@@ -175,14 +175,15 @@ class DocumentVerbs(_Verbs):
                      metadata: dict | None = None, progress: Progress | None = None) -> IndexResult:
         """Index a text as one document (re-adding the same source replaces it in place);
         ``progress(done, total, source)`` as its passages are embedded."""
-        items, after, contexts = notes.prepare(self.store, [(text, source, title, metadata)])  # a turn?
+        items, after, contexts = notes.prepare(self.store, [(text, source, title, metadata)],
+                                               self.ingest.context_of)  # a note may be a turn
         return self.ingest.add_many(items, progress=progress, dedup=True, after=after, contexts=contexts)[0]
 
     @verb
     def index_many(self, items: Sequence[tuple[str, str | None, str | None, dict | None]],
                    batch_size: int = 64) -> list[IndexResult]:
         """Index (text, source, title, metadata) items; each document is one transaction."""
-        items, after, contexts = notes.prepare(self.store, items)  # notes read as turns (memory/notes.py)
+        items, after, contexts = notes.prepare(self.store, items, self.ingest.context_of)  # memory/notes.py
         return self.ingest.add_many(items, batch_size, after=after, contexts=contexts)
 
     @verb

@@ -5,6 +5,7 @@ turns; ``reembed`` and ``import`` give what indexing gives."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -27,6 +28,8 @@ class ReadsAround(HashEmbedder):
     """A fake whose pooled spans read the whole run they sit in, as a transformer's token
     states do (the hash embedder pools a span as if it were alone, so a context would change
     nothing); ``dim`` sets a second space for reembed."""
+
+    contextual_spans = True
 
     def __init__(self, dim: int = 64) -> None:
         super().__init__(dim)
@@ -133,9 +136,10 @@ def test_reembed_embeds_turns_after_their_turn_before_as_indexing_does(tmp_path:
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_a_turn_too_long_for_the_window_is_embedded_alone() -> None:
+def test_the_context_is_cut_to_leave_the_turn_inside_the_window() -> None:
     class Small:
-        max_tokens = 16  # 64 characters with the context
+        max_tokens = 64  # 64 / TOKEN_SLACK - 4 = 28 counted tokens for the turn and its context
+        contextual_spans = True
 
     seen = []
 
@@ -143,9 +147,51 @@ def test_a_turn_too_long_for_the_window_is_embedded_alone() -> None:
         seen.append(texts)
         return np.ones((len(texts), 4), np.float32) / 2, [np.ones((len(g), 4), np.float32) for g in spans]
 
-    vecs, _pooled = in_context(Small(), ["x" * 60, "y" * 20], [[], []], ["the turn before", "hi"], run)
-    assert seen == [["x" * 60, "hi\n" + "y" * 20]]  # the first alone, the second after its turn
-    assert len(context_input("z" * 5000, "reply")[0]) == CONTEXT_CHARS + len("\nreply")
+    long_turn, short_turn = "word " * 24, "reply"
+    words = [a + b for a in "abcdefghij" for b in "abcdefghij"]  # 100 one-token words
+    before = " ".join(words)
+    contexts = [before, before, "hi there friend"]
+    in_context(Small(), [long_turn, short_turn, "later"], [[], [], []], contexts, run)
+    alone, cut, whole = seen[0]
+    assert alone == long_turn  # 24 tokens leave no room for a context of at least MIN_CONTEXT_TOKENS
+    assert cut == " ".join(words[73:]) + "\nreply"  # its last 27 tokens
+    assert whole == "hi there friend\nlater"
+    assert len(context_input("z " * 5000, "reply")[0]) == CONTEXT_CHARS + len("\nreply")
+    assert context_input("x " * 300, "reply", 64) is not None and context_input("x", "y " * 40, 64) is None
+
+
+def test_tiers_that_embed_a_span_alone_run_no_joined_text() -> None:
+    emb = HashEmbedder()  # pools a span as if it were alone: a context would change nothing
+    vecs, _pooled = in_context(emb, [TEXTS[2]], [[]], [TEXTS[1]])
+    np.testing.assert_array_equal(vecs, emb.embed([TEXTS[2]]))
+
+
+LONG = ("We went to a concert for my daughter's birthday.  \n\n\n   " + "It was loud and late. " * 60
+        + "\n\nAnyway, guess who was playing?")
+
+
+def test_a_long_turn_before_gives_the_same_context_on_every_path(tmp_path: Path) -> None:
+    """The context is the turn before's last passage as stored, whether that turn is in the
+    same call, read back from the store, re-embedded or imported."""
+    turns = [{"text": LONG, "speaker": "Ann", "id": "l1", "session": "1"},
+             {"text": "It was Matt Patterson.", "speaker": "Bo", "id": "l2", "session": "1"}]
+    dbs = {k: tmp_path / f"{k}.db" for k in ("batch", "single", "moved", "imported")}
+    with Engine(Settings(db_path=dbs["batch"], embedder="around")) as eng:
+        eng.add_conversation(turns, conversation="chat")
+        assert eng.store.passage_count(eng.store.document_by_source("conversation:chat#l1")[0]) > 1
+        exported = list(eng.export())
+    with Engine(Settings(db_path=dbs["single"], embedder="around")) as eng:
+        for t in turns:
+            eng.add_conversation([t], conversation="chat")
+    with Engine(Settings(db_path=dbs["moved"], embedder="around32")) as eng:
+        eng.add_conversation(turns, conversation="chat")
+    with Engine(Settings(db_path=dbs["moved"], embedder="around"), reembedding=True) as eng:
+        eng.reembed()
+    with Engine(Settings(db_path=dbs["imported"], embedder="around")) as eng:
+        eng.import_records([json.dumps(r) for r in exported])
+    want = _vectors(dbs["batch"])["l2"]
+    for k in ("single", "moved", "imported"):
+        assert np.array_equal(_vectors(dbs[k])["l2"], want), k
 
 
 def test_facts_of_a_turn_pool_their_span_of_the_joined_run() -> None:

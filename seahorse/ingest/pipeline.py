@@ -286,6 +286,13 @@ class Ingest:
                     skipped.append({"path": str(p), "reason": reason})
         return results, skipped
 
+    def context_of(self, text: str) -> str | None:
+        """What a turn is embedded after when ``text`` is the turn before it: that turn's last
+        passage as it is stored (cleaned and chunked), so a turn of the same call, one read
+        back from the store and one re-embedded all follow the same text."""
+        body = clean(text).strip()
+        return chunk(body, self.rt.settings.chunk_chars)[-1] if body else None
+
     def many(self):
         """While many documents are indexed, the phrase matrix is kept between them."""
         return _Many(self.rt)
@@ -300,14 +307,15 @@ class Ingest:
         batch of ``batch_size`` documents). ``dedup``: a text already stored under another
         source (ingest/lifecycle.py) is not stored again; its result says ``duplicate_of``.
         ``after(item index, doc_id)`` runs inside each document's write transaction.
-        ``contexts``: per item, the text it follows (a turn's turn before it), or None."""
+        ``contexts``: per item, what it is embedded after (the last passage of the turn
+        before it, as stored: :meth:`context_of`), or None."""
         _check_sources(items)
         results: list[IndexResult | None] = []
         for start in range(0, len(items), batch_size):
             batch = [self.normalise(*item, limit_mb=limit_mb) for item in items[start:start + batch_size]]
             if contexts is not None:
                 for prep, context in zip(batch, contexts[start:start + batch_size]):
-                    prep.context = clean(context).strip() or None if context else None  # as stored
+                    prep.context = context
             todo = []
             first = len(results)
             for prep in batch:

@@ -24,11 +24,11 @@ from ..core.timeline import parse_time
 from ..errors import InvalidInput
 from ..ingest.lifecycle import check_tags
 from ..ingest.pipeline import PASSAGE_BATCH, Ingest, Progress
-from ..memory.conversation import add_conversation
+from ..memory.conversation import add_conversation, turn_contexts
 from ..memory.memories import MEMORY_KINDS, Memories, check_fields
 from ..memory.records import document_record, memory_record
 from ..store import SCHEMA_VERSION, Store
-from ..text import clean, parse_json
+from ..text import parse_json
 
 ERRORS_NAMED = 5  # bad lines named in the one-line error (all of them in its data, up to 100)
 SKIPS_LISTED = 100  # skipped records listed in the report (all are counted)
@@ -64,19 +64,14 @@ class Importer:
         """Embed every text the write will store (each document, each memory version), before
         its transaction: the write finds the vectors in ``ingest.ahead()``."""
         ingest, batch = self.ingest, []
-        last: dict[str, tuple[str | None, str]] = {}  # conversation -> (session, text) of its last turn
+        context = self._turn_contexts(records)
         for done, (_n, rec) in enumerate(records, 1):
             if rec["type"] == "document":
                 turn = rec["turn"]
                 if not _same(self._stored_by_source(rec["source"]), rec):
                     prep = ingest.normalise(rec["text"], rec["source"], None if turn else rec["title"], None)
-                    if turn is not None:  # embedded after the turn before it, as the write will
-                        before = last.get(turn["conversation"])
-                        same = before is not None and before[0] == turn["session"]
-                        prep.context = before[1] if same else None
+                    prep.context = context.get(rec["source"])  # a turn: after the turn before it, as written
                     batch.append(prep)
-                if turn is not None:
-                    last[turn["conversation"]] = (turn["session"], clean(rec["text"]).strip())
             else:
                 stored = self._stored_memory(rec["scope"], rec["key"])
                 if stored is None or not _same(stored, rec):
@@ -93,6 +88,28 @@ class Importer:
                 batch = []
                 if progress:
                     progress(done, len(records), "embedded")
+
+    def _turn_contexts(self, records: list[tuple[int, dict]]) -> dict[str, str | None]:
+        """Source of each turn record -> what its write will embed it after: its seq as
+        add_conversation will give it (a stored turn keeps its own, a new one goes after the
+        conversation's last), and the turn before at that seq (an earlier record, else stored)."""
+        store, rows, sources = self.store, [], []
+        next_seq: dict[str, int] = {}
+        for _n, rec in records:
+            turn = rec["type"] == "document" and rec["turn"]
+            if not turn:
+                continue
+            conversation = turn["conversation"]
+            old = store.document_by_source(rec["source"])
+            held = store.turn(old[0]) if old is not None else None
+            if held is not None:  # as add_conversation: a stored turn keeps its seq
+                seq = held[1]
+            else:
+                seq = next_seq.get(conversation, store.last_turn_seq(conversation) + 1)
+                next_seq[conversation] = seq + 1
+            rows.append((conversation, seq, turn["session"], rec["text"]))
+            sources.append(rec["source"])
+        return dict(zip(sources, turn_contexts(store, rows, self.ingest.context_of)))
 
     def _stored_by_source(self, source: str) -> dict | None:
         old = self.store.document_by_source(source)

@@ -15,7 +15,7 @@ only turns not stored yet are added, after the conversation's last one."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ..core.runtime import check_name, check_text
 from ..core.timeline import iso, parse_time
@@ -127,7 +127,8 @@ def add_conversation(ingest: Ingest, store: ConversationWrites, conversation: st
 
     rows = [(conversation, seq, t["session"], text) for seq, t, (text, *_rest) in zip(seqs, turns, items)]
     with ingest.many():
-        results: list[IndexResult] = ingest.add_many(items, after=link, contexts=turn_contexts(store, rows))
+        results: list[IndexResult] = ingest.add_many(items, after=link,
+                                                     contexts=turn_contexts(store, rows, ingest.context_of))
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
@@ -136,11 +137,13 @@ def add_conversation(ingest: Ingest, store: ConversationWrites, conversation: st
             "sources": [r.source for r in results[:3]] + (["..."] if len(results) > 3 else [])}
 
 
-def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str] | None]) -> list[str | None]:
+def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str] | None],
+                  context_of: Callable[[str], str | None]) -> list[str | None]:
     """Per turn to be written, (conversation, seq, session, text) or None for a document that
-    is no turn: the text of the turn right before it in the same session (among these rows, else
-    stored), which it is embedded after (ingest/embedding.py, ``in_context``); None for a
-    session's first turn."""
+    is no turn: what it is embedded after (ingest/embedding.py, ``in_context``), the last passage
+    of the turn right before it in the same session — ``context_of(text)`` for a turn among these
+    rows (its last passage once stored), else read from the store; None for a session's first
+    turn."""
     here = {(r[0], r[1]): (r[2], r[3]) for r in rows if r is not None}
     out: list[str | None] = []
     for r in rows:
@@ -148,10 +151,8 @@ def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str] | No
             out.append(None)
             continue
         conversation, seq, session, _text = r
-        before = here.get((conversation, seq - 1))
-        if before is None:
-            got = store.turns_between(conversation, seq - 1, seq - 1)
-            before = (got[0][4], got[0][5]) if got else None
+        got = here.get((conversation, seq - 1))
+        before = (got[0], context_of(got[1])) if got is not None else store.turn_tail(conversation, seq - 1)
         out.append(before[1] if before is not None and before[0] == session else None)
     return out
 

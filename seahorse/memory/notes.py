@@ -53,11 +53,12 @@ def as_turn(text: str, source: str | None, metadata: dict | None) -> dict | None
             "day": day}
 
 
-def prepare(store: NoteStore, items: Sequence[Item]
+def prepare(store: NoteStore, items: Sequence[Item], context_of: Callable[[str], str | None]
             ) -> tuple[list[Item], Callable[[int, int], None] | None, list[str | None] | None]:
     """The items to index (a note's event time added to its metadata from the day its header
     names, when it gives none), the hook that records each note-turn in its transaction, and
-    per item the note-turn it follows (embedded after it, as a conversation's turn is)."""
+    per item what it is embedded after (the note-turn before it, as a conversation's turn is:
+    ``context_of`` gives that of a note among ``items``)."""
     if not all(isinstance(i, (tuple, list)) and len(i) == 4 for i in items):
         return list(items), None, None  # add_many says what is wrong with them
     read: list[dict | None] = []
@@ -107,4 +108,4 @@ def prepare(store: NoteStore, items: Sequence[Item]
 
     rows = [None if k not in turns else (turns[k]["conversation"], turns[k]["seq"], turns[k]["session"], text)
             for k, (text, *_rest) in enumerate(out)]
-    return out, record, turn_contexts(store, rows)
+    return out, record, turn_contexts(store, rows, context_of)

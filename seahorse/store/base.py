@@ -433,6 +433,9 @@ class Turns(Protocol):
         """(seq, session, first passage node id) of a conversation's turns lo..hi."""
         ...
 
+    def turn_tail(self, conversation: str, seq: int) -> tuple[str | None, str] | None:
+        ...
+
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
         ...
 

@@ -276,13 +276,16 @@ class DocumentRows:
             (space,)).fetchall()
 
     def turn_contexts(self) -> dict[int, str]:
-        """First passage node id of each turn that follows a turn of the same session -> that
-        turn's first passage text (what it is embedded after: ingest/embedding.py, in_context)."""
+        """First passage node id of each turn that follows a turn of the same session -> the last
+        passage text of that turn (what it is embedded after: ingest/embedding.py, in_context)."""
         out: dict[int, str] = {}
         before = None
         for conversation, seq, session, node, text in self.db.execute(
-                "SELECT t.conversation, t.seq, t.session, n.id, n.text FROM turns t JOIN nodes n "
-                "ON n.doc_id = t.doc_id AND n.ordinal = 0 ORDER BY t.conversation, t.seq"):
+                "SELECT t.conversation, t.seq, t.session, f.id, l.text FROM turns t"
+                " JOIN nodes f ON f.doc_id = t.doc_id AND f.ordinal = 0"
+                " JOIN nodes l ON l.doc_id = t.doc_id AND l.ordinal ="
+                " (SELECT max(m.ordinal) FROM nodes m WHERE m.doc_id = t.doc_id)"
+                " ORDER BY t.conversation, t.seq"):
             if before is not None and before[:3] == (conversation, seq - 1, session):
                 out[int(node)] = before[3]
             before = (conversation, seq, session, text)

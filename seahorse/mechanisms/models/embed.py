@@ -147,6 +147,8 @@ class OnnxEmbedder:
     any local model folder works the same way (``SEAHORSE_EMBEDDER=onnx`` with
     ``SEAHORSE_EMBEDDER_PATH``)."""
 
+    contextual_spans = True  # a span is pooled from the token states of its whole run
+
     def __init__(self, model_path: Path, tokenizer_path: Path, name: str, dim: int | None = None,
                  max_tokens: int = 256, batch_size: int = 2, threads: int | None = None,
                  fold: bool = False) -> None:
