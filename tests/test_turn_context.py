@@ -217,3 +217,26 @@ def test_with_e5_a_reply_reads_closer_to_the_question_it_answers() -> None:
     alone = emb.embed([reply])
     ctx, _pooled = in_context(emb, [reply], [[]], [before])
     assert float(ctx[0] @ q) > float(alone[0] @ q) + 0.01, (float(ctx[0] @ q), float(alone[0] @ q))
+
+
+def test_each_backend_reads_the_turn_before_as_written(backend: str, tmp_path: Path) -> None:
+    """On SQLite and PostgreSQL a turn added alone follows the stored turn before it (its last
+    passage), and reembed reads the same: the vector equals a one-call SQLite build's."""
+    turns = [{"text": LONG, "speaker": "Ann", "id": "l1", "session": "1"},
+             {"text": "It was Matt Patterson.", "speaker": "Bo", "id": "l2", "session": "1"}]
+    ref = tmp_path / "ref.db"
+    with Engine(Settings(db_path=ref, embedder="around")) as eng:
+        eng.add_conversation(turns, conversation="chat")
+    want = _vectors(ref)["l2"]
+    with Engine(Settings(db_path=backend, embedder="around")) as eng:
+        for t in turns:
+            eng.add_conversation([t], conversation="chat")
+        store = eng.store
+        first = store.document_by_source("conversation:chat#l1")[0]
+        last = store.document_nodes(first)[-1][1]
+        assert store.turn_tail("chat", 0) == ("1", last) and store.turn_tail("chat", 5) is None
+        node = store.document_nodes(store.document_by_source("conversation:chat#l2")[0])[0][0]
+        assert store.turn_contexts() == {node: last}
+        np.testing.assert_array_equal(store.passage_embeddings([node], 64)[node][0], want)
+        eng.reembed()
+        np.testing.assert_array_equal(store.passage_embeddings([node], 64)[node][0], want)
