@@ -40,6 +40,8 @@ import benchlib  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
+from seahorse.mechanisms.models.embed import query_vector  # noqa: E402
+
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "memory" / "locomo_dev.json"
 CATEGORIES = (1, 2, 3, 4)  # 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop (5: adversarial, skipped)
 WARM_AFTER = 20
@@ -165,7 +167,8 @@ def main() -> None:
                 bm25 = BM25(texts)
                 vecs = embedder.embed(texts)
                 vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-                qv = embedder.embed([q["question"] for q in qs])
+                # a question as a query (e5 reads "query: " before it, a passage "passage: ")
+                qv = [query_vector(embedder, q["question"]) for q in qs]
                 for q, seahorse_ranked, v in zip(qs, ranked, qv):
                     gold = gold_of(q)
                     by_bm25 = list(np.argsort(-bm25.scores(q["question"]), kind="stable")[:50])
