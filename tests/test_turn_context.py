@@ -48,6 +48,7 @@ register_embedder("around", lambda _path, _threads: (ReadsAround(), HashPhrases(
 register_embedder("around32", lambda _path, _threads: (ReadsAround(32), HashPhrases()))
 
 TURNS = [
+    {"text": "How was your week, Ann?", "speaker": "Bo", "id": "t0", "session": "1"},
     {"text": "We went to a concert for my daughter's birthday on Friday.", "speaker": "Ann",
      "id": "t1", "session": "1"},
     {"text": "Who was playing?", "speaker": "Bo", "id": "t2", "session": "1"},
@@ -88,12 +89,14 @@ def test_a_turn_is_embedded_after_the_turn_before_it_in_its_session(tmp_path: Pa
         eng.add_conversation(TURNS, conversation="chat")
         emb = eng.embedder
     got = _vectors(db)
-    want = {"t1": _expected(emb, TEXTS[0], None), "t2": _expected(emb, TEXTS[1], TEXTS[0]),
-            "t3": _expected(emb, TEXTS[2], TEXTS[1]), "t4": _expected(emb, TEXTS[3], None)}  # a new session
+    want = {"t0": _expected(emb, TEXTS[0], None),
+            "t1": _expected(emb, TEXTS[1], None),  # Ann's first words: no turn of hers before
+            "t2": _expected(emb, TEXTS[2], TEXTS[1]), "t3": _expected(emb, TEXTS[3], TEXTS[2]),
+            "t4": _expected(emb, TEXTS[4], None)}  # a new session
     for turn, vec in want.items():
         assert _close(got[turn], vec) > 0.999, turn
     # and the context changed what a reply is stored as (int8 storage is far closer than this)
-    assert _close(got["t3"], emb.embed([TEXTS[2]])[0]) < 0.99
+    assert _close(got["t3"], emb.embed([TEXTS[3]])[0]) < 0.99
 
 
 def test_one_turn_a_call_gives_the_vectors_of_one_call(tmp_path: Path) -> None:
@@ -112,14 +115,14 @@ def test_one_turn_a_call_gives_the_vectors_of_one_call(tmp_path: Path) -> None:
 def test_notes_that_read_as_turns_are_embedded_after_the_note_before(tmp_path: Path) -> None:
     db = tmp_path / "notes.db"
     with Engine(Settings(db_path=db, embedder="around")) as eng:
-        eng.index_many([(text, f"note:chat#{t['id']}", None, None) for text, t in zip(TEXTS[:3], TURNS)])
-        eng.add_document(TEXTS[3], source="note:chat#t4")  # one note later: after the stored t3
+        eng.index_many([(text, f"note:chat#{t['id']}", None, None) for text, t in zip(TEXTS[:4], TURNS)])
+        eng.add_document(TEXTS[4], source="note:chat#t4")  # one note later: after the stored t3
         emb = eng.embedder
         plain = eng.add_document("Budget review moved to Monday.", source="note:other")
     got = _vectors(db)
-    assert _close(got["t1"], _expected(emb, TEXTS[0], None)) > 0.999
-    assert _close(got["t2"], _expected(emb, TEXTS[1], TEXTS[0])) > 0.999
-    assert _close(got["t4"], _expected(emb, TEXTS[3], TEXTS[2])) > 0.999  # notes carry no session
+    assert _close(got["t1"], _expected(emb, TEXTS[1], None)) > 0.999
+    assert _close(got["t2"], _expected(emb, TEXTS[2], TEXTS[1])) > 0.999
+    assert _close(got["t4"], _expected(emb, TEXTS[4], TEXTS[3])) > 0.999  # notes carry no session
     assert plain.status == "added"
     assert _close(got["note:other"], emb.embed(["Budget review moved to Monday."])[0]) > 0.999
 
@@ -162,8 +165,8 @@ def test_the_context_is_cut_to_leave_the_turn_inside_the_window() -> None:
 
 def test_tiers_that_embed_a_span_alone_run_no_joined_text() -> None:
     emb = HashEmbedder()  # pools a span as if it were alone: a context would change nothing
-    vecs, _pooled = in_context(emb, [TEXTS[2]], [[]], [TEXTS[1]])
-    np.testing.assert_array_equal(vecs, emb.embed([TEXTS[2]]))
+    vecs, _pooled = in_context(emb, [TEXTS[3]], [[]], [TEXTS[2]])
+    np.testing.assert_array_equal(vecs, emb.embed([TEXTS[3]]))
 
 
 LONG = ("We went to a concert for my daughter's birthday.  \n\n\n   " + "It was loud and late. " * 60
@@ -173,7 +176,8 @@ LONG = ("We went to a concert for my daughter's birthday.  \n\n\n   " + "It was 
 def test_a_long_turn_before_gives_the_same_context_on_every_path(tmp_path: Path) -> None:
     """The context is the turn before's last passage as stored, whether that turn is in the
     same call, read back from the store, re-embedded or imported."""
-    turns = [{"text": LONG, "speaker": "Ann", "id": "l1", "session": "1"},
+    turns = [{"text": "Hi Ann!", "speaker": "Bo", "id": "l0", "session": "1"},
+             {"text": LONG, "speaker": "Ann", "id": "l1", "session": "1"},
              {"text": "It was Matt Patterson.", "speaker": "Bo", "id": "l2", "session": "1"}]
     dbs = {k: tmp_path / f"{k}.db" for k in ("batch", "single", "moved", "imported")}
     with Engine(Settings(db_path=dbs["batch"], embedder="around")) as eng:
@@ -198,8 +202,8 @@ def test_facts_of_a_turn_pool_their_span_of_the_joined_run() -> None:
     emb = ReadsAround()
     text = "Ann: It was Matt Patterson. She loved every song."
     spans = [[[(5, 27)]], [[(28, len(text))]]]
-    vecs, pooled = in_context(emb, [text], [[g[0] for g in spans]], [TEXTS[1]])
-    joined, at = context_input(TEXTS[1], text)
+    vecs, pooled = in_context(emb, [text], [[g[0] for g in spans]], [TEXTS[2]])
+    joined, at = context_input(TEXTS[2], text)
     groups = [[(at, len(joined))], [(5 + at, 27 + at)], [(28 + at, len(joined))]]
     _f, want = emb.embed_spans([joined], [groups])
     np.testing.assert_allclose(pooled[0], want[0][1:], atol=1e-6)
@@ -222,7 +226,8 @@ def test_with_e5_a_reply_reads_closer_to_the_question_it_answers() -> None:
 def test_each_backend_reads_the_turn_before_as_written(backend: str, tmp_path: Path) -> None:
     """On SQLite and PostgreSQL a turn added alone follows the stored turn before it (its last
     passage), and reembed reads the same: the vector equals a one-call SQLite build's."""
-    turns = [{"text": LONG, "speaker": "Ann", "id": "l1", "session": "1"},
+    turns = [{"text": "Hi Ann!", "speaker": "Bo", "id": "l0", "session": "1"},
+             {"text": LONG, "speaker": "Ann", "id": "l1", "session": "1"},
              {"text": "It was Matt Patterson.", "speaker": "Bo", "id": "l2", "session": "1"}]
     ref = tmp_path / "ref.db"
     with Engine(Settings(db_path=ref, embedder="around")) as eng:
@@ -234,9 +239,25 @@ def test_each_backend_reads_the_turn_before_as_written(backend: str, tmp_path: P
         store = eng.store
         first = store.document_by_source("conversation:chat#l1")[0]
         last = store.document_nodes(first)[-1][1]
-        assert store.turn_tail("chat", 0) == ("1", last) and store.turn_tail("chat", 5) is None
+        assert store.turn_tail("chat", 1) == ("1", last) and store.turn_tail("chat", 5) is None
         node = store.document_nodes(store.document_by_source("conversation:chat#l2")[0])[0][0]
         assert store.turn_contexts() == {node: last}
         np.testing.assert_array_equal(store.passage_embeddings([node], 64)[node][0], want)
         eng.reembed()
         np.testing.assert_array_equal(store.passage_embeddings([node], 64)[node][0], want)
+
+
+def test_notes_of_labels_are_not_read_after_one_another(tmp_path: Path) -> None:
+    """Notes that only look like turns ("Plan: ...", "Coach: ..."), each naming its own label,
+    are facts: none is embedded in the light of the one written before it."""
+    notes = ["Plan: 4 runs a week, long run on Sundays.", "Coach: Rita Almeida sends the plans.",
+             "Shoes: Asics for easy runs, Adidas for tempo."]
+    db = tmp_path / "labels.db"
+    with Engine(Settings(db_path=db, embedder="around")) as eng:
+        eng.index_many([(n, f"note:{i}", None, None) for i, n in enumerate(notes)])
+        emb = eng.embedder
+        assert eng.store.db.execute("SELECT count(*) FROM turns").fetchone()[0] == 3  # read as turns
+        assert eng.store.turn_contexts() == {}
+    got = _vectors(db)
+    for i, n in enumerate(notes):
+        assert _close(got[f"note:{i}"], emb.embed([n])[0]) > 0.999

@@ -107,7 +107,7 @@ class Importer:
             else:
                 seq = next_seq.get(conversation, store.last_turn_seq(conversation) + 1)
                 next_seq[conversation] = seq + 1
-            rows.append((conversation, seq, turn["session"], rec["text"]))
+            rows.append((conversation, seq, turn["session"], turn["speaker"], rec["text"]))
             sources.append(rec["source"])
         return dict(zip(sources, turn_contexts(store, rows, self.ingest.context_of)))
 

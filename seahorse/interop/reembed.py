@@ -21,6 +21,7 @@ from ..code.index import embed_tokens
 from ..core.runtime import Runtime
 from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
 from ..ingest.embedding import embed_input, fact_spans, in_context
+from ..memory.conversation import RECUR_TURNS
 from ..store.base import ChangeLog, GraphWrites, Handle, MetaStore, Reembedding, Transactions
 from ..text import split_sentences
 from ..version import __version__
@@ -64,7 +65,7 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
     facts: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for fid, pid, text in store.fact_texts():
         facts[pid].append((fid, text))
-    after = store.turn_contexts()  # a turn is embedded after the turn before it, as when written
+    after = store.turn_contexts(RECUR_TURNS)  # a turn is embedded after the turn before it, as when written
     vectors: list[tuple[int, np.ndarray]] = []
     fact_vecs: list[tuple[int, np.ndarray]] = []
     for start in range(0, len(rows), BATCH):

@@ -125,7 +125,8 @@ def add_conversation(ingest: Ingest, store: ConversationWrites, conversation: st
         store.add_turn(doc_id, conversation, seqs[i], t["speaker"], t["id"], t["session"])
         link_neighbours(store, conversation, seqs[i])
 
-    rows = [(conversation, seq, t["session"], text) for seq, t, (text, *_rest) in zip(seqs, turns, items)]
+    rows = [(conversation, seq, t["session"], t["speaker"], text)
+            for seq, t, (text, *_rest) in zip(seqs, turns, items)]
     with ingest.many():
         results: list[IndexResult] = ingest.add_many(items, after=link,
                                                      contexts=turn_contexts(store, rows, ingest.context_of))
@@ -137,22 +138,41 @@ def add_conversation(ingest: Ingest, store: ConversationWrites, conversation: st
             "sources": [r.source for r in results[:3]] + (["..."] if len(results) > 3 else [])}
 
 
-def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str] | None],
+# A turn is read after the turn before it only where its speaker spoke among the RECUR_TURNS
+# turns before it (or it names none): a conversation's speakers come back, while notes that only
+# look like turns ("Plan: 4 runs a week", "Coach: Rita Almeida") each name their own label, and
+# a fact should not be embedded in the light of the fact written before it.
+RECUR_TURNS = 8
+
+
+def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str | None, str] | None],
                   context_of: Callable[[str], str | None]) -> list[str | None]:
-    """Per turn to be written, (conversation, seq, session, text) or None for a document that
-    is no turn: what it is embedded after (ingest/embedding.py, ``in_context``), the last passage
-    of the turn right before it in the same session — ``context_of(text)`` for a turn among these
-    rows (its last passage once stored), else read from the store; None for a session's first
-    turn."""
-    here = {(r[0], r[1]): (r[2], r[3]) for r in rows if r is not None}
+    """Per turn to be written, (conversation, seq, session, speaker, text) or None for a document
+    that is no turn: what it is embedded after (ingest/embedding.py, ``in_context``), the last
+    passage of the turn right before it in the same session — ``context_of(text)`` for a turn
+    among these rows (its last passage once stored), else read from the store; None for a
+    session's first turn and for a turn whose speaker did not speak among the RECUR_TURNS
+    before it."""
+    here = {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows if r is not None}
     out: list[str | None] = []
     for r in rows:
         if r is None:
             out.append(None)
             continue
-        conversation, seq, session, _text = r
-        got = here.get((conversation, seq - 1))
-        before = (got[0], context_of(got[1])) if got is not None else store.turn_tail(conversation, seq - 1)
+        conversation, seq, session, speaker, _text = r
+        earlier = {k: here[(conversation, k)] for k in range(seq - RECUR_TURNS, seq)
+                   if (conversation, k) in here}
+        if len(earlier) < min(RECUR_TURNS, seq):
+            for _d, k, spk, _id, ses, _t in store.turns_between(conversation, seq - RECUR_TURNS, seq - 1):
+                earlier.setdefault(k, (ses, spk, None))
+        if speaker is not None and all(e[1] != speaker for e in earlier.values()):
+            out.append(None)
+            continue
+        got = earlier.get(seq - 1)
+        if got is not None and got[2] is not None:
+            before = (got[0], context_of(got[2]))
+        else:
+            before = store.turn_tail(conversation, seq - 1)
         out.append(before[1] if before is not None and before[0] == session else None)
     return out
 

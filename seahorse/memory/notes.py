@@ -106,6 +106,6 @@ def prepare(store: NoteStore, items: Sequence[Item], context_of: Callable[[str],
             if len(rows) == 2:
                 store.put_edges("turn", [(rows[1][2], rows[0][2], TURN_WEIGHT)])
 
-    rows = [None if k not in turns else (turns[k]["conversation"], turns[k]["seq"], turns[k]["session"], text)
-            for k, (text, *_rest) in enumerate(out)]
+    rows = [None if k not in turns else (turns[k]["conversation"], turns[k]["seq"], turns[k]["session"],
+                                         turns[k]["speaker"], text) for k, (text, *_rest) in enumerate(out)]
     return out, record, turn_contexts(store, rows, context_of)

@@ -491,7 +491,7 @@ class Reembedding(Protocol):
     def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
         ...
 
-    def turn_contexts(self) -> dict[int, str]:
+    def turn_contexts(self, recur: int = 8) -> dict[int, str]:
         ...
 
     def fact_texts(self) -> list[tuple[int, int, str]]:
