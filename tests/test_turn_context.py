@@ -21,6 +21,7 @@ from seahorse.mechanisms.models.embed import (
     query_vector,
     register_embedder,
 )
+from seahorse.memory.conversation import stored_turn_contexts
 from seahorse.store.codec import _from_blobs
 
 
@@ -164,9 +165,18 @@ def test_the_context_is_cut_to_leave_the_turn_inside_the_window() -> None:
 
 
 def test_tiers_that_embed_a_span_alone_run_no_joined_text() -> None:
-    emb = HashEmbedder()  # pools a span as if it were alone: a context would change nothing
-    vecs, _pooled = in_context(emb, [TEXTS[3]], [[]], [TEXTS[2]])
+    seen = []
+
+    def run(emb, texts, spans):
+        seen.append(texts)
+        return emb.embed_spans(texts, spans)
+
+    emb = HashEmbedder()  # pools a span as if it were alone: a context would cost a run, change nothing
+    vecs, _pooled = in_context(emb, [TEXTS[3]], [[]], [TEXTS[2]], run)
+    assert seen == [[TEXTS[3]]]  # the turn alone, never joined after the one before
     np.testing.assert_array_equal(vecs, emb.embed([TEXTS[3]]))
+    in_context(ReadsAround(), [TEXTS[3]], [[]], [TEXTS[2]], run)  # a tier that reads spans in their run
+    assert seen[1] == [context_input(TEXTS[2], TEXTS[3])[0]]  # (the fake has no window)
 
 
 LONG = ("We went to a concert for my daughter's birthday.  \n\n\n   " + "It was loud and late. " * 60
@@ -239,9 +249,9 @@ def test_each_backend_reads_the_turn_before_as_written(backend: str, tmp_path: P
         store = eng.store
         first = store.document_by_source("conversation:chat#l1")[0]
         last = store.document_nodes(first)[-1][1]
-        assert store.turn_tail("chat", 1) == ("1", last) and store.turn_tail("chat", 5) is None
+        assert store.turn_tail("chat", 1) == last and store.turn_tail("chat", 5) is None
         node = store.document_nodes(store.document_by_source("conversation:chat#l2")[0])[0][0]
-        assert store.turn_contexts() == {node: last}
+        assert stored_turn_contexts(store) == {node: last}
         np.testing.assert_array_equal(store.passage_embeddings([node], 64)[node][0], want)
         eng.reembed()
         np.testing.assert_array_equal(store.passage_embeddings([node], 64)[node][0], want)
@@ -257,7 +267,7 @@ def test_notes_of_labels_are_not_read_after_one_another(tmp_path: Path) -> None:
         eng.index_many([(n, f"note:{i}", None, None) for i, n in enumerate(notes)])
         emb = eng.embedder
         assert eng.store.db.execute("SELECT count(*) FROM turns").fetchone()[0] == 3  # read as turns
-        assert eng.store.turn_contexts() == {}
+        assert stored_turn_contexts(eng.store) == {}
     got = _vectors(db)
     for i, n in enumerate(notes):
         assert _close(got[f"note:{i}"], emb.embed([n])[0]) > 0.999

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..mechanisms.models.embed import _TOKEN, cap_tokens
+from ..mechanisms.models.embed import cap_tokens, count_tokens, tail_tokens
 from ..text import split_sentences
 
 FACT_WINDOW = 1  # sentences either side of the one a fact is centred on
@@ -50,23 +50,6 @@ def context_input(context: str, text: str, max_tokens: int | None = None) -> tup
     if not context.strip():
         return None
     return f"{context}\n{text}", len(context) + 1
-
-
-def count_tokens(text: str) -> int:
-    """Tokens as :func:`cap_tokens` counts them (runs of letters, runs of digits, single marks)."""
-    return sum(1 for _ in _TOKEN.finditer(text))
-
-
-def tail_tokens(text: str, n: int) -> str:
-    """The end of ``text`` that holds at most ``n`` tokens (as :func:`count_tokens` counts them),
-    from the start of a word (a run of non-space characters)."""
-    starts = [m.start() for m in _TOKEN.finditer(text)]
-    if len(starts) <= n:
-        return text
-    for at in starts[len(starts) - n:] if n > 0 else ():
-        if at == 0 or text[at - 1].isspace():
-            return text[at:]
-    return ""
 
 
 def in_context(embedder, texts: list[str], spans: list, contexts: Sequence[str | None],

@@ -21,13 +21,13 @@ from ..code.index import embed_tokens
 from ..core.runtime import Runtime
 from ..errors import InvalidInput, ReadOnlyDatabase, SchemaMismatch
 from ..ingest.embedding import embed_input, fact_spans, in_context
-from ..memory.conversation import RECUR_TURNS
-from ..store.base import ChangeLog, GraphWrites, Handle, MetaStore, Reembedding, Transactions
+from ..memory.conversation import stored_turn_contexts
+from ..store.base import ChangeLog, GraphWrites, Handle, MetaStore, Reembedding, Transactions, Turns
 from ..text import split_sentences
 from ..version import __version__
 
 
-class ReembedStore(Handle, Transactions, MetaStore, ChangeLog, GraphWrites, Reembedding, Protocol):
+class ReembedStore(Handle, Transactions, MetaStore, ChangeLog, GraphWrites, Reembedding, Turns, Protocol):
     """What re-embedding asks of the store: the texts, the new vectors, the new model's name."""
 
 
@@ -65,7 +65,7 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
     facts: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for fid, pid, text in store.fact_texts():
         facts[pid].append((fid, text))
-    after = store.turn_contexts(RECUR_TURNS)  # a turn is embedded after the turn before it, as when written
+    after = stored_turn_contexts(store)  # a turn is embedded after the turn before it, as when written
     vectors: list[tuple[int, np.ndarray]] = []
     fact_vecs: list[tuple[int, np.ndarray]] = []
     for start in range(0, len(rows), BATCH):
@@ -75,8 +75,7 @@ def reembed(engine: Runtime, progress: Callable[[int, int, str], None] | None = 
             text, shift = embed_input(title, passage, embed_tokens(title or "") if kind == "symbol" else None)
             texts.append(text)
             spans.append(fact_spans(passage, shift, _sentence_ids(passage, [t for _f, t in facts[node]])))
-        vecs, pooled = in_context(engine.embedder, texts, spans, [after.get(node) for node, *_r in batch],
-                                  lambda emb, t, s: emb.embed_spans(t, s))
+        vecs, pooled = in_context(engine.embedder, texts, spans, [after.get(node) for node, *_r in batch])
         for (node, _p, _t, _k), v, f in zip(batch, vecs, pooled):
             vectors.append((node, v))
             fact_vecs += [(fid, f[n]) for n, (fid, _t) in enumerate(facts[node])]

@@ -145,14 +145,25 @@ def add_conversation(ingest: Ingest, store: ConversationWrites, conversation: st
 RECUR_TURNS = 8
 
 
+Earlier = dict[int, tuple["str | None", "str | None", "str | None"]]  # seq -> (session, speaker, text)
+
+
+def _turn_before(earlier: Earlier, seq: int, session: str | None, speaker: str | None):
+    """The entry of the turn a turn at ``seq`` is read after, among ``earlier`` (the RECUR_TURNS
+    turns before it): the one right before it in the same session, when the turn's speaker
+    spoke among them (or it names none); else None. The one rule of every path."""
+    if speaker is not None and all(e[1] != speaker for e in earlier.values()):
+        return None
+    before = earlier.get(seq - 1)
+    return before if before is not None and before[0] == session else None
+
+
 def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str | None, str] | None],
                   context_of: Callable[[str], str | None]) -> list[str | None]:
     """Per turn to be written, (conversation, seq, session, speaker, text) or None for a document
     that is no turn: what it is embedded after (ingest/embedding.py, ``in_context``), the last
-    passage of the turn right before it in the same session — ``context_of(text)`` for a turn
-    among these rows (its last passage once stored), else read from the store; None for a
-    session's first turn and for a turn whose speaker did not speak among the RECUR_TURNS
-    before it."""
+    passage of the turn :func:`_turn_before` names — ``context_of(text)`` for a turn among these
+    rows (its last passage once stored), else read from the store; None when there is none."""
     here = {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows if r is not None}
     out: list[str | None] = []
     for r in rows:
@@ -160,20 +171,35 @@ def turn_contexts(store: Turns, rows: list[tuple[str, int, str | None, str | Non
             out.append(None)
             continue
         conversation, seq, session, speaker, _text = r
-        earlier = {k: here[(conversation, k)] for k in range(seq - RECUR_TURNS, seq)
-                   if (conversation, k) in here}
+        earlier: Earlier = {k: here[(conversation, k)] for k in range(seq - RECUR_TURNS, seq)
+                            if (conversation, k) in here}
         if len(earlier) < min(RECUR_TURNS, seq):
             for _d, k, spk, _id, ses, _t in store.turns_between(conversation, seq - RECUR_TURNS, seq - 1):
                 earlier.setdefault(k, (ses, spk, None))
-        if speaker is not None and all(e[1] != speaker for e in earlier.values()):
+        before = _turn_before(earlier, seq, session, speaker)
+        if before is None:
             out.append(None)
-            continue
-        got = earlier.get(seq - 1)
-        if got is not None and got[2] is not None:
-            before = (got[0], context_of(got[2]))
+        elif before[2] is not None:  # among these rows
+            out.append(context_of(before[2]))
         else:
-            before = store.turn_tail(conversation, seq - 1)
-        out.append(before[1] if before is not None and before[0] == session else None)
+            out.append(store.turn_tail(conversation, seq - 1))
+    return out
+
+
+def stored_turn_contexts(store: Turns) -> dict[int, str]:
+    """First passage node id of each stored turn -> what it is embedded after (the last passage
+    of the turn :func:`_turn_before` names), for the turns that have one: what ``reembed`` reads."""
+    out: dict[int, str] = {}
+    earlier: Earlier = {}
+    current = None
+    for conversation, seq, session, speaker, node, text in store.turn_rows():
+        if conversation != current:
+            current, earlier = conversation, {}
+        earlier = {k: e for k, e in earlier.items() if k >= seq - RECUR_TURNS}
+        before = _turn_before(earlier, seq, session, speaker)
+        if before is not None:
+            out[int(node)] = before[2]
+        earlier[seq] = (session, speaker, text)
     return out
 
 

@@ -433,7 +433,10 @@ class Turns(Protocol):
         """(seq, session, first passage node id) of a conversation's turns lo..hi."""
         ...
 
-    def turn_tail(self, conversation: str, seq: int) -> tuple[str | None, str] | None:
+    def turn_tail(self, conversation: str, seq: int) -> str | None:
+        ...
+
+    def turn_rows(self) -> list[tuple]:
         ...
 
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
@@ -489,9 +492,6 @@ class Reembedding(Protocol):
     """The texts a re-embedding reads and the fact vectors it writes (interop/reembed.py)."""
 
     def embedded_passages(self, space: str) -> list[tuple[int, str, str | None, str]]:
-        ...
-
-    def turn_contexts(self, recur: int = 8) -> dict[int, str]:
         ...
 
     def fact_texts(self) -> list[tuple[int, int, str]]:

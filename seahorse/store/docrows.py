@@ -275,29 +275,15 @@ class DocumentRows:
             "JOIN documents d ON d.id = n.doc_id WHERE v.space=? ORDER BY n.doc_id, n.ordinal",
             (space,)).fetchall()
 
-    def turn_contexts(self, recur: int = 8) -> dict[int, str]:
-        """First passage node id of each turn that follows a turn of the same session, and whose
-        speaker spoke among the ``recur`` turns before it (or that names none) -> the last passage
-        text of the turn before (what it is embedded after: memory/conversation.py,
-        turn_contexts; ingest/embedding.py, in_context)."""
-        out: dict[int, str] = {}
-        seen: list[tuple] = []  # the conversation's turns so far: (seq, session, speaker, text)
-        current = None
-        for conversation, seq, session, speaker, node, text in self.db.execute(
-                "SELECT t.conversation, t.seq, t.session, t.speaker, f.id, l.text FROM turns t"
-                " JOIN nodes f ON f.doc_id = t.doc_id AND f.ordinal = 0"
-                " JOIN nodes l ON l.doc_id = t.doc_id AND l.ordinal ="
-                " (SELECT max(m.ordinal) FROM nodes m WHERE m.doc_id = t.doc_id)"
-                " ORDER BY t.conversation, t.seq"):
-            if conversation != current:
-                current, seen = conversation, []
-            earlier = [e for e in seen if seq - recur <= e[0] < seq]
-            spoke = speaker is None or any(e[2] == speaker for e in earlier)
-            before = seen[-1] if seen else None
-            if spoke and before is not None and before[0] == seq - 1 and before[1] == session:
-                out[int(node)] = before[3]
-            seen = [*seen[-recur:], (seq, session, speaker, text)]
-        return out
+    def turn_rows(self) -> list[tuple]:
+        """(conversation, seq, session, speaker, first passage node id, last passage text) of
+        every turn, by conversation and seq."""
+        return self.db.execute(
+            "SELECT t.conversation, t.seq, t.session, t.speaker, f.id, l.text FROM turns t"
+            " JOIN nodes f ON f.doc_id = t.doc_id AND f.ordinal = 0"
+            " JOIN nodes l ON l.doc_id = t.doc_id AND l.ordinal ="
+            " (SELECT max(m.ordinal) FROM nodes m WHERE m.doc_id = t.doc_id)"
+            " ORDER BY t.conversation, t.seq").fetchall()
 
     def fact_texts(self) -> list[tuple[int, int, str]]:
         """(fact id, passage id, sentence) of every fact, in passage order."""

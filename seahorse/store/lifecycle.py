@@ -182,13 +182,13 @@ class Lifecycle:
             " WHERE t.conversation=? AND t.seq BETWEEN ? AND ? ORDER BY t.seq",
             (conversation, lo, hi)).fetchall()
 
-    def turn_tail(self, conversation: str, seq: int) -> tuple[str | None, str] | None:
-        """(session, text of its last passage) of a conversation's turn ``seq``, or None."""
+    def turn_tail(self, conversation: str, seq: int) -> str | None:
+        """The text of the last passage of a conversation's turn ``seq``, or None."""
         row = self.db.execute(
-            "SELECT t.session, n.text FROM turns t JOIN nodes n ON n.doc_id = t.doc_id"
+            "SELECT n.text FROM turns t JOIN nodes n ON n.doc_id = t.doc_id"
             " WHERE t.conversation=? AND t.seq=? ORDER BY n.ordinal DESC LIMIT 1",
             (conversation, seq)).fetchone()
-        return None if row is None else (row[0], row[1])
+        return None if row is None else row[0]
 
     def turns_between(self, conversation: str, lo: int, hi: int) -> list[tuple]:
         """(doc_id, seq, speaker, turn_id, session, text) of a conversation's turns lo..hi."""

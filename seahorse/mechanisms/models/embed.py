@@ -70,6 +70,22 @@ def cap_tokens(text: str, limit: int) -> str:
     return text
 
 
+def count_tokens(text: str) -> int:
+    """Tokens as :func:`cap_tokens` counts them."""
+    return sum(1 for _ in _TOKEN.finditer(text))
+
+
+def tail_tokens(text: str, n: int) -> str:
+    """The end of ``text`` holding at most ``n`` tokens (counted so), from a word's start."""
+    starts = [m.start() for m in _TOKEN.finditer(text)]
+    if len(starts) <= n:
+        return text
+    for at in starts[len(starts) - n:] if n > 0 else ():
+        if text[at - 1].isspace():  # at > 0: some token comes before it
+            return text[at:]
+    return ""
+
+
 class Embedder(Protocol):
     """``embed`` is for passages (and facts); a tier whose queries are embedded otherwise
     (e5's ``query: `` prefix) also has ``embed_query(text)``, reached through
