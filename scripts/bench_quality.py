@@ -86,6 +86,7 @@ from bench_multihop import doc_ranking, load_hotpot, load_musique  # noqa: E402
 
 from seahorse import Engine, load_settings  # noqa: E402
 from seahorse.mechanisms.models import embed as embed_mod  # noqa: E402
+from seahorse.mechanisms.models import tiers  # noqa: E402
 from seahorse.text import fts_match, query_terms  # noqa: E402
 
 BENCH = HERE.parent.parent / "shared" / "bench" / "memory"
@@ -197,7 +198,7 @@ def install_cache(cache_dir: Path | None) -> dict:
     stats: dict = {"cache": str(cache_dir) if cache_dir else None, "embedders": []}
     if cache_dir is None:
         return stats
-    tier = KW.get("embedder", embed_mod.DEFAULT_TIER)
+    tier = KW.get("embedder", tiers.DEFAULT_TIER)
     original = embed_mod._REGISTRY[tier]
 
     def cached(path, threads):
@@ -429,7 +430,7 @@ def run_tiny(args, folder: Path, report: dict) -> None:
     from seahorse.mechanisms.models.gliner import make_extractor
 
     # One model for the hundred stores (an Engine would load its own each time).
-    models = embed_mod.make_embedders(KW.get("embedder", embed_mod.DEFAULT_TIER))
+    models = embed_mod.make_embedders(KW.get("embedder", tiers.DEFAULT_TIER))
     shared = dict(zip(("embedder", "phrase_embedder"), models))
     shared["extractor"] = make_extractor(load_settings(**KW))
     for name, (items, files) in tiny_sets(args.bench_dir).items():
@@ -504,7 +505,7 @@ def run_memories(args, folder: Path, report: dict) -> None:
     data = json.loads(MEMORIES.read_text(encoding="utf-8"))
     fp = benchlib.fingerprint([MEMORIES])
     settings = load_settings(**KW)
-    models = embed_mod.make_embedders(KW.get("embedder", embed_mod.DEFAULT_TIER),
+    models = embed_mod.make_embedders(KW.get("embedder", tiers.DEFAULT_TIER),
                                       threads=settings.onnx_threads)
     shared = dict(zip(("embedder", "phrase_embedder"), models))
     shared["extractor"] = make_extractor(settings)
@@ -864,8 +865,8 @@ def main() -> None:
         k, v = item.split("=", 1)
         default = getattr(defaults, k)  # a setting casts as its variable does ("false" is False)
         KW[k] = config_module._ENV[k][1](v) if k in config_module._ENV else type(default)(v)
-    if KW.get("embedder", embed_mod.AUTO) == embed_mod.AUTO:  # a new store's tier, said outright:
-        KW["embedder"] = embed_mod.DEFAULT_TIER  # a kept store of another tier is refused, not mixed
+    if KW.get("embedder", tiers.AUTO) == tiers.AUTO:  # a new store's tier, said outright:
+        KW["embedder"] = tiers.DEFAULT_TIER  # a kept store of another tier is refused, not mixed
     cache = install_cache(Path(args.cache) if args.cache else None)
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()

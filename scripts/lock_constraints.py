@@ -22,7 +22,7 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRAS = "analysis,bench,models,postgres,test"
+EXTRAS = "analysis,bench,minilm,models,postgres,test"
 SKIP = {"seahorse-rag-mcp", "pip", "setuptools", "wheel"}
 HEADER = """\
 # Every package a `pip install '.[{extras}]'` installs, at the version a fresh resolve picked.

