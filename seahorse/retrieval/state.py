@@ -58,6 +58,7 @@ DENSE_SHORTLIST = 1000
 # The rows past the shortlist sit this far under its least cosine: the shortlist is exactly the
 # best ``shortlist`` rows (the fact pool of that size picks them, not one arbitrary row of a tie).
 FLOOR_GAP = 1e-6
+CENTROID_BLOCK = 4096  # rows read at a time to sum a centroid (6 MB of float32 at 384-d)
 
 
 def open_index(store: Store, dim: int) -> "RetrievalIndex":
@@ -226,6 +227,52 @@ class RetrievalIndex:
             cut[keep] = out[keep]
             out = cut
         return out
+
+    def centred(self, q: np.ndarray, dense: np.ndarray, kinds: tuple[str, ...], alike: float = 0.0,
+                store: Store | None = None) -> np.ndarray:
+        """``dense`` (every row's cosine with ``q``, no shortlist) read from the centroid μ of
+        the rows of ``kinds``: the cosine of ``q - μ`` with each ``row - μ``. What the rows share
+        (a repository's declarations all read as code to a prose model) no longer decides;
+        what sets one apart from the others does. ``dense`` as it is when fewer than two rows
+        are of those kinds, or when they are less alike than ``alike`` (|μ|², their mean
+        cosine with each other)."""
+        mu, row_mu = self._centroid(kinds, store)
+        if mu is None:
+            return dense
+        mm = float(mu @ mu)
+        if mm < alike:
+            return dense
+        spread = float(np.linalg.norm(q - mu))
+        if spread <= 0.0:
+            return dense
+        norms = np.sqrt(np.maximum(1.0 - 2.0 * row_mu + mm, 1e-12))
+        return (dense - float(q @ mu) - row_mu + mm) / (norms * spread)
+
+    def _centroid(self, kinds: tuple[str, ...], store: Store | None
+                  ) -> tuple[np.ndarray | None, np.ndarray]:
+        """The mean vector of the rows of ``kinds`` and each row's dot product with it, kept
+        until the next change (one pass over those rows, one over every row)."""
+        cached = self.__dict__.get("_centroids")
+        if cached is not None and cached[0] == (self.seq, kinds):
+            return cached[1]
+        rows = self._rows_of()[np.flatnonzero(self.kind_mask(kinds))]
+        rows = rows[rows >= 0]
+        mu: np.ndarray | None = None
+        row_mu = np.zeros(0)
+        if len(rows) >= 2:
+            total = np.zeros(self.dim, dtype=np.float64)
+            for at in range(0, len(rows), CENTROID_BLOCK):
+                part = rows[at:at + CENTROID_BLOCK]
+                if self.served:
+                    total += self._stored(self.graph.node_ids[self.passage_idx[part]],
+                                          store or self._store)[1].sum(axis=0)
+                else:
+                    total += (self._vecs[part].astype(np.float32) * self._scale[part, None]).sum(axis=0)
+            mu = (total / len(rows)).astype(np.float32)
+            size = float(np.linalg.norm(mu))
+            row_mu = self.dense(mu / size, store, 0) * size if size > 0 else np.zeros(self._count)
+        self._centroids = ((self.seq, kinds), (mu, row_mu))
+        return mu, row_mu
 
     def cosines(self, q: np.ndarray, vertices, store: Store | None = None) -> np.ndarray:
         """The cosine of ``q`` with each vertex's vector, past any shortlist (0 for a vertex

@@ -1,0 +1,125 @@
+"""A repository's search reads its dense seed from the centroid of the store's declarations
+(``RetrievalIndex.centred``, ``seed.CODE_ALIKE``): the cosines are those of the vectors less
+their mean, on both backends, kept until the next change, and used only where the embedder
+reads the declarations alike (e5 does, MiniLM does not: both real models here)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seahorse import Engine, Settings
+from seahorse.mechanisms.numeric import minmax
+from seahorse.retrieval import seed as seed_mod
+from seahorse.retrieval.query import Query
+
+CODE = seed_mod.CODE_KINDS
+TOL = 5e-3  # rows are unit vectors kept in int8: the formula reads them as unit, the check as stored
+
+
+def _library(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "version.py").write_text(textwrap.dedent('''\
+        def parse_version(text):
+            """A version string as a tuple of numbers."""
+            return tuple(int(p) for p in text.split("."))
+
+
+        def bump_minor(version):
+            """The next minor version: (1, 2, 3) becomes (1, 3, 0)."""
+            major, minor, _patch = version
+            return (major, minor + 1, 0)
+        '''))
+    (root / "pkg" / "cookies.py").write_text(textwrap.dedent('''\
+        def sign_cookie(value, key):
+            """The value with a signature of it, so a changed cookie is refused."""
+            return value + "." + str(hash((value, key)))
+
+
+        def read_cookie(signed, key):
+            """The value of a signed cookie, or None when its signature does not match."""
+            value, _sep, sig = signed.rpartition(".")
+            return value if sign_cookie(value, key) == signed else None
+        '''))
+    return root
+
+
+def _brute(index, q: np.ndarray) -> np.ndarray:
+    """cos(q - mu, row - mu) for every row, mu the mean of the declarations' rows."""
+    vecs = index.passage_vecs
+    rows = index.row_of(np.flatnonzero(index.kind_mask(CODE)))
+    mu = vecs[rows[rows >= 0]].mean(axis=0)
+    less = vecs - mu
+    return (less @ (q - mu)) / (np.linalg.norm(less, axis=1) * np.linalg.norm(q - mu))
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+def test_centred_cosines_are_those_of_the_vectors_less_their_centroid(where, tmp_path, request) -> None:
+    if where == "sqlite":
+        settings = Settings(db_path=tmp_path / "kg.db", embedder="hash")
+    else:  # the server scores the vectors (pgvector) and this process holds none
+        from conftest import new_pg_database
+
+        settings = Settings(db_path=new_pg_database(request.getfixturevalue("pg_server")),
+                            embedder="hash", pg_vectors="server")
+    root = _library(tmp_path / "lib")
+    with Engine(settings) as eng:
+        eng.index_repo(root)
+        eng.add_document("Deploys happen on Thursdays.", source="note")  # a row of another kind
+        index, store = eng.retrieval_index(), eng.store
+        assert index.served == (where == "postgres")
+        q = Query.embed("check the signature of a cookie", eng.embedder).vector
+        dense = index.dense(q, store, 0)
+        got = index.centred(q, dense, CODE, 0.0, store)
+        assert np.allclose(got, _brute(index, q), atol=TOL)
+        assert not np.allclose(got, dense, atol=1e-3)
+        # the rows' mean cosine with each other under the gate, or fewer than two rows: as it was
+        assert index.centred(q, dense, CODE, 1.01, store) is dense
+        assert index.centred(q, dense, ("memory",), 0.0, store) is dense
+        # a change moves the centroid: read again, not the one kept for the store before
+        (root / "pkg" / "paths.py").write_text('def join_path(a, b):\n    """a/b."""\n    return a + "/" + b\n')
+        eng.index_repo(root)
+        index = eng.retrieval_index()
+        dense = index.dense(q, store, 0)
+        assert np.allclose(index.centred(q, dense, CODE, 0.0, store), _brute(index, q), atol=TOL)
+
+
+def test_a_repository_search_seeds_from_the_centred_cosines(tmp_path, monkeypatch) -> None:
+    """The passage seed of a repository's search is the centred cosine's min-max (the gate
+    open), the raw cosine's when the declarations read apart (the gate shut); a prose search's
+    is the raw cosine's either way."""
+    root = _library(tmp_path / "lib")
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root)
+        index, store, rt = eng.retrieval_index(), eng.store, eng.rt
+        query = Query.embed("check the signature of a cookie", eng.embedder)
+        dense = index.dense(query.vector, store, 0)
+        centred = index.centred(query.vector, dense, CODE, 0.0, store)
+        runs = {}
+        for alike in (0.0, 2.0):
+            monkeypatch.setattr(seed_mod, "CODE_ALIKE", alike)
+            runs[alike] = seed_mod.seed(index, store, query, rt.extractor, rt.settings, code=True).vector
+        moved = (runs[0.0] - runs[2.0])[index.passage_idx]
+        prior = rt.settings.passage_prior
+        assert np.allclose(moved, prior * (minmax(centred, seed_mod.FLAT) - minmax(dense, seed_mod.FLAT)))
+        assert np.abs(moved).max() > 1e-3
+        monkeypatch.setattr(seed_mod, "CODE_ALIKE", 0.0)
+        prose = seed_mod.seed(index, store, query, rt.extractor, rt.settings)
+        monkeypatch.setattr(seed_mod, "CODE_ALIKE", 2.0)
+        assert np.array_equal(prose.vector, seed_mod.seed(index, store, query, rt.extractor, rt.settings).vector)
+
+
+@pytest.mark.parametrize("tier, opens", [("e5-enpt", True), ("minilm", False)])
+def test_the_gate_opens_for_e5_and_stays_shut_for_minilm(tier, opens, tmp_path) -> None:
+    """The real models: e5 reads a repository's declarations alike (their mean cosine over
+    CODE_ALIKE), MiniLM apart, as on the four dev repositories (seed.py's note)."""
+    root = _library(tmp_path / "lib")
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder=tier)) as eng:
+        eng.index_repo(root)
+        index = eng.retrieval_index()
+        mu, _row_mu = index._centroid(CODE, eng.store)
+        assert mu is not None
+        assert (float(mu @ mu) >= seed_mod.CODE_ALIKE) is opens, float(mu @ mu)
