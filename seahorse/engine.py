@@ -28,7 +28,7 @@ from .core.runtime import Runtime, check_int, check_path, check_text
 from .core.timeline import Window
 from .core.usage import Usage
 from .core.usage import report as usage_report
-from .errors import ConfigError, InvalidInput, ReadOnlyDatabase, SeahorseError, StorageError
+from .errors import ConfigError, InvalidInput, MissingExtra, ReadOnlyDatabase, SeahorseError, StorageError
 from .ingest.pipeline import IndexResult, Ingest
 from .interop.formats import Interop
 from .interop.importing import Importer
@@ -635,9 +635,16 @@ class Engine(DocumentVerbs, RetrievalVerbs, MemoryVerbs, RecordVerbs, CodeVerbs,
                 if reembedding and settings.embedder == AUTO:
                     raise ConfigError("re-embedding needs the tier to move to: set SEAHORSE_EMBEDDER "
                                       f"(one of {', '.join(TIERS)})", code="embedder_needed")
-                tier = chosen_tier(settings.embedder, store.meta().get("embedder"))
-                embedder, default_phrases = make_embedders(tier, settings.embedder_path,
-                                                           settings.onnx_threads)
+                recorded = store.meta().get("embedder")
+                tier = chosen_tier(settings.embedder, recorded)
+                try:
+                    embedder, default_phrases = make_embedders(tier, settings.embedder_path,
+                                                               settings.onnx_threads)
+                except MissingExtra as exc:
+                    if settings.embedder != AUTO or recorded is None:
+                        raise
+                    # the tier is the store's, not the user's choice: say whose it is
+                    raise MissingExtra(f"{store.path} was embedded with {recorded!r}: {exc}") from None
                 phrase_embedder = phrase_embedder or default_phrases
             self.rt = rt = Runtime(settings, store, embedder,
                                    phrase_embedder or make_embedders("hash")[1],

