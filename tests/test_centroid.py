@@ -125,3 +125,22 @@ def test_the_gate_opens_for_e5_and_stays_shut_for_minilm(tier, opens, tmp_path) 
         mu, _row_mu = index._centroid(CODE, eng.store)
         assert mu is not None
         assert (float(mu @ mu) >= seed_mod.CODE_ALIKE) is opens, float(mu @ mu)
+
+
+def test_a_shortlist_set_outright_leaves_the_code_seed_raw(tmp_path, monkeypatch) -> None:
+    """Past a shortlist the rows share one floor cosine; centring them would tell them apart
+    again by their distance to the centroid, so with one set the seed stays raw."""
+    root = _library(tmp_path / "lib")
+    notes = [(f"Note {k}: the kettle in room {k} was descaled.", f"n{k}", None, None) for k in range(1000)]
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash", dense_shortlist=1000)) as eng:
+        eng.index_repo(root)
+        eng.index_many(notes)
+        index, store, rt = eng.retrieval_index(), eng.store, eng.rt
+        query = Query.embed("check the signature of a cookie", eng.embedder)
+        dense = index.dense(query.vector, store, 1000)
+        assert (dense == dense.min()).sum() > 1  # the cut floored some rows
+        runs = []
+        for alike in (0.0, 2.0):
+            monkeypatch.setattr(seed_mod, "CODE_ALIKE", alike)
+            runs.append(seed_mod.seed(index, store, query, rt.extractor, rt.settings, code=True).vector)
+        assert np.array_equal(runs[0], runs[1])

@@ -99,7 +99,10 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
     dense = index.dense(query.vector, store, shortlist)
     vector = np.zeros(g.n)
     fair = 1.0 if code else kind_relevance(index, dense, query.model)
-    own = index.centred(query.vector, dense, CODE_KINDS, CODE_ALIKE, store) if code else dense
+    own = dense  # a repository's search: centred, when every row has its own cosine (no
+    # shortlist set outright, whose rows past the cut are one floor and stay so)
+    if code and not shortlist:
+        own = index.centred(query.vector, dense, CODE_KINDS, CODE_ALIKE, store)
     vector[index.passage_idx] += settings.passage_prior * minmax(own, FLAT) * fair
     lexical: dict[int, float] = {}
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)
