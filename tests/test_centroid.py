@@ -1,7 +1,8 @@
-"""A repository's search reads its dense seed from the centroid of the store's declarations
-(``RetrievalIndex.centred``, ``seed.CODE_ALIKE``): the cosines are those of the vectors less
-their mean, on both backends, kept until the next change, and used only where the embedder
-reads the declarations alike (e5 does, MiniLM does not: both real models here)."""
+"""The dense seed read from the centroid of the rows searched (``RetrievalIndex.centred``,
+``seed.ALIKE``): the cosines are those of the vectors less their mean, on both backends, kept
+until the next change, and used only where two rows read alike on average (a repository's
+declarations under e5 do, under MiniLM they do not: both real models here) and every row has
+its own cosine."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from seahorse import Engine, Settings
 from seahorse.mechanisms.numeric import minmax
 from seahorse.retrieval import seed as seed_mod
 from seahorse.retrieval.query import Query
+from seahorse.retrieval.state import RETRIEVABLE
 
 CODE = seed_mod.CODE_KINDS
 TOL = 5e-3  # rows are unit vectors kept in int8: the formula reads them as unit, the check as stored
@@ -88,43 +90,47 @@ def test_centred_cosines_are_those_of_the_vectors_less_their_centroid(where, tmp
         assert np.allclose(index.centred(q, dense, CODE, 0.0, store), _brute(index, q), atol=TOL)
 
 
-def test_a_repository_search_seeds_from_the_centred_cosines(tmp_path, monkeypatch) -> None:
-    """The passage seed of a repository's search is the centred cosine's min-max (the gate
-    open), the raw cosine's when the declarations read apart (the gate shut); a prose search's
-    is the raw cosine's either way."""
+def test_a_search_seeds_from_the_centred_cosines(tmp_path, monkeypatch) -> None:
+    """The passage seed is the centred cosine's min-max with the gate open, the raw cosine's
+    with it shut: a repository's search centres on its declarations, a prose search on the
+    rows of the kinds it searches."""
     root = _library(tmp_path / "lib")
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
         eng.index_repo(root)
         index, store, rt = eng.retrieval_index(), eng.store, eng.rt
         query = Query.embed("check the signature of a cookie", eng.embedder)
         dense = index.dense(query.vector, store, 0)
-        centred = index.centred(query.vector, dense, CODE, 0.0, store)
         runs = {}
-        for alike in (0.0, 2.0):
-            monkeypatch.setattr(seed_mod, "CODE_ALIKE", alike)
-            runs[alike] = seed_mod.seed(index, store, query, rt.extractor, rt.settings, code=True).vector
-        moved = (runs[0.0] - runs[2.0])[index.passage_idx]
         prior = rt.settings.passage_prior
-        assert np.allclose(moved, prior * (minmax(centred, seed_mod.FLAT) - minmax(dense, seed_mod.FLAT)))
-        assert np.abs(moved).max() > 1e-3
-        monkeypatch.setattr(seed_mod, "CODE_ALIKE", 0.0)
-        prose = seed_mod.seed(index, store, query, rt.extractor, rt.settings)
-        monkeypatch.setattr(seed_mod, "CODE_ALIKE", 2.0)
-        again = seed_mod.seed(index, store, query, rt.extractor, rt.settings)
-        assert np.array_equal(prose.vector, again.vector)
+        for code, rows in ((True, CODE), (False, RETRIEVABLE)):
+            centred = index.centred(query.vector, dense, rows, 0.0, store)
+            for alike in (0.0, 2.0):
+                monkeypatch.setattr(seed_mod, "ALIKE", alike)
+                runs[alike] = seed_mod.seed(index, store, query, rt.extractor, rt.settings,
+                                            code=code).vector
+            moved = (runs[0.0] - runs[2.0])[index.passage_idx]
+            want = prior * (minmax(centred, seed_mod.FLAT) - minmax(dense, seed_mod.FLAT))
+            if not code:  # a prose search weighs each kind by its best cosine as well
+                want = want * seed_mod.kind_relevance(index, dense, query.model)
+            assert np.allclose(moved, want), code
+            assert np.abs(moved).max() > 1e-3
 
 
 @pytest.mark.parametrize("tier, opens", [("e5-enpt", True), ("minilm", False)])
 def test_the_gate_opens_for_e5_and_stays_shut_for_minilm(tier, opens, tmp_path) -> None:
-    """The real models: e5 reads a repository's declarations alike (their mean cosine over
-    CODE_ALIKE), MiniLM apart, as on the four dev repositories (seed.py's note)."""
+    """The real models: e5 reads a repository's declarations alike (two of them at least
+    ALIKE close on average), MiniLM apart, as on the four dev repositories (seed.py's note)."""
     root = _library(tmp_path / "lib")
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder=tier)) as eng:
         eng.index_repo(root)
         index = eng.retrieval_index()
-        mu, _row_mu = index._centroid(CODE, eng.store)
-        assert mu is not None
-        assert (float(mu @ mu) >= seed_mod.CODE_ALIKE) is opens, float(mu @ mu)
+        mu, _row_mu, n = index._centroid(CODE, eng.store)
+        assert mu is not None and n >= 5
+        pair = (n * float(mu @ mu) - 1) / (n - 1)
+        assert (pair >= seed_mod.ALIKE) is opens, pair
+        q = Query.embed("check the signature of a cookie", eng.embedder).vector
+        dense = index.dense(q, eng.store, 0)
+        assert (index.centred(q, dense, CODE, seed_mod.ALIKE, eng.store) is dense) is not opens
 
 
 def test_a_shortlist_set_outright_leaves_the_code_seed_raw(tmp_path, monkeypatch) -> None:
@@ -141,6 +147,6 @@ def test_a_shortlist_set_outright_leaves_the_code_seed_raw(tmp_path, monkeypatch
         assert (dense == dense.min()).sum() > 1  # the cut floored some rows
         runs = []
         for alike in (0.0, 2.0):
-            monkeypatch.setattr(seed_mod, "CODE_ALIKE", alike)
+            monkeypatch.setattr(seed_mod, "ALIKE", alike)
             runs.append(seed_mod.seed(index, store, query, rt.extractor, rt.settings, code=True).vector)
         assert np.array_equal(runs[0], runs[1])

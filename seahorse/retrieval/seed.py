@@ -60,16 +60,21 @@ KIND_POWER = 2.0
 LEXICAL_BOOST = 0.2
 SPREAD = (0.14, 0.28)
 SPREAD_ROWS = 50
-# A repository's search reads its dense seed from the centroid of the store's declarations
-# (RetrievalIndex.centred) when they are this alike (their mean cosine with each other): e5
-# reads every declaration as code first (0.86-0.88 on the four dev repositories), so what they
-# share decided its seed; MiniLM spreads them (0.35-0.47) and gains nothing from it. Dev,
-# bench_code.py --split dev, declaration hit@1 Flask / requests / mux / semver (2026-12-06):
-# e5-enpt 0.133 / 0.833 / 0.500 / 0.500 -> 0.333 / 0.833 / 0.500 / 0.583 (24 -> 28 of 51; MRR
-# 0.359 / 0.896 / 0.624 / 0.669 -> 0.469 / 0.882 / 0.628 / 0.703); MiniLM centred: hit@1 the
-# same, MRR -0.000 to -0.007, so it is left as it was.
+# The dense seed is read from the centroid of the rows searched (RetrievalIndex.centred: the
+# cosine of the question less their mean vector with each row less it) when two of them read
+# at least ALIKE close on average: then what they all share decides the raw cosine, and what
+# sets one apart hardly counts. A repository's declarations under e5 (0.86-0.88 on the four
+# dev repositories; MiniLM 0.35-0.47) and one conversation's turns (LoCoMo 0.865-0.879; its
+# chit-chat reads alike) are so; Wikipedia stores (0.75-0.78), agent memories (0.80-0.83) and
+# tiny stores (~0.82) are not. Only where every row has its own cosine (no shortlist cut).
+# Dev (2026-12-06): e5-enpt code hit@1 (bench_code.py --split dev) Flask / requests / mux /
+# semver 0.133 / 0.833 / 0.500 / 0.500 -> 0.333 / 0.833 / 0.500 / 0.583 (24 -> 28 of 51);
+# LoCoMo R@5 / R@10 (bench_quality.py) 0.724 / 0.799 -> 0.730 / 0.810, as notes 0.707 / 0.783
+# -> 0.705 / 0.794; every other ruler the same. At 0.79 the memories and tiny stores join:
+# memories R@1 0.704 -> 0.731 but two-note all@2 0.576 -> 0.545, tiny MuSiQue R@5 0.843 ->
+# 0.827. MiniLM's code centred anyway: hit@1 the same, MRR down by up to 0.007.
 CODE_KINDS = ("symbol", "file")
-CODE_ALIKE = 0.6
+ALIKE = 0.85
 
 
 @dataclass
@@ -99,10 +104,10 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
     dense = index.dense(query.vector, store, shortlist)
     vector = np.zeros(g.n)
     fair = 1.0 if code else kind_relevance(index, dense, query.model)
-    own = dense  # a repository's search: centred, when every row has its own cosine (no
-    # shortlist set outright, whose rows past the cut are one floor and stay so)
-    if code and not shortlist:
-        own = index.centred(query.vector, dense, CODE_KINDS, CODE_ALIKE, store)
+    own = dense  # centred where the rows read alike and each has its own cosine (past a
+    # shortlist's cut the rows are one floor, and stay so)
+    if not shortlist or len(dense) <= shortlist:
+        own = index.centred(query.vector, dense, CODE_KINDS if code else kinds, ALIKE, store)
     vector[index.passage_idx] += settings.passage_prior * minmax(own, FLAT) * fair
     lexical: dict[int, float] = {}
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)

@@ -234,13 +234,13 @@ class RetrievalIndex:
         the rows of ``kinds``: the cosine of ``q - μ`` with each ``row - μ``. What the rows share
         (a repository's declarations all read as code to a prose model) no longer decides;
         what sets one apart from the others does. ``dense`` as it is when fewer than two rows
-        are of those kinds, or when they are less alike than ``alike`` (|μ|², their mean
-        cosine with each other)."""
-        mu, row_mu = self._centroid(kinds, store)
+        are of those kinds, or when they are less alike than ``alike`` (the mean cosine of two
+        of them, ``(n|μ|² - 1) / (n - 1)`` for unit rows)."""
+        mu, row_mu, n = self._centroid(kinds, store)
         if mu is None:
             return dense
         mm = float(mu @ mu)
-        if mm < alike:
+        if (n * mm - 1.0) / (n - 1) < alike:
             return dense
         spread = float(np.linalg.norm(q - mu))
         if spread <= 0.0:
@@ -249,9 +249,10 @@ class RetrievalIndex:
         return (dense - float(q @ mu) - row_mu + mm) / (norms * spread)
 
     def _centroid(self, kinds: tuple[str, ...], store: Store | None
-                  ) -> tuple[np.ndarray | None, np.ndarray]:
-        """The mean vector of the rows of ``kinds`` and each row's dot product with it, kept
-        until the next change (one pass over those rows, one over every row)."""
+                  ) -> tuple[np.ndarray | None, np.ndarray, int]:
+        """The mean vector of the rows of ``kinds``, each row's dot product with it and how
+        many rows it is the mean of, kept until the next change (one pass over those rows, one
+        over every row)."""
         cached = self.__dict__.get("_centroids")
         if cached is not None and cached[0] == (self.seq, kinds):
             return cached[1]
@@ -271,8 +272,8 @@ class RetrievalIndex:
             mu = (total / len(rows)).astype(np.float32)
             size = float(np.linalg.norm(mu))
             row_mu = self.dense(mu / size, store, 0) * size if size > 0 else np.zeros(self._count)
-        self._centroids = ((self.seq, kinds), (mu, row_mu))
-        return mu, row_mu
+        self._centroids = ((self.seq, kinds), (mu, row_mu, len(rows)))
+        return mu, row_mu, len(rows)
 
     def cosines(self, q: np.ndarray, vertices, store: Store | None = None) -> np.ndarray:
         """The cosine of ``q`` with each vertex's vector, past any shortlist (0 for a vertex
