@@ -150,3 +150,36 @@ def test_a_shortlist_set_outright_leaves_the_code_seed_raw(tmp_path, monkeypatch
             monkeypatch.setattr(seed_mod, "ALIKE", alike)
             runs.append(seed_mod.seed(index, store, query, rt.extractor, rt.settings, code=True).vector)
         assert np.array_equal(runs[0], runs[1])
+
+
+def test_the_centroids_of_searches_that_alternate_are_each_read_once_a_change(tmp_path, monkeypatch) -> None:
+    """A repository's search and a prose one (or one kept to some kinds) centre on the rows of
+    different kinds: each centroid is read once per change of the store, not again every time
+    the other kind of search ran in between (a pass over every vector, on PostgreSQL read from
+    the server)."""
+    from seahorse.retrieval.state import RetrievalIndex
+
+    passes = []
+    dense = RetrievalIndex.dense
+
+    def counted(self, q, store=None, shortlist=None):
+        passes.append(q)
+        return dense(self, q, store, shortlist)
+
+    monkeypatch.setattr(RetrievalIndex, "dense", counted)
+    root = _library(tmp_path / "lib")
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root)
+        eng.add_document("Cookies are signed with the secret key.", source="note")
+        eng.add_document("A session lasts a week.", source="note1")
+        asked = "check the signature of a cookie"
+        q = Query.embed(asked, eng.embedder).vector
+        for _turn in range(3):
+            eng.search(asked)
+            eng.search_code(asked, repo=root)
+            eng.search(asked, kinds=["passage"])
+        centroids = [p for p in passes if not np.allclose(p, q)]
+        assert len(centroids) == 3  # RETRIEVABLE, the code kinds, ("passage",): once each
+        eng.add_document("Keys rotate monthly.", source="note2")  # a change: read again
+        eng.search(asked)
+        assert len([p for p in passes if not np.allclose(p, q)]) == 4

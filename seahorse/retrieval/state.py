@@ -59,6 +59,7 @@ DENSE_SHORTLIST = 1000
 # best ``shortlist`` rows (the fact pool of that size picks them, not one arbitrary row of a tie).
 FLOOR_GAP = 1e-6
 CENTROID_BLOCK = 4096  # rows read at a time to sum a centroid (6 MB of float32 at 384-d)
+CENTROIDS_KEPT = 8  # sets of kinds whose centroid a state keeps (each a float per row)
 
 
 def open_index(store: Store, dim: int) -> "RetrievalIndex":
@@ -252,10 +253,15 @@ class RetrievalIndex:
                   ) -> tuple[np.ndarray | None, np.ndarray, int]:
         """The mean vector of the rows of ``kinds``, each row's dot product with it and how
         many rows it is the mean of, kept until the next change (one pass over those rows, one
-        over every row)."""
-        cached = self.__dict__.get("_centroids")
-        if cached is not None and cached[0] == (self.seq, kinds):
-            return cached[1]
+        over every row), one per set of kinds: a repository's search and a prose one between
+        them do not read each other's again."""
+        kept = self.__dict__.get("_centroids")
+        if kept is None or kept[0] != self.seq:
+            # a new dict: a state caught up from this one (a shallow copy) shares none of it
+            kept = self._centroids = (self.seq, {})
+        found = kept[1].get(kinds)
+        if found is not None:
+            return found
         rows = self._rows_of()[np.flatnonzero(self.kind_mask(kinds))]
         rows = rows[rows >= 0]
         mu: np.ndarray | None = None
@@ -272,7 +278,9 @@ class RetrievalIndex:
             mu = (total / len(rows)).astype(np.float32)
             size = float(np.linalg.norm(mu))
             row_mu = self.dense(mu / size, store, 0) * size if size > 0 else np.zeros(self._count)
-        self._centroids = ((self.seq, kinds), (mu, row_mu, len(rows)))
+        if len(kept[1]) >= CENTROIDS_KEPT:
+            kept[1].pop(next(iter(kept[1])))
+        kept[1][kinds] = (mu, row_mu, len(rows))
         return mu, row_mu, len(rows)
 
     def cosines(self, q: np.ndarray, vertices, store: Store | None = None) -> np.ndarray:
