@@ -183,3 +183,59 @@ def test_the_centroids_of_searches_that_alternate_are_each_read_once_a_change(tm
         eng.add_document("Keys rotate monthly.", source="note2")  # a change: read again
         eng.search(asked)
         assert len([p for p in passes if not np.allclose(p, q)]) == 4
+
+
+def _tools(root: Path) -> Path:
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "disk.py").write_text(textwrap.dedent('''\
+        def free_bytes(path):
+            """How many bytes the disk holding path has free."""
+            import shutil
+            return shutil.disk_usage(path).free
+
+
+        def mount_points():
+            """The mounted filesystems, one per line of /proc/mounts."""
+            with open("/proc/mounts") as fh:
+                return [line.split()[1] for line in fh]
+        '''))
+    (root / "tools" / "net.py").write_text(textwrap.dedent('''\
+        def open_port(host, port):
+            """Whether a TCP connection to host:port succeeds within a second."""
+            import socket
+            try:
+                socket.create_connection((host, port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        '''))
+    return root
+
+
+def test_a_repository_s_search_centres_on_its_own_declarations(tmp_path, monkeypatch) -> None:
+    """The rows a repository's search centres on are its own declarations: another repository
+    indexed into the same store moves neither their centroid nor the gate (one repository per
+    store is what the dev figures measured)."""
+    from seahorse.retrieval.state import RetrievalIndex
+
+    got = []
+    centred = RetrievalIndex.centred
+
+    def kept(self, q, dense, *args, **kwargs):
+        out = centred(self, q, dense, *args, **kwargs)
+        got.append(dict(zip(self.graph.node_ids[self.passage_idx].tolist(), out.tolist())))
+        return out
+
+    monkeypatch.setattr(RetrievalIndex, "centred", kept)
+    monkeypatch.setattr(seed_mod, "ALIKE", 0.0)  # the gate open: the centroid decides
+    lib = _library(tmp_path / "lib")
+    asked = "check the signature of a cookie"
+    with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(lib)
+        eng.search_code(asked, repo=lib)
+        alone = got[-1]
+        eng.index_repo(_tools(tmp_path / "tools"))
+        eng.search_code(asked, repo=lib)
+        beside = got[-1]
+        assert len(beside) > len(alone)
+        assert np.allclose([beside[i] for i in alone], list(alone.values()), atol=1e-6)

@@ -230,14 +230,15 @@ class RetrievalIndex:
         return out
 
     def centred(self, q: np.ndarray, dense: np.ndarray, kinds: tuple[str, ...], alike: float = 0.0,
-                store: Store | None = None) -> np.ndarray:
+                store: Store | None = None, docs: np.ndarray | None = None) -> np.ndarray:
         """``dense`` (every row's cosine with ``q``, no shortlist) read from the centroid μ of
         the rows of ``kinds``: the cosine of ``q - μ`` with each ``row - μ``. What the rows share
         (a repository's declarations all read as code to a prose model) no longer decides;
         what sets one apart from the others does. ``dense`` as it is when fewer than two rows
         are of those kinds, or when they are less alike than ``alike`` (the mean cosine of two
-        of them, ``(n|μ|² - 1) / (n - 1)`` for unit rows)."""
-        mu, row_mu, n = self._centroid(kinds, store)
+        of them, ``(n|μ|² - 1) / (n - 1)`` for unit rows). ``docs``: the rows of these
+        documents only (a repository's search: its own declarations)."""
+        mu, row_mu, n = self._centroid(kinds, store, docs)
         if mu is None:
             return dense
         mm = float(mu @ mu)
@@ -249,7 +250,7 @@ class RetrievalIndex:
         norms = np.sqrt(np.maximum(1.0 - 2.0 * row_mu + mm, 1e-12))
         return (dense - float(q @ mu) - row_mu + mm) / (norms * spread)
 
-    def _centroid(self, kinds: tuple[str, ...], store: Store | None
+    def _centroid(self, kinds: tuple[str, ...], store: Store | None, docs: np.ndarray | None = None
                   ) -> tuple[np.ndarray | None, np.ndarray, int]:
         """The mean vector of the rows of ``kinds``, each row's dot product with it and how
         many rows it is the mean of, kept until the next change (one pass over those rows, one
@@ -259,10 +260,14 @@ class RetrievalIndex:
         if kept is None or kept[0] != self.seq:
             # a new dict: a state caught up from this one (a shallow copy) shares none of it
             kept = self._centroids = (self.seq, {})
-        found = kept[1].get(kinds)
+        key = (kinds, None if docs is None else np.asarray(docs, dtype=np.int64).tobytes())
+        found = kept[1].get(key)
         if found is not None:
             return found
-        rows = self._rows_of()[np.flatnonzero(self.kind_mask(kinds))]
+        mask = self.kind_mask(kinds)
+        if docs is not None:
+            mask = mask & np.isin(self.graph.doc_ids, docs)
+        rows = self._rows_of()[np.flatnonzero(mask)]
         rows = rows[rows >= 0]
         mu: np.ndarray | None = None
         row_mu = np.zeros(0)
@@ -280,7 +285,7 @@ class RetrievalIndex:
             row_mu = self.dense(mu / size, store, 0) * size if size > 0 else np.zeros(self._count)
         if len(kept[1]) >= CENTROIDS_KEPT:
             kept[1].pop(next(iter(kept[1])))
-        kept[1][kinds] = (mu, row_mu, len(rows))
+        kept[1][key] = (mu, row_mu, len(rows))
         return mu, row_mu, len(rows)
 
     def cosines(self, q: np.ndarray, vertices, store: Store | None = None) -> np.ndarray:
