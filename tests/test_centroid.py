@@ -93,16 +93,21 @@ def test_centred_cosines_are_those_of_the_vectors_less_their_centroid(where, tmp
 def test_a_search_seeds_from_the_centred_cosines(tmp_path, monkeypatch) -> None:
     """The passage seed is the centred cosine's min-max with the gate open, the raw cosine's
     with it shut: a repository's search centres on its declarations, a prose search on the
-    rows of the kinds it searches."""
+    prose rows of the kinds it searches (the notes and memories beside the repository)."""
     root = _library(tmp_path / "lib")
     with Engine(Settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
         eng.index_repo(root)
+        eng.add_document("Deploys happen on Thursdays after the freeze.", source="n1")
+        eng.add_document("The cookie signing key rotates every month.", source="n2")
+        eng.upsert_memory("keys", "Signing keys live in the vault, not in the repository.")
         index, store, rt = eng.retrieval_index(), eng.store, eng.rt
         query = Query.embed("check the signature of a cookie", eng.embedder)
         dense = index.dense(query.vector, store, 0)
         runs = {}
         prior = rt.settings.passage_prior
-        for code, rows in ((True, CODE), (False, RETRIEVABLE)):
+        prose = tuple(k for k in RETRIEVABLE if k not in CODE)
+        assert prose == ("passage", "memory")
+        for code, rows in ((True, CODE), (False, prose)):
             centred = index.centred(query.vector, dense, rows, 0.0, store)
             for alike in (0.0, 2.0):
                 monkeypatch.setattr(seed_mod, "ALIKE", alike)

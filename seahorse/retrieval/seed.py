@@ -107,10 +107,13 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
     own = dense  # centred where the rows read alike and each has its own cosine (past a
     # shortlist's cut the rows are one floor, and stay so)
     if not shortlist or len(dense) <= shortlist:
-        # a repository's search: its own declarations (not those of every repository stored)
+        # a repository's search: its own declarations (not those of every repository stored);
+        # any other: the prose rows of the kinds it searches (a repository indexed beside an
+        # agent's memories would otherwise move their centroid, and open or shut the gate)
         docs = np.unique(np.array(store.code.repo_docs(repo_id), dtype=np.int64)) \
             if code and repo_id is not None else None
-        own = index.centred(query.vector, dense, CODE_KINDS if code else kinds, ALIKE, store, docs)
+        rows = CODE_KINDS if code else tuple(k for k in kinds if k not in CODE_KINDS)
+        own = index.centred(query.vector, dense, rows, ALIKE, store, docs) if rows else dense
     vector[index.passage_idx] += settings.passage_prior * minmax(own, FLAT) * fair
     lexical: dict[int, float] = {}
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)
