@@ -232,19 +232,28 @@ def seeded_stats(seeded_template: Path, tmp_path_factory) -> dict:
 
 # ----- PostgreSQL: a real server (pgserver ships PostgreSQL and pgvector) -------------------
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
-    """One PostgreSQL server for the session, in a temporary folder, stopped at the end."""
+def pg_server():
+    """One PostgreSQL server for the session, in a temporary folder, stopped at the end.
+
+    The folder is not under pytest's base folder: the server runs as another user, for whom
+    pgserver opens the folders above its data (o+rx), and every pytest session that starts
+    meanwhile (another xdist worker, another run) sets ``/tmp/pytest-of-<user>`` back to 0700,
+    after which the server could not open its lock file ("Permission denied") and every
+    PostgreSQL test of that worker failed."""
+    import tempfile
     import warnings
 
+    folder = Path(tempfile.mkdtemp(prefix="seahorse-pg-"))
     with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
         warnings.simplefilter("ignore")
         import pgserver
 
-        srv = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+        srv = pgserver.get_server(folder / "pg", cleanup_mode="stop")
     yield srv
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         srv.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 _PG_DBS = iter(range(1, 1_000_000))

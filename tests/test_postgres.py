@@ -3,8 +3,10 @@ one-line errors, migrations under a lock, the change log across processes."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -629,7 +631,9 @@ def test_wrong_credentials_are_one_line_and_right_ones_open(tmp_path: Path) -> N
         warnings.simplefilter("ignore")
         import pgserver
 
-        data = tmp_path / "pg"
+        # outside pytest's base folder, as conftest.pg_server says why
+        folder = Path(tempfile.mkdtemp(prefix="seahorse-pg-"))
+        data = folder / "pg"
         srv = pgserver.get_server(data, cleanup_mode="stop")
         with psycopg.connect(srv.get_uri(), autocommit=True) as conn:
             conn.execute("CREATE ROLE pwuser LOGIN SUPERUSER PASSWORD 'right-one'")
@@ -653,3 +657,4 @@ def test_wrong_credentials_are_one_line_and_right_ones_open(tmp_path: Path) -> N
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             srv.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
