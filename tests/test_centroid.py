@@ -244,3 +244,23 @@ def test_a_repository_s_search_centres_on_its_own_declarations(tmp_path, monkeyp
         beside = got[-1]
         assert len(beside) > len(alone)
         assert np.allclose([beside[i] for i in alone], list(alone.values()), atol=1e-6)
+
+
+def test_bench_centroid_prints_each_side_s_pairwise_cosine(tmp_path, monkeypatch, capsys) -> None:
+    """scripts/bench_centroid.py, which the docs' figures come from: per store, the rows of
+    each side and the mean cosine of two of them, as centred() reads it."""
+    from conftest import load_script
+
+    root = _library(tmp_path / "lib")
+    with Engine(Settings(db_path=tmp_path / "stores" / "kg.db", embedder="hash")) as eng:
+        eng.index_repo(root)
+        index = eng.retrieval_index()
+        mu, _row_mu, n = index._centroid(CODE, eng.store)
+        want = (n * float(mu @ mu) - 1) / (n - 1)
+    script = load_script("bench_centroid")
+    monkeypatch.setattr("sys.argv", ["bench_centroid.py", str(tmp_path / "stores")])
+    script.main()
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("kg.db"))
+    cells = row.split()
+    assert cells[-2] == str(n) and abs(float(cells[-1].rstrip("*")) - want) < 1e-3, row
+    assert cells[2:4] == ["0", "-"]  # no prose rows

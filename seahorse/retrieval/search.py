@@ -74,7 +74,7 @@ def retrieve(index: RetrievalIndex, store: Store, embedder: Embedder, extractor:
     query = Query.embed(text, embedder)
     t_embed = time.perf_counter()
     seeds = seed(index, store, query, extractor, settings, scope.kinds,
-                 narrowed=scope.doc_filter is not None, code=scorer is not None, repo_id=repo_id)
+                 docs=scope.doc_filter, code=scorer is not None, repo_id=repo_id)
     t_seed = time.perf_counter()
     mass = walk(index, seeds, settings, node_budget, context)
     t_walk = time.perf_counter()

@@ -63,10 +63,12 @@ SPREAD_ROWS = 50
 # The dense seed is read from the centroid of the rows searched (RetrievalIndex.centred: the
 # cosine of the question less their mean vector with each row less it) when two of them read
 # at least ALIKE close on average: then what they all share decides the raw cosine, and what
-# sets one apart hardly counts. A repository's declarations under e5 (0.86-0.88 on the four
-# dev repositories; MiniLM 0.35-0.47) and one conversation's turns (LoCoMo 0.865-0.879; its
-# chit-chat reads alike) are so; Wikipedia stores (0.75-0.78), agent memories (0.80-0.83) and
-# tiny stores (~0.82) are not. Only where every row has its own cosine (no shortlist cut).
+# sets one apart hardly counts. Read by scripts/bench_centroid.py (e5-enpt): a repository's
+# declarations (0.862-0.881 on the five code rulers; MiniLM 0.345-0.466) and one conversation's
+# turns (LoCoMo 0.853-0.877; as notes up to 0.879, dated 0.893-0.912; MiniLM 0.291-0.432) are
+# so; Wikipedia stores (0.750-0.775) are not, nor most agent memories (median 0.820, 1 of 20
+# over) and tiny stores (MuSiQue median 0.782, 1 of 50; HotpotQA 0.807, 4 of 50). Only where
+# every row has its own cosine (no shortlist cut: git's manual, 0.854, has 3,952 rows).
 # Dev (2026-12-06): e5-enpt code hit@1 (bench_code.py --split dev) Flask / requests / mux /
 # semver 0.133 / 0.833 / 0.500 / 0.500 -> 0.333 / 0.833 / 0.500 / 0.583 (24 -> 28 of 51);
 # LoCoMo R@5 / R@10 (bench_quality.py) 0.724 / 0.799 -> 0.730 / 0.810, as notes 0.707 / 0.783
@@ -89,31 +91,32 @@ class Seeds:
 
 
 def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor,
-         settings: Settings, kinds: tuple[str, ...] = RETRIEVABLE, narrowed: bool = False,
+         settings: Settings, kinds: tuple[str, ...] = RETRIEVABLE, docs: np.ndarray | None = None,
          code: bool = False, repo_id: int | None = None) -> Seeds:
-    """The seeds of ``query``. ``narrowed``: the search keeps to some documents (a repository,
-    a time window), so every row reads its own cosine; ``code``: one repository's search, whose
-    ranking was tuned without the kinds' damping."""
+    """The seeds of ``query``. ``docs``: the documents the search keeps to (a repository, a time
+    window; None: every one), so every row reads its own cosine; ``code``: one repository's
+    search, whose ranking was tuned without the kinds' damping, and whose centroid is that of
+    its own declarations in ``docs``."""
     g = index.graph
     shortlist = settings.dense_shortlist
     if shortlist is None:
         # The cut is store-wide: a search kept to some kinds, documents (a repository, a time
         # window) or code seeds every row, as before the cut (code ranking was tuned so, and a
         # kept row past a store-wide cut would get no seed at all).
-        shortlist = 0 if (code or set(kinds) != set(RETRIEVABLE) or narrowed) else DENSE_SHORTLIST
+        shortlist = 0 if (code or set(kinds) != set(RETRIEVABLE) or docs is not None) else DENSE_SHORTLIST
     dense = index.dense(query.vector, store, shortlist)
     vector = np.zeros(g.n)
     fair = 1.0 if code else kind_relevance(index, dense, query.model)
     own = dense  # centred where the rows read alike and each has its own cosine (past a
     # shortlist's cut the rows are one floor, and stay so)
     if not shortlist or len(dense) <= shortlist:
-        # a repository's search: its own declarations (not those of every repository stored);
-        # any other: the prose rows of the kinds it searches (a repository indexed beside an
-        # agent's memories would otherwise move their centroid, and open or shut the gate)
-        docs = np.unique(np.array(store.code.repo_docs(repo_id), dtype=np.int64)) \
-            if code and repo_id is not None else None
+        # a repository's search: its own declarations, the documents it keeps to (not those of
+        # every repository stored); any other: the prose rows of the kinds it searches, store-
+        # wide (a repository indexed beside an agent's memories would otherwise move their
+        # centroid, and open or shut the gate)
         rows = CODE_KINDS if code else tuple(k for k in kinds if k not in CODE_KINDS)
-        own = index.centred(query.vector, dense, rows, ALIKE, store, docs) if rows else dense
+        if rows:
+            own = index.centred(query.vector, dense, rows, ALIKE, store, docs if code else None)
     vector[index.passage_idx] += settings.passage_prior * minmax(own, FLAT) * fair
     lexical: dict[int, float] = {}
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)

@@ -260,7 +260,9 @@ class RetrievalIndex:
         if kept is None or kept[0] != self.seq:
             # a new dict: a state caught up from this one (a shallow copy) shares none of it
             kept = self._centroids = (self.seq, {})
-        key = (kinds, None if docs is None else np.asarray(docs, dtype=np.int64).tobytes())
+        if docs is not None:
+            docs = np.unique(np.asarray(docs, dtype=np.int64))  # one key whatever their order
+        key = (kinds, None if docs is None else docs.tobytes())
         found = kept[1].get(key)
         if found is not None:
             return found
