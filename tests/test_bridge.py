@@ -74,3 +74,29 @@ def test_a_shared_common_word_or_a_name_a_third_passage_holds_is_no_bridge(tmp_p
     # without PLAIN_NAMES the rule would still say it raised Cape Morrow for it)
     assert shared == "March" or "cape-morrow" not in without[:2], without
     assert with_rule == without and not any("second_hop" in h.evidence for h in hits)
+
+
+def test_the_page_the_first_hit_names_by_its_title_comes_second(backend, monkeypatch) -> None:
+    """Valdoria is held by three passages (so no shared-name bridge), one of them the page
+    titled "Valdoria (kingdom)": the first hit names it, so that page is the next link."""
+    page = ("A small kingdom on the northern sea, known for its granite coast and its "
+            "lighthouses.", "valdoria-page")
+    with Engine(load_settings(env={}, db_path=backend)) as eng:
+        for text, source in NOTES:
+            eng.add_document(text, source=source)
+        eng.add_document(page[0], source=page[1], title="Valdoria (kingdom)")
+        hits = eng.search(QUESTION, top_k=5, refuse=False).hits
+        monkeypatch.setattr(rank, "BRIDGE", 0.0)
+        without = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
+        monkeypatch.setattr(rank, "TITLE_HELD", 2)  # a name held by three is then no title hop
+        monkeypatch.setattr(rank, "BRIDGE", 2.0)
+        unbound = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
+    ranked = [h.source for h in hits]
+    assert ranked[0] == "brenna" and "valdoria-page" in ranked[1:3], ranked
+    assert without.index("valdoria-page") > ranked.index("valdoria-page"), without  # the rule did it
+    assert unbound == without, unbound  # held by 3 > TITLE_HELD: neither rule raises it
+    raised = {h.source: h.evidence.get("second_hop") for h in hits}
+    assert raised["valdoria-page"] == {"after": hits[0].id, "name": "Valdoria", "title": True}
+    assert raised["cape-morrow"] is None  # Valdoria is held by three: no shared-name bridge
+    assert why(hits[ranked.index("valdoria-page")].evidence).startswith(
+        f"the next link of a chain from passage {hits[0].id}: it names 'Valdoria', this page's title; ")

@@ -76,8 +76,9 @@ def why(ev: dict) -> str:
         return "holds " + ", ".join(repr(t) for t in ev["exact"])
     if ev.get("second_hop"):  # raised by the rank stage: say so before the walk's path
         hop = ev["second_hop"]
-        return (f"the next link of a chain from passage {hop['after']}: only the two name "
-                f"{hop['name']!r}; " + _walked(ev))
+        link = (f"it names {hop['name']!r}, this page's title" if hop.get("title")
+                else f"only the two name {hop['name']!r}")
+        return f"the next link of a chain from passage {hop['after']}: {link}; " + _walked(ev)
     return _walked(ev)
 
 

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..store import Store
+from ..text import normalise_phrase
 from .query import Query
 from .refusal import TIME_WORDS
 from .scale import on_reference
@@ -56,6 +57,19 @@ BRIDGE_TOP = 10
 # 0.645 -> 0.655 (0.843 -> 0.840), tiny HotpotQA 0.820 -> 0.830, MuSiQue 2k 0.578 -> 0.588,
 # 10k 0.565 -> 0.575, 100k 0.548 -> 0.558; every other row the same.
 PLAIN_NAMES = TIME_WORDS | frozenset("north south east west northern southern eastern western".split())
+# A second hop through a title: a passage of a document titled by a name the best passage gives
+# (held by at most TITLE_HELD passages of the store, so no hub: "Git" in git's manual) ranks as
+# a bridge does. Wikipedia's pages, a manual's, a wiki's, link a name to the page about it: "the
+# hotel in Gisvi's city of birth" -> Gisvi's passage names Namibia -> the page "Namibia". It
+# finds what the shared-name rule cannot once the name is held by more than two ("Somalia" in
+# a 2k store). bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2 / R@5 before -> after:
+# tiny MuSiQue 0.655 / 0.840 -> 0.665 / 0.850, tiny HotpotQA 0.830 / 0.970 -> 0.840 / 0.980,
+# MuSiQue 2k 0.588 -> 0.598 (R@2), HotpotQA 2k 0.770 / 0.960 -> 0.780 / 0.970, 10k HotpotQA /
+# MuSiQue R@5 0.930 -> 0.950, 0.778 -> 0.788, 100k 0.920 -> 0.930, 0.778 -> 0.788; every other
+# ruler the same (stores without titles: conversations, notes). 5 and 20 read the same but for
+# one question a ruler; with no bound git's manual lost a multi-passage place ("Git", "git(1)").
+TITLE_HELD = 10
+TITLE_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 # Exact tokens: a query word shaped like an id, error code, hostname or ticket number
 # (query.exact_tokens) held by at most this many full-text units puts those units first.
 RARE_MAX = 5
@@ -73,7 +87,7 @@ class Ranking:
     speakers: list[str] = field(default_factory=list)  # the speakers the question names
     dates: list[tuple[float, float]] = field(default_factory=list)  # the dates it names
     # vertex -> (node id of the best passage, the name they share): raised as a chain's second hop
-    second_hop: dict[int, tuple[int, str]] = field(default_factory=dict)
+    second_hop: dict[int, tuple[int, str, bool]] = field(default_factory=dict)
 
 
 @dataclass
@@ -141,42 +155,62 @@ def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seed
 
 
 def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.ndarray,
-                      scores: np.ndarray) -> dict[int, tuple[int, str]]:
+                      scores: np.ndarray) -> dict[int, tuple[int, str, bool]]:
     """Raise, in place, the passages among the best BRIDGE_TOP that share a name with the
-    best passage held by no third passage (and not asked by the question): see BRIDGE. A name
-    is a phrase whose stored form starts with a capital: a capitalised name or a capitalised
-    word of one ("Light" of "Cape Morrow Light"), not a date or a compass point (PLAIN_NAMES); a
-    name written in lower case ("kestrel") is not read as one. The names' texts are one more
-    read of the store (one statement). Returns each raised vertex with the best passage's node
-    id and a name they share (for evidence)."""
+    best passage held by no third passage, or whose document the best passage names by its
+    title (a name held by at most TITLE_HELD passages), the question's own names aside: see
+    BRIDGE and TITLE_HELD. A name is a phrase whose stored form starts with a capital: a
+    capitalised name or a capitalised word of one ("Light" of "Cape Morrow Light"), not a date
+    or a compass point (PLAIN_NAMES); a name written in lower case ("kestrel") is not read as
+    one. The names' texts and the titles are two more reads of the store (one statement each).
+    Returns each raised vertex with the best passage's node id, the name, and whether it is
+    the vertex's title (for evidence)."""
     g = index.graph
     ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
     order = np.argsort(-ranked, kind="stable")[:BRIDGE_TOP]
     order = order[ranked[order] > 0]
     if len(order) < 3:  # a first, and more than one to choose the second from
         return {}
-    cols, w = g.adj.row(int(cand[order[0]]))
+    best = int(cand[order[0]])
+    cols, w = g.adj.row(best)
     cols = cols[(w > 0) & (g.kinds[cols] == "phrase")]  # a patched row keeps removed edges at 0
-    cols = cols[index.passage_count[cols] == 2]
+    cols = cols[index.passage_count[cols] <= TITLE_HELD]
     if seeds.asked:
         cols = cols[~np.isin(cols, np.fromiter(seeds.asked, np.int64))]
+    texts = store.phrase_texts(g.node_ids[cols].tolist()) if len(cols) else {}
+    cols = np.array([v for v, node in zip(cols.tolist(), g.node_ids[cols].tolist())
+                     if _names_one_thing(texts.get(int(node), ""))], dtype=np.int64)
     if len(cols) == 0:
         return {}
-    texts = store.phrase_texts(g.node_ids[cols].tolist())
-    names = np.array([v for v, node in zip(cols.tolist(), g.node_ids[cols].tolist())
-                      if _names_one_thing(texts.get(int(node), ""))], dtype=np.int64)
-    if len(names) == 0:
-        return {}
-    first = int(g.node_ids[cand[order[0]]])
+    shared_names = cols[index.passage_count[cols] == 2]
+    titled = {normalise_phrase(texts[int(g.node_ids[v])]): texts[int(g.node_ids[v])] for v in cols.tolist()}
+    others = cand[order[1:]]
+    titles = store.documents_of(np.unique(g.doc_ids[others]).tolist())
+    first, first_doc = int(g.node_ids[best]), int(g.doc_ids[best])
     ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
-    raised: dict[int, tuple[int, str]] = {}
-    for k in order[1:]:
-        held, w = g.adj.row(int(cand[k]))
-        shared = names[np.isin(names, held[w > 0])]
-        if len(shared):
+    raised: dict[int, tuple[int, str, bool]] = {}
+    for k, v in zip(order[1:], others.tolist()):
+        held, w = g.adj.row(v)
+        shared = shared_names[np.isin(shared_names, held[w > 0])]
+        doc = titles.get(int(g.doc_ids[v]))
+        named = _title_named(doc[2] if doc and int(doc[0]) != first_doc else None, titled)
+        if len(shared) or named:
             scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
-            raised[int(cand[k])] = (first, texts[int(g.node_ids[shared[0]])])
+            raised[v] = (first, named, True) if named else (first, texts[int(g.node_ids[shared[0]])], False)
     return raised
+
+
+def _title_named(title: str | None, names: dict[str, str]) -> str | None:
+    """The name among ``names`` (normalised key -> as written) that is ``title``: the whole
+    title, or what comes before its parenthesis or its first comma ("Brother (Pearl Jam song)",
+    "West Chicago, Illinois")."""
+    if not title:
+        return None
+    for head in (title, TITLE_QUALIFIER.sub("", title), title.split(",")[0]):
+        key = normalise_phrase(head)
+        if key in names:
+            return names[key]
+    return None
 
 
 def _names_one_thing(text: str) -> bool:
