@@ -54,7 +54,10 @@ def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: See
         e["phrase"] = names.get(e["phrase"], "")
     own = index.cosines(query.vector, chosen, store)  # each hit's own cosine, also past the shortlist
     memories: dict[int, dict | None] = {}
-    docs = store.documents_of([t[2] for t in texts.values() if t[2] is not None])  # one read
+    docs = dict(ranking.docs)  # read by the rank stage, if it read any; the rest in one read
+    missing = {t[2] for t in texts.values() if t[2] is not None} - docs.keys()
+    if missing:
+        docs.update(store.documents_of(sorted(missing)))
     hits: list[Hit] = []
     for v, score, evidence, cosine in zip(chosen, ranking.scores, explained, own):
         node_id = int(g.node_ids[v])

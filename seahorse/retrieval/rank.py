@@ -88,6 +88,7 @@ class Ranking:
     dates: list[tuple[float, float]] = field(default_factory=list)  # the dates it names
     # vertex -> (node id of the best passage, the name they share): raised as a chain's second hop
     second_hop: dict[int, tuple[int, str, bool]] = field(default_factory=dict)
+    docs: dict[int, tuple] = field(default_factory=dict)  # document rows read on the way (by id)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def rank(index: RetrievalIndex, store: Store, query: Query, seeds: Seeds, mass: 
         cand = mass.nodes[scope.keeps(index, mass.nodes)]
         if walked_only:
             cand = cand[mass.scores[cand] > 0]
-        scores, out = _prose_scores(index, store, query, seeds, mass, cand)
+        scores, out = _prose_scores(index, store, query, seeds, mass, cand, top_k)
     else:
         cand = scope.every(index)
         if walked_only:
@@ -138,7 +139,7 @@ def rank(index: RetrievalIndex, store: Store, query: Query, seeds: Seeds, mass: 
 
 
 def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seeds, mass: Mass,
-                  cand: np.ndarray) -> tuple[np.ndarray, Ranking]:
+                  cand: np.ndarray, top_k: int) -> tuple[np.ndarray, Ranking]:
     scores = mass.scores[cand] * index.prior[cand]
     # past a cut the rows hold the floor: those with walk mass read their own cosine
     cut = bool(seeds.shortlist) and (index.served or len(seeds.dense) > seeds.shortlist)
@@ -149,13 +150,14 @@ def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seed
     elsewhere = date_focus(index, store, query, cand)
     if elsewhere is not None:
         scores[elsewhere] *= OTHER_TIME
-    hops = bridge_second_hop(index, store, seeds, cand, scores)
+    hops, docs = bridge_second_hop(index, store, seeds, cand, scores, top_k)
     return scores, Ranking(np.zeros(0, np.int64), np.zeros(0), exact_holders(store, index, query),
-                           named, list(query.dates), hops)
+                           named, list(query.dates), hops, docs)
 
 
 def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.ndarray,
-                      scores: np.ndarray) -> dict[int, tuple[int, str, bool]]:
+                      scores: np.ndarray, top_k: int = 0
+                      ) -> tuple[dict[int, tuple[int, str, bool]], dict[int, tuple]]:
     """Raise, in place, the passages among the best BRIDGE_TOP that share a name with the
     best passage held by no third passage, or whose document the best passage names by its
     title (a name held by at most TITLE_HELD passages), the question's own names aside: see
@@ -164,13 +166,15 @@ def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: n
     or a compass point (PLAIN_NAMES); a name written in lower case ("kestrel") is not read as
     one. The names' texts and the titles are two more reads of the store (one statement each).
     Returns each raised vertex with the best passage's node id, the name, and whether it is
-    the vertex's title (for evidence)."""
+    the vertex's title (for evidence); and the document rows read, which cover the best
+    ``top_k`` candidates after the raise (a raise lifts only the best BRIDGE_TOP passages), so
+    the hits' evidence reads none again (one statement a search on a server)."""
     g = index.graph
     ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
     order = np.argsort(-ranked, kind="stable")[:BRIDGE_TOP]
     order = order[ranked[order] > 0]
     if len(order) < 3:  # a first, and more than one to choose the second from
-        return {}
+        return {}, {}
     best = int(cand[order[0]])
     cols, w = g.adj.row(best)
     cols = cols[(w > 0) & (g.kinds[cols] == "phrase")]  # a patched row keeps removed edges at 0
@@ -181,11 +185,12 @@ def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: n
     cols = np.array([v for v, node in zip(cols.tolist(), g.node_ids[cols].tolist())
                      if _names_one_thing(texts.get(int(node), ""))], dtype=np.int64)
     if len(cols) == 0:
-        return {}
+        return {}, {}
     shared_names = cols[index.passage_count[cols] == 2]
     titled = {normalise_phrase(texts[int(g.node_ids[v])]): texts[int(g.node_ids[v])] for v in cols.tolist()}
     others = cand[order[1:]]
-    titles = store.documents_of(np.unique(g.doc_ids[others]).tolist())
+    leaders = np.argsort(-scores, kind="stable")[:top_k]  # of any kind, before the raise
+    titles = store.documents_of(np.unique(g.doc_ids[np.concatenate([cand[order], cand[leaders]])]).tolist())
     first, first_doc = int(g.node_ids[best]), int(g.doc_ids[best])
     ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
     raised: dict[int, tuple[int, str, bool]] = {}
@@ -197,7 +202,7 @@ def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: n
         if len(shared) or named:
             scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
             raised[v] = (first, named, True) if named else (first, texts[int(g.node_ids[shared[0]])], False)
-    return raised
+    return raised, titles
 
 
 def _title_named(title: str | None, names: dict[str, str]) -> str | None:
