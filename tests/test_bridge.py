@@ -1,6 +1,8 @@
-"""The second hop of a chain (retrieval/rank.py, BRIDGE): a passage sharing a name with the first
-hit that no other passage holds rises to second, through the real default embedder and a real
-SQLite store. Without the rule the passages that merely read like the question stayed ahead."""
+"""Names that link passages (retrieval/links.py): a chain's second hop (a passage sharing a name
+with the first hit that no other passage holds, or the page the first hit names by its title)
+rises to second, and the pages the question names by their titles rise, through the real
+default embedder and a real store. Without the rules the passages that merely read like the
+question stayed ahead."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import pytest
 
 from seahorse import Engine, load_settings
 from seahorse.adapters.cli_help import why
-from seahorse.retrieval import rank
+from seahorse.retrieval import links
 
 QUESTION = "Which lighthouse stands in the country where the Brenna River rises?"
 NOTES = [
@@ -30,7 +32,7 @@ def _ranked_both_ways(db: str, notes, monkeypatch, hits: list | None = None) -> 
         for text, source in notes:
             eng.add_document(text, source=source)
         found = eng.search(QUESTION, top_k=5, refuse=False).hits
-        monkeypatch.setattr(rank, "BRIDGE", 0.0)
+        monkeypatch.setattr(links, "BRIDGE", 0.0)
         off = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
     monkeypatch.undo()
     if hits is not None:
@@ -86,10 +88,10 @@ def test_the_page_the_first_hit_names_by_its_title_comes_second(backend, monkeyp
             eng.add_document(text, source=source)
         eng.add_document(page[0], source=page[1], title="Valdoria (kingdom)")
         hits = eng.search(QUESTION, top_k=5, refuse=False).hits
-        monkeypatch.setattr(rank, "BRIDGE", 0.0)
+        monkeypatch.setattr(links, "BRIDGE", 0.0)
         without = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
-        monkeypatch.setattr(rank, "TITLE_HELD", 2)  # a name held by three is then no title hop
-        monkeypatch.setattr(rank, "BRIDGE", 2.0)
+        monkeypatch.setattr(links, "TITLE_HELD", 2)  # a name held by three is then no title hop
+        monkeypatch.setattr(links, "BRIDGE", 2.0)
         unbound = [h.source for h in eng.search(QUESTION, top_k=5, refuse=False).hits]
     ranked = [h.source for h in hits]
     assert ranked[0] == "brenna" and "valdoria-page" in ranked[1:3], ranked
@@ -100,3 +102,38 @@ def test_the_page_the_first_hit_names_by_its_title_comes_second(backend, monkeyp
     assert raised["cape-morrow"] is None  # Valdoria is held by three: no shared-name bridge
     assert why(hits[ranked.index("valdoria-page")].evidence).startswith(
         f"the next link of a chain from passage {hits[0].id}: it names 'Valdoria', this page's title; ")
+
+
+ASKED = "Which grows taller, the Marsh Orlan or the Fen Willet?"
+PAGES = [
+    ("A perennial herb of wet meadows that flowers in late summer; its stems reach about a metre.",
+     "orlan-page", "Marsh Orlan"),
+    ("A low shrub of peat bogs with grey leaves; it rarely passes knee height.", "willet-page",
+     "Fen Willet (shrub)"),
+    ("The Marsh Orlan festival grows every year, and tall ships come to the harbour for it.",
+     "festival", None),
+    ("Marsh Orlan, the painter, grew up near the tall reeds of the estuary.", "painter", None),
+    ("Tall grasses grow fast in a marsh once the spring floods recede.", "grasses", None),
+    ("The Marsh Orlan ferry crosses the bay twice a day in summer.", "ferry", None),
+    ("Reed beds in a tidal marsh can grow three metres tall.", "reeds", None),
+    ("Which grows taller in a fen, willow or alder? Alder, usually, by a few metres.", "fen-trees", None),
+    ("The Fen Willet inn serves travellers on the old marsh road.", "inn", None),
+]
+
+
+def test_the_pages_the_question_names_come_first(backend, monkeypatch) -> None:
+    """A comparison names two pages by their titles ("Fen Willet (shrub)" by what comes before
+    its parenthesis): the second rises above the passages that read like the question or merely
+    name it too, never above the first hit."""
+    with Engine(load_settings(env={}, db_path=backend)) as eng:
+        for text, source, title in PAGES:
+            eng.add_document(text, source=source, title=title)
+        hits = eng.search(ASKED, top_k=6, refuse=False).hits
+        monkeypatch.setattr(links, "BRIDGE", 0.0)
+        without = [h.source for h in eng.search(ASKED, top_k=6, refuse=False).hits]
+    ranked = [h.source for h in hits]
+    assert set(ranked[:2]) == {"orlan-page", "willet-page"}, ranked
+    assert ranked[0] == without[0] and without.index("willet-page") > 1, without  # the rule did it
+    assert hits[1].evidence["asked_title"] == "Fen Willet"
+    assert not any("asked_title" in h.evidence for h in hits[2:])
+    assert why(hits[1].evidence).startswith("the question names its page, 'Fen Willet'; ")

@@ -89,7 +89,7 @@ def test_a_search_reads_each_kind_of_row_in_one_statement(pg_url, monkeypatch) -
             assert sent == 1, f"{what}: {sent} statements in one search ({shapes})"
         # 40 before (6 documents, 9 words counted, 3 facts' phrase ids); the rest are the
         # snapshot, the session, the text search, vectors, labels, edge kinds and the names the
-        # best passage gives (a chain's second hop, rank.bridge_second_hop).
+        # best passage gives (links.raise_linked).
         assert len(seen.sent) <= 25, shapes
     finally:
         eng.close()

@@ -74,7 +74,9 @@ def why(ev: dict) -> str:
     """The best path of the walk into a hit, in words: where its mass came from."""
     if ev.get("exact"):
         return "holds " + ", ".join(repr(t) for t in ev["exact"])
-    if ev.get("second_hop"):  # raised by the rank stage: say so before the walk's path
+    if ev.get("asked_title"):  # raised by the rank stage: say so before the walk's path
+        return f"the question names its page, {ev['asked_title']!r}; " + _walked(ev)
+    if ev.get("second_hop"):
         hop = ev["second_hop"]
         link = (f"it names {hop['name']!r}, this page's title" if hop.get("title")
                 else f"only the two name {hop['name']!r}")

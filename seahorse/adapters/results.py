@@ -65,7 +65,7 @@ class Hit(CodeFields):
     title: str | None
     doc_id: int
     evidence: Annotated[dict[str, Any], D("why it came: inflow, paths, phrases, dense, bm25, exact, "
-                                          "second_hop, time, recency")]
+                                          "second_hop, asked_title, time, recency")]
     memory: NotRequired[dict[str, Any]]
 
 

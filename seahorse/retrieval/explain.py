@@ -71,6 +71,8 @@ def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: See
         if int(v) in ranking.second_hop:
             after, name, title = ranking.second_hop[int(v)]
             evidence["second_hop"] = {"after": after, "name": name, **({"title": True} if title else {})}
+        if int(v) in ranking.asked_title:
+            evidence["asked_title"] = ranking.asked_title[int(v)]
         if kind == "memory" and doc_id not in memories:
             memories[doc_id] = store.memory_by_doc(doc_id)
         hits.append(Hit(node_id, kind, text, float(score),

@@ -4,8 +4,10 @@ walk touched (a vertex it never reached scores 0 and is read only to fill a shor
 A candidate's score is its mass x its prior (a memory's weight), x its own relevance (a node
 of another kind than passage by its own cosine: :func:`own_relevance`), x OTHER_SPEAKER for a
 turn of a speaker the question does not name, x OTHER_TIME for a document dated outside the
-dates it names. Hits holding the question's rare exact tokens (an id, an error code) come
-first. A search may bring its own scores (one repository's code: ``scorer``)."""
+dates it names; the passages the question or the best passage names by their titles, or that
+share a rare name with the best, rise (links.py). Hits holding the question's rare exact
+tokens (an id, an error code) come first. A search may bring its own scores (one repository's
+code: ``scorer``)."""
 
 from __future__ import annotations
 
@@ -16,9 +18,8 @@ from typing import Callable
 import numpy as np
 
 from ..store import Store
-from ..text import normalise_phrase
+from . import links
 from .query import Query
-from .refusal import TIME_WORDS
 from .scale import on_reference
 from .seed import KIND_POWER, Seeds
 from .state import RETRIEVABLE, RetrievalIndex
@@ -36,40 +37,6 @@ OTHER_SPEAKER = 0.5
 # R@5 / R@10 0.647 / 0.737 -> 0.665 / 0.758 at 0.5 (0.3: 0.667 / 0.759; slack 1 or 7 days:
 # the same within a question). Issue 22, bench_quality.
 OTHER_TIME = 0.5
-# The second hop of a chain: among the best BRIDGE_TOP passages, one sharing a name with the
-# first that no other passage of the store holds (a bridge: "the waterfall in the country where
-# the Bubye River is found" -> the Bubye's passage names Zimbabwe -> Victoria Falls' passage
-# names it too) ranks at (1 + BRIDGE) x its score, never above the first. The walk reaches it,
-# but the first passage spreads its mass over all its phrases, so a passage that merely reads
-# like the question stayed ahead. Names only (written capitalised) and not the question's own:
-# a shared rare common word is no chain. bench_quality.py --splits dev, e5-enpt, 2026-12-06,
-# R@2 (R@5) before -> after: tiny MuSiQue 0.587 -> 0.645 (0.803 -> 0.843), tiny HotpotQA 0.800
-# -> 0.820, HotpotQA 2k 0.740 -> 0.770, 10k 0.770 -> 0.790, MuSiQue 2k 0.580 -> 0.578 (0.782 ->
-# 0.792), 10k 0.560 -> 0.565 (0.768 -> 0.778), agent memories' two-note all@2 0.485 -> 0.576,
-# LoCoMo within 0.001. BRIDGE 1: tiny MuSiQue 0.605; 4: 10k MuSiQue 0.543. Any rare phrase (common
-# words too) instead of names: 10k MuSiQue 0.535, LoCoMo R@5 -0.008.
-BRIDGE = 2.0
-BRIDGE_TOP = 10
-# Words written capitalised that name no one thing: the months and days (passages that share
-# nothing else share a date) and the compass points ("West" of "West Chicago" and of "West
-# Virginia"). A shared name made of these and numbers alone ("February 2002") is no bridge.
-# bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2 (R@5) before -> after: tiny MuSiQue
-# 0.645 -> 0.655 (0.843 -> 0.840), tiny HotpotQA 0.820 -> 0.830, MuSiQue 2k 0.578 -> 0.588,
-# 10k 0.565 -> 0.575, 100k 0.548 -> 0.558; every other row the same.
-PLAIN_NAMES = TIME_WORDS | frozenset("north south east west northern southern eastern western".split())
-# A second hop through a title: a passage of a document titled by a name the best passage gives
-# (held by at most TITLE_HELD passages of the store, so no hub: "Git" in git's manual) ranks as
-# a bridge does. Wikipedia's pages, a manual's, a wiki's, link a name to the page about it: "the
-# hotel in Gisvi's city of birth" -> Gisvi's passage names Namibia -> the page "Namibia". It
-# finds what the shared-name rule cannot once the name is held by more than two ("Somalia" in
-# a 2k store). bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2 / R@5 before -> after:
-# tiny MuSiQue 0.655 / 0.840 -> 0.665 / 0.850, tiny HotpotQA 0.830 / 0.970 -> 0.840 / 0.980,
-# MuSiQue 2k 0.588 -> 0.598 (R@2), HotpotQA 2k 0.770 / 0.960 -> 0.780 / 0.970, 10k HotpotQA /
-# MuSiQue R@5 0.930 -> 0.950, 0.778 -> 0.788, 100k 0.920 -> 0.930, 0.778 -> 0.788; every other
-# ruler the same (stores without titles: conversations, notes). 5 and 20 read the same but for
-# one question a ruler; with no bound git's manual lost a multi-passage place ("Git", "git(1)").
-TITLE_HELD = 10
-TITLE_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 # Exact tokens: a query word shaped like an id, error code, hostname or ticket number
 # (query.exact_tokens) held by at most this many full-text units puts those units first.
 RARE_MAX = 5
@@ -86,8 +53,10 @@ class Ranking:
     exact: dict[int, list[str]] = field(default_factory=dict)  # vertex -> exact tokens it holds
     speakers: list[str] = field(default_factory=list)  # the speakers the question names
     dates: list[tuple[float, float]] = field(default_factory=list)  # the dates it names
-    # vertex -> (node id of the best passage, the name they share): raised as a chain's second hop
+    # vertex -> (node id of the best passage, the name, whether it is the vertex's title):
+    # raised as a chain's second hop (links.py)
     second_hop: dict[int, tuple[int, str, bool]] = field(default_factory=dict)
+    asked_title: dict[int, str] = field(default_factory=dict)  # vertex -> the question's name, its title
     docs: dict[int, tuple] = field(default_factory=dict)  # document rows read on the way (by id)
 
 
@@ -150,79 +119,9 @@ def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seed
     elsewhere = date_focus(index, store, query, cand)
     if elsewhere is not None:
         scores[elsewhere] *= OTHER_TIME
-    hops, docs = bridge_second_hop(index, store, seeds, cand, scores, top_k)
+    found = links.raise_linked(index, store, seeds, cand, scores, top_k)
     return scores, Ranking(np.zeros(0, np.int64), np.zeros(0), exact_holders(store, index, query),
-                           named, list(query.dates), hops, docs)
-
-
-def bridge_second_hop(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.ndarray,
-                      scores: np.ndarray, top_k: int = 0
-                      ) -> tuple[dict[int, tuple[int, str, bool]], dict[int, tuple]]:
-    """Raise, in place, the passages among the best BRIDGE_TOP that share a name with the
-    best passage held by no third passage, or whose document the best passage names by its
-    title (a name held by at most TITLE_HELD passages), the question's own names aside: see
-    BRIDGE and TITLE_HELD. A name is a phrase whose stored form starts with a capital: a
-    capitalised name or a capitalised word of one ("Light" of "Cape Morrow Light"), not a date
-    or a compass point (PLAIN_NAMES); a name written in lower case ("kestrel") is not read as
-    one. The names' texts and the titles are two more reads of the store (one statement each).
-    Returns each raised vertex with the best passage's node id, the name, and whether it is
-    the vertex's title (for evidence); and the document rows read, which cover the best
-    ``top_k`` candidates after the raise (a raise lifts only the best BRIDGE_TOP passages), so
-    the hits' evidence reads none again (one statement a search on a server)."""
-    g = index.graph
-    ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
-    order = np.argsort(-ranked, kind="stable")[:BRIDGE_TOP]
-    order = order[ranked[order] > 0]
-    if len(order) < 3:  # a first, and more than one to choose the second from
-        return {}, {}
-    best = int(cand[order[0]])
-    cols, w = g.adj.row(best)
-    cols = cols[(w > 0) & (g.kinds[cols] == "phrase")]  # a patched row keeps removed edges at 0
-    cols = cols[index.passage_count[cols] <= TITLE_HELD]
-    if seeds.asked:
-        cols = cols[~np.isin(cols, np.fromiter(seeds.asked, np.int64))]
-    texts = store.phrase_texts(g.node_ids[cols].tolist()) if len(cols) else {}
-    cols = np.array([v for v, node in zip(cols.tolist(), g.node_ids[cols].tolist())
-                     if _names_one_thing(texts.get(int(node), ""))], dtype=np.int64)
-    if len(cols) == 0:
-        return {}, {}
-    shared_names = cols[index.passage_count[cols] == 2]
-    titled = {normalise_phrase(texts[int(g.node_ids[v])]): texts[int(g.node_ids[v])] for v in cols.tolist()}
-    others = cand[order[1:]]
-    leaders = np.argsort(-scores, kind="stable")[:top_k]  # of any kind, before the raise
-    titles = store.documents_of(np.unique(g.doc_ids[np.concatenate([cand[order], cand[leaders]])]).tolist())
-    first, first_doc = int(g.node_ids[best]), int(g.doc_ids[best])
-    ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
-    raised: dict[int, tuple[int, str, bool]] = {}
-    for k, v in zip(order[1:], others.tolist()):
-        held, w = g.adj.row(v)
-        shared = shared_names[np.isin(shared_names, held[w > 0])]
-        doc = titles.get(int(g.doc_ids[v]))
-        named = _title_named(doc[2] if doc and int(doc[0]) != first_doc else None, titled)
-        if len(shared) or named:
-            scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
-            raised[v] = (first, named, True) if named else (first, texts[int(g.node_ids[shared[0]])], False)
-    return raised, titles
-
-
-def _title_named(title: str | None, names: dict[str, str]) -> str | None:
-    """The name among ``names`` (normalised key -> as written) that is ``title``: the whole
-    title, or what comes before its parenthesis or its first comma ("Brother (Pearl Jam song)",
-    "West Chicago, Illinois")."""
-    if not title:
-        return None
-    for head in (title, TITLE_QUALIFIER.sub("", title), title.split(",")[0]):
-        key = normalise_phrase(head)
-        if key in names:
-            return names[key]
-    return None
-
-
-def _names_one_thing(text: str) -> bool:
-    """A phrase read as a name for a bridge: written capitalised, and not made of PLAIN_NAMES
-    and numbers alone."""
-    return text[:1].isupper() and not all(w in PLAIN_NAMES or w.isdigit()
-                                          for w in text.casefold().replace(",", " ").split())
+                           named, list(query.dates), found.second_hop, found.asked_title, found.docs)
 
 
 def _best(index: RetrievalIndex, scope: Scope, cand: np.ndarray, scores: np.ndarray,

@@ -1,0 +1,149 @@
+"""Part of stage 3, rank: passages linked by names to the question or to the best passage rise.
+The walk reaches them, but a passage spreads its mass over all its phrases, so one that merely
+reads like the question stayed ahead. Three links, all read among the best BRIDGE_TOP passages
+and none raising a passage above the best one (the first hit, its refusal and its confidence
+never change):
+
+* the question names the passage's page: its document is titled by a name the question asks
+  ("Which plant is larger, the Pterocarya or the Cotula?" -> the page "Pterocarya");
+* a chain's second hop through a shared name: the passage shares with the best a name that no
+  third passage of the store holds (the Bubye River's passage names Zimbabwe, so does Victoria
+  Falls');
+* a chain's second hop through a title: the best passage names the passage's page ("Gisvi was
+  born in Windhoek" -> the page "Windhoek"), the name held by at most TITLE_HELD passages.
+
+A name is a phrase written capitalised ("Valdoria", or "Light" of "Cape Morrow Light"), not a
+date or a compass point (PLAIN_NAMES); a name written in lower case ("kestrel") is not read as
+one. A title names a page whole or before its parenthesis or its first comma ("Brother (Pearl
+Jam song)", "West Chicago, Illinois"). The reads: the names' texts and the candidates' document
+rows, one statement each, and the document rows serve the hits' evidence too."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..store import Store
+from ..text import normalise_phrase
+from .refusal import TIME_WORDS
+from .seed import Seeds
+from .state import RetrievalIndex
+
+# The second hop of a chain: among the best BRIDGE_TOP passages, one sharing a name with the
+# first that no other passage of the store holds (a bridge: "the waterfall in the country where
+# the Bubye River is found" -> the Bubye's passage names Zimbabwe -> Victoria Falls' passage
+# names it too) ranks at (1 + BRIDGE) x its score, never above the first. Names only (written
+# capitalised) and not the question's own: a shared rare common word is no chain.
+# bench_quality.py --splits dev, e5-enpt, 2026-12-06, R@2 (R@5) before -> after: tiny MuSiQue
+# 0.587 -> 0.645 (0.803 -> 0.843), tiny HotpotQA 0.800 -> 0.820, HotpotQA 2k 0.740 -> 0.770, 10k
+# 0.770 -> 0.790, MuSiQue 2k 0.580 -> 0.578 (0.782 -> 0.792), 10k 0.560 -> 0.565 (0.768 ->
+# 0.778), agent memories' two-note all@2 0.485 -> 0.576, LoCoMo within 0.001. BRIDGE 1: tiny
+# MuSiQue 0.605; 4: 10k MuSiQue 0.543. Any rare phrase (common words too) instead of names: 10k
+# MuSiQue 0.535, LoCoMo R@5 -0.008.
+BRIDGE = 2.0
+BRIDGE_TOP = 10
+# Words written capitalised that name no one thing: the months and days (passages that share
+# nothing else share a date) and the compass points ("West" of "West Chicago" and of "West
+# Virginia"). A shared name made of these and numbers alone ("February 2002") is no bridge.
+# bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2 (R@5) before -> after: tiny MuSiQue
+# 0.645 -> 0.655 (0.843 -> 0.840), tiny HotpotQA 0.820 -> 0.830, MuSiQue 2k 0.578 -> 0.588,
+# 10k 0.565 -> 0.575, 100k 0.548 -> 0.558; every other row the same.
+PLAIN_NAMES = TIME_WORDS | frozenset("north south east west northern southern eastern western".split())
+# A second hop through a title: a passage of a document titled by a name the best passage gives
+# (held by at most TITLE_HELD passages of the store, so no hub: "Git" in git's manual) ranks as
+# a bridge does. Wikipedia's pages, a manual's, a wiki's, link a name to the page about it: "the
+# hotel in Gisvi's city of birth" -> Gisvi's passage names Namibia -> the page "Namibia". It
+# finds what the shared-name rule cannot once the name is held by more than two ("Somalia" in
+# a 2k store). bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2 / R@5 before -> after:
+# tiny MuSiQue 0.655 / 0.840 -> 0.665 / 0.850, tiny HotpotQA 0.830 / 0.970 -> 0.840 / 0.980,
+# MuSiQue 2k 0.588 -> 0.598 (R@2), HotpotQA 2k 0.770 / 0.960 -> 0.780 / 0.970, 10k HotpotQA /
+# MuSiQue R@5 0.930 -> 0.950, 0.778 -> 0.788, 100k 0.920 -> 0.930, 0.778 -> 0.788; every other
+# ruler the same (stores without titles: conversations, notes). 5 and 20 read the same but for
+# one question a ruler; with no bound git's manual lost a multi-passage place ("Git", "git(1)").
+# The same bound keeps a page the question names from being a hub's.
+TITLE_HELD = 10
+TITLE_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+@dataclass
+class Linked:
+    """What :func:`raise_linked` raised, and the document rows it read (by id)."""
+    second_hop: dict[int, tuple[int, str, bool]] = field(default_factory=dict)  # vertex -> (best
+    # passage's node id, the name, whether it is the vertex's title)
+    asked_title: dict[int, str] = field(default_factory=dict)  # vertex -> the question's name
+    docs: dict[int, tuple] = field(default_factory=dict)
+
+
+def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.ndarray,
+                 scores: np.ndarray, top_k: int = 0) -> Linked:
+    """Raise, in place, the passages among the best BRIDGE_TOP that the question names by
+    their titles, or that are the next link of a chain from the best (see the module's
+    docstring), each at (1 + BRIDGE) x its score and never above the best. The document rows
+    read cover the best ``top_k`` candidates after the raise (a raise lifts only the best
+    BRIDGE_TOP passages), so the hits' evidence reads none again."""
+    g = index.graph
+    ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
+    order = np.argsort(-ranked, kind="stable")[:BRIDGE_TOP]
+    order = order[ranked[order] > 0]
+    if len(order) < 2:  # a first, and another to raise
+        return Linked()
+    best = int(cand[order[0]])
+    asked = np.fromiter(seeds.asked, np.int64) if seeds.asked else np.zeros(0, np.int64)
+    cols, w = g.adj.row(best)
+    cols = cols[(w > 0) & (g.kinds[cols] == "phrase")]  # a patched row keeps removed edges at 0
+    cols = cols[~np.isin(cols, asked)]
+    cols, asked = (c[index.passage_count[c] <= TITLE_HELD] for c in (cols, asked))
+    both = np.concatenate([cols, asked])
+    texts = store.phrase_texts(g.node_ids[both].tolist()) if len(both) else {}
+    text = {int(v): texts.get(int(node), "") for v, node in zip(both.tolist(), g.node_ids[both].tolist())}
+    cols, asked = (np.array([v for v in c.tolist() if _names_one_thing(text[v])], dtype=np.int64)
+                   for c in (cols, asked))
+    if not len(cols) and not len(asked):
+        return Linked()
+    shared_names = cols[index.passage_count[cols] == 2]
+    titled = {normalise_phrase(text[v]): text[v] for v in cols.tolist()}
+    questioned = {normalise_phrase(text[v]): text[v] for v in asked.tolist()}
+    leaders = np.argsort(-scores, kind="stable")[:top_k]  # of any kind, before the raise
+    docs = store.documents_of(np.unique(g.doc_ids[np.concatenate([cand[order], cand[leaders]])]).tolist())
+    first, first_doc = int(g.node_ids[best]), int(g.doc_ids[best])
+    ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
+    out = Linked(docs=docs)
+    chain = len(order) >= 3  # a second hop: more than one to choose it from
+    for k, v in zip(order[1:], cand[order[1:]].tolist()):
+        doc = docs.get(int(g.doc_ids[v]))
+        title = doc[2] if doc else None
+        if name := _title_named(title, questioned):
+            out.asked_title[v] = name
+        elif not chain:
+            continue
+        elif name := _title_named(title if int(g.doc_ids[v]) != first_doc else None, titled):
+            out.second_hop[v] = (first, name, True)
+        else:
+            held, w = g.adj.row(v)
+            shared = shared_names[np.isin(shared_names, held[w > 0])]
+            if not len(shared):
+                continue
+            out.second_hop[v] = (first, text[int(shared[0])], False)
+        scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
+    return out
+
+
+def _title_named(title: str | None, names: dict[str, str]) -> str | None:
+    """The name among ``names`` (normalised key -> as written) that is ``title``: the whole
+    title, or what comes before its parenthesis or its first comma."""
+    if not title:
+        return None
+    for head in (title, TITLE_QUALIFIER.sub("", title), title.split(",")[0]):
+        key = normalise_phrase(head)
+        if key in names:
+            return names[key]
+    return None
+
+
+def _names_one_thing(text: str) -> bool:
+    """A phrase read as a name: written capitalised, and not made of PLAIN_NAMES and numbers
+    alone."""
+    return text[:1].isupper() and not all(w in PLAIN_NAMES or w.isdigit()
+                                          for w in text.casefold().replace(",", " ").split())
