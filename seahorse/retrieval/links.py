@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -103,8 +104,8 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     if not len(cols) and not len(asked):
         return Linked()
     shared_names = cols[index.passage_count[cols] == 2]
-    titled = {normalise_phrase(text[v]): text[v] for v in cols.tolist()}
-    questioned = {normalise_phrase(text[v]): text[v] for v in asked.tolist()}
+    titled = {_key(text[v]): text[v] for v in cols.tolist()}
+    questioned = {_key(text[v]): text[v] for v in asked.tolist()}
     leaders = np.argsort(-scores, kind="stable")[:top_k]  # of any kind, before the raise
     docs = store.documents_of(np.unique(g.doc_ids[np.concatenate([cand[order], cand[leaders]])]).tolist())
     first, first_doc = int(g.node_ids[best]), int(g.doc_ids[best])
@@ -135,11 +136,20 @@ def _title_named(title: str | None, names: dict[str, str]) -> str | None:
     title, or what comes before its parenthesis or its first comma."""
     if not title:
         return None
-    for head in (title, TITLE_QUALIFIER.sub("", title), title.split(",")[0]):
-        key = normalise_phrase(head)
-        if key in names:
-            return names[key]
-    return None
+    return next((names[key] for key in _title_keys(title) if key in names), None)
+
+
+@lru_cache(maxsize=8192)
+def _title_keys(title: str) -> tuple[str, ...]:
+    """A title's keys as names: whole, before its parenthesis, before its first comma (kept
+    across searches: a store's titles come back again and again)."""
+    return tuple(dict.fromkeys(_key(head) for head in (title, TITLE_QUALIFIER.sub("", title),
+                                                         title.split(",")[0])))
+
+
+@lru_cache(maxsize=8192)
+def _key(text: str) -> str:
+    return normalise_phrase(text)
 
 
 def _names_one_thing(text: str) -> bool:
