@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from seahorse import Engine
-from seahorse.retrieval.state import FactCache
+from seahorse.mechanisms.numeric import quantise
+from seahorse.retrieval.state import FactCache, _scores
+from seahorse.store.codec import _from_blobs
 
 NOTES = (
     "The staging database runs on kestrel.",
@@ -41,11 +43,13 @@ def test_the_cache_gives_what_the_store_gives_and_reads_each_passage_once(engine
         engine.add_document(text)
     store, seq, ids = engine.store, engine.searcher.index().seq, _passages(engine)
     cache, counting = FactCache(), Counting(store)
+    q = engine.embedder.embed(["Where is the staging database?"])[0]
     with store.snapshot():
         want = store.facts_of(ids, engine.embedder.dim)
-        got = cache.facts_of(counting, seq, ids, engine.embedder.dim)
-        again = cache.facts_of(counting, seq, ids[1:], engine.embedder.dim)
-    assert np.array_equal(got[0], want[0]) and np.array_equal(got[2], want[2])
+        got = cache.fact_scores(counting, seq, ids, engine.embedder.dim, q)
+        again = cache.fact_scores(counting, seq, ids[1:], engine.embedder.dim, q)
+    assert np.array_equal(got[0], want[0])
+    assert np.allclose(got[2], want[2] @ q, atol=1e-4)  # int8 rows scored without float32 rows
     assert [list(got[1][k]) for k in range(len(got[1]))] == [list(want[1][k]) for k in range(len(want[1]))]
     assert len(want[0]) >= len(NOTES)
     assert counting.asked == [ids]  # the second call read nothing
@@ -75,6 +79,24 @@ def test_it_holds_no_more_facts_than_its_bound(engine: Engine) -> None:
     cache = FactCache(limit=5)
     with store.snapshot():
         for start in range(0, len(ids), 3):
-            cache.facts_of(store, seq, ids[start:start + 3], engine.embedder.dim)
+            cache.fact_scores(store, seq, ids[start:start + 3], engine.embedder.dim,
+                              np.ones(engine.embedder.dim, dtype=np.float32))
             assert cache.held <= 5 or len(cache.rows) == 1
-    assert cache.held == sum(len(f) for f, _v in cache.rows.values())
+    assert cache.held == sum(len(f) for f, _v, _s in cache.rows.values())
+
+
+def test_vectors_of_more_than_one_encoding_are_scored_alike() -> None:
+    """A file upgraded but not yet vacuumed holds float32, float16 and int8 vectors: a passage
+    whose facts mix them is scored as codec reads them, one encoding alone by the int8 kernel."""
+    rng = np.random.default_rng(7)
+    dim = 16
+    vecs = rng.normal(size=(5, dim)).astype(np.float32)
+    q = rng.normal(size=dim).astype(np.float32)
+    rows, scales = quantise(vecs)
+    int8 = [rows[i].tobytes() + np.float32(scales[i]).tobytes() for i in range(5)]
+    mixed = [vecs[0].tobytes(), vecs[1].astype("<f2").tobytes(), int8[2]]
+    want_int8 = _from_blobs(int8, dim) @ q
+    assert np.allclose(_scores([(b"".join(int8[:2]), dim + 4), (b"".join(int8[2:]), dim + 4)], 5, dim, q),
+                       want_int8, atol=1e-4)
+    got = _scores([(mixed, 0), (b"".join(int8[3:]), dim + 4)], 5, dim, q)
+    assert np.allclose(got, _from_blobs(mixed + int8[3:], dim) @ q, atol=1e-5)

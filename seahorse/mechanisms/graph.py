@@ -234,7 +234,8 @@ def top_positions(values: np.ndarray, k: int) -> np.ndarray:
         return np.arange(len(values))
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    threshold = np.partition(values, len(values) - k)[len(values) - k]  # the k-th largest
+    threshold = -np.partition(-values, k - 1)[k - 1]  # the k-th largest (negated: many equal small
+    # values made a partition from the top end slow)
     above = np.flatnonzero(values > threshold)
     ties = np.flatnonzero(values == threshold)[:k - len(above)]
     return np.sort(np.concatenate([above, ties]))

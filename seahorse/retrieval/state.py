@@ -18,7 +18,9 @@ the store per query, for the candidates only.
 
 from __future__ import annotations
 
+import collections
 import copy
+import itertools
 from collections import OrderedDict
 from typing import Sequence
 
@@ -93,12 +95,20 @@ class FactCache:
 
     def __init__(self, limit: int = FACT_CACHE) -> None:
         self.limit, self.seq, self.held = limit, -1, 0
-        self.rows: OrderedDict[int, tuple[list[int], list[bytes]]] = OrderedDict()
+        # passage -> (its fact ids, their stored vectors, the size of one): the vectors joined
+        # when they share one size (one decode a search, not a join of thousands), else a list
+        # (size 0: a file upgraded but not yet vacuumed holds more than one encoding)
+        self.rows: OrderedDict[int, tuple[list[int], bytes | list[bytes], int]] = OrderedDict()
 
-    def facts_of(self, store: Store, seq: int, passage_ids: list[int], dim: int
-                 ) -> tuple[np.ndarray, Sequence[list[int]], np.ndarray]:
+    def fact_scores(self, store: Store, seq: int, passage_ids: list[int], dim: int, q: np.ndarray
+                    ) -> tuple[np.ndarray, Sequence[list[int]], np.ndarray]:
+        """The facts of ``passage_ids`` as ``Store.facts_of`` gives them (their passages, their
+        phrase ids), each with its stored vector's dot product with ``q``: int8 vectors by
+        onnxruntime's integer kernel (int8dot, as the passages' own) without making float32
+        rows of them first."""
         if not store.caches_facts or self.limit <= 0:
-            return store.facts_of(passage_ids, dim)
+            passages, phrases, vecs = store.facts_of(passage_ids, dim)
+            return passages, phrases, vecs @ q
         if seq != self.seq:
             self.rows.clear()
             self.seq, self.held = seq, 0
@@ -109,21 +119,34 @@ class FactCache:
                 got[passage][0].append(fact)
                 got[passage][1].append(vec)
             for p in missing:
-                self.rows[p] = got[p]
-                self.held += len(got[p][0])
-        passages: list[int] = []
-        facts: list[int] = []
-        vecs: list[bytes] = []
-        for p in passage_ids:
-            ids, blobs = self.rows[p]
-            self.rows.move_to_end(p)
-            passages += [p] * len(ids)
-            facts += ids
-            vecs += blobs
+                ids, blobs = got[p]
+                sizes = {len(b) for b in blobs}
+                one = sizes.pop() if len(sizes) == 1 else 0
+                self.rows[p] = (ids, b"".join(blobs) if one else blobs, one)
+                self.held += len(ids)
+        entries = list(map(self.rows.__getitem__, passage_ids))
+        collections.deque(map(self.rows.move_to_end, passage_ids), maxlen=0)  # used now: last out
+        counts = [len(ids) for ids, _v, _s in entries]
+        facts = list(itertools.chain.from_iterable(ids for ids, _v, _s in entries))
+        kept = [(vecs, size) for ids, vecs, size in entries if ids]
         while self.held > self.limit and self.rows:
-            _p, (ids, _blobs) = self.rows.popitem(last=False)
+            _p, (ids, _vecs, _size) = self.rows.popitem(last=False)
             self.held -= len(ids)
-        return np.array(passages, dtype=np.int64), store.fact_phrases(facts), _from_blobs(vecs, dim)
+        passages = np.repeat(np.asarray(passage_ids, dtype=np.int64), counts)
+        return passages, store.fact_phrases(facts), _scores(kept, len(facts), dim, q)
+
+
+def _scores(kept: list[tuple[bytes | list[bytes], int]], n: int, dim: int, q: np.ndarray) -> np.ndarray:
+    """The dot products with ``q`` of ``n`` stored vectors (FactCache's rows, in order)."""
+    sizes = {size for _v, size in kept}
+    if sizes == {dim + 4} and dim > 4:  # int8 and a scale each, one block
+        block = np.frombuffer(b"".join(v for v, _s in kept), dtype=np.uint8).reshape(n, dim + 4)  # type: ignore[misc]
+        scale = block[:, dim:].copy().view("<f4").ravel()
+        return int8dot.dots(block[:, :dim].view(np.int8), q) * scale
+    blobs: list[bytes] = []
+    for vecs, size in kept:
+        blobs += [vecs[i:i + size] for i in range(0, len(vecs), size)] if size else vecs  # type: ignore[misc]
+    return _from_blobs(blobs, dim) @ q
 
 
 class RetrievalIndex:
