@@ -6,6 +6,9 @@ question stayed ahead."""
 
 from __future__ import annotations
 
+import datetime
+import math
+
 import pytest
 
 from seahorse import Engine, load_settings
@@ -137,3 +140,24 @@ def test_the_pages_the_question_names_come_first(backend, monkeypatch) -> None:
     assert hits[1].evidence["asked_title"] == "Fen Willet"
     assert not any("asked_title" in h.evidence for h in hits[2:])
     assert why(hits[1].evidence).startswith("the question names its page, 'Fen Willet'; ")
+
+
+def test_a_raised_page_of_a_newer_document_stays_below_the_first_hit(backend, monkeypatch) -> None:
+    """Every search re-scores its hits by their documents' ages (recency) after the rank stage,
+    so a passage the links raised to just below the best passage passed it whenever its
+    document was the newer: the first hit changed because of the rule. Here the page "Marsh
+    Orlan" (the best passage) is dated three months ago, the others today: the raised "Fen
+    Willet" page stays below it and the first hit is the one without the rule."""
+    old = (datetime.date.today() - datetime.timedelta(days=90)).isoformat()
+    with Engine(load_settings(env={}, db_path=backend)) as eng:
+        for text, source, title in PAGES:
+            eng.add_document(text, source=source, title=title,
+                             metadata={"event_time": old} if source == "orlan-page" else None)
+        hits = eng.search(ASKED, top_k=6, refuse=False).hits
+        monkeypatch.setattr(links, "BRIDGE", 0.0)
+        without = [h.source for h in eng.search(ASKED, top_k=6, refuse=False).hits]
+    ranked = [h.source for h in hits]
+    assert hits[ranked.index("willet-page")].evidence.get("asked_title") == "Fen Willet", ranked
+    assert ranked.index("willet-page") > ranked.index("orlan-page"), ranked  # never above the best
+    assert ranked[0] == without[0], (ranked, without)  # the first hit is the one without the rule
+    assert all(h.score > 0 and math.isfinite(h.score) for h in hits)

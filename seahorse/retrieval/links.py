@@ -26,8 +26,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..core.timeline import exact_first
 from ..store import Store
 from ..text import normalise_phrase
+from .hits import Hit
 from .refusal import TIME_WORDS
 from .seed import Seeds
 from .state import RetrievalIndex
@@ -129,6 +131,27 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
             out.second_hop[v] = (first, text[int(shared[0])], False)
         scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
     return out
+
+
+def best_passage(hits: list[Hit]) -> Hit | None:
+    """The passage the links were read from: the best-scored passage among the hits as the
+    rank stage scored them (a raised one stays below it), None without a passage."""
+    return max((h for h in hits if h.kind == "passage"), key=lambda h: h.score, default=None)
+
+
+def below_best(hits: list[Hit], best: Hit | None, words_first: bool = False) -> list[Hit]:
+    """``hits`` once recency has re-scored them (core/timeline.rank_by_time), each raised
+    passage (evidence ``second_hop`` or ``asked_title``) kept below ``best`` as the rank stage
+    left it: a raised passage of a newer document than the best's passed it, and the first hit
+    changed because of a link. Re-sorted as rank_by_time sorts when one moved."""
+    if best is None:
+        return hits
+    ceiling = best.score * (1.0 - 1e-6)
+    moved = [h for h in hits if h is not best and h.score > ceiling
+             and ("second_hop" in h.evidence or "asked_title" in h.evidence)]
+    for h in moved:
+        h.score = ceiling
+    return sorted(hits, key=lambda h: exact_first(h, words_first)) if moved else hits
 
 
 def _title_named(title: str | None, names: dict[str, str]) -> str | None:

@@ -26,7 +26,7 @@ from ..mechanisms.extract import Extractor
 from ..mechanisms.models.embed import Embedder
 from ..mechanisms.models.rerank import CrossEncoder, rerank
 from ..store import Store
-from . import confidence
+from . import confidence, links
 from .explain import explained_hits
 from .hits import SearchResult
 from .query import Query
@@ -202,8 +202,11 @@ class Search:
             result = retrieve(index, self.store, rt.embedder, rt.extractor, rt.settings, query.strip(),
                               pool_depth(depth), self.budget().node_budget, context=context,
                               scope=Scope(want, doc_filter, leave_out), scorer=scorer, repo_id=repo_id)
-            result.hits = rank_by_time(self.store, result.hits, window, code=repo is not None,
-                                       words_first=set(want) == {"commit"})[:depth]
+            best = links.best_passage(result.hits)  # as ranked, before recency re-scores the hits
+            words_first = set(want) == {"commit"}
+            timed = rank_by_time(self.store, result.hits, window, code=repo is not None,
+                                 words_first=words_first)
+            result.hits = links.below_best(timed, best, words_first)[:depth]
             if keep is not None and not len(keep):  # no item's time in since/until, or valid at as_of
                 result.info["reason"] = "empty_window"
             refuse = True if refuse is None else bool(refuse)
