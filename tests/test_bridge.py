@@ -107,6 +107,18 @@ def test_the_page_the_first_hit_names_by_its_title_comes_second(backend, monkeyp
         f"the next link of a chain from passage {hits[0].id}: it names 'Valdoria', this page's title; ")
 
 
+def _searched_twice(backend: str, notes, question: str, top_k: int, monkeypatch, attr: str,
+                    value) -> tuple[list, list[str]]:
+    """A store of ``notes`` ((text, source, title) each, one document each, in order): the hits
+    for ``question`` as shipped, then the sources with ``links.<attr>`` set to ``value``."""
+    with Engine(load_settings(env={}, db_path=backend)) as eng:
+        for text, source, title in notes:
+            eng.add_document(text, source=source, title=title)
+        hits = eng.search(question, top_k=top_k, refuse=False).hits
+        monkeypatch.setattr(links, attr, value)
+        return hits, [h.source for h in eng.search(question, top_k=top_k, refuse=False).hits]
+
+
 ASKED = "Which grows taller, the Marsh Orlan or the Fen Willet?"
 PAGES = [
     ("A perennial herb of wet meadows that flowers in late summer; its stems reach about a metre.",
@@ -128,12 +140,7 @@ def test_the_pages_the_question_names_come_first(backend, monkeypatch) -> None:
     """A comparison names two pages by their titles ("Fen Willet (shrub)" by what comes before
     its parenthesis): the second rises above the passages that read like the question or merely
     name it too, never above the first hit."""
-    with Engine(load_settings(env={}, db_path=backend)) as eng:
-        for text, source, title in PAGES:
-            eng.add_document(text, source=source, title=title)
-        hits = eng.search(ASKED, top_k=6, refuse=False).hits
-        monkeypatch.setattr(links, "BRIDGE", 0.0)
-        without = [h.source for h in eng.search(ASKED, top_k=6, refuse=False).hits]
+    hits, without = _searched_twice(backend, PAGES, ASKED, 6, monkeypatch, "BRIDGE", 0.0)
     ranked = [h.source for h in hits]
     assert set(ranked[:2]) == {"orlan-page", "willet-page"}, ranked
     assert ranked[0] == without[0] and without.index("willet-page") > 1, without  # the rule did it
@@ -161,3 +168,22 @@ def test_a_raised_page_of_a_newer_document_stays_below_the_first_hit(backend, mo
     assert ranked.index("willet-page") > ranked.index("orlan-page"), ranked  # never above the best
     assert ranked[0] == without[0], (ranked, without)  # the first hit is the one without the rule
     assert all(h.score > 0 and math.isfinite(h.score) for h in hits)
+
+
+def test_a_page_the_first_hit_names_found_deeper_enters_the_best_five(backend, monkeypatch) -> None:
+    """Past the best BRIDGE_TOP passages (shrunk to 3 here, so a small store shows it), a page
+    the first hit names by its title enters the best five, just below the fourth, never higher;
+    with no deeper window it stays where the walk left it."""
+    rivers = "Alder Birch Cedar Elm Fir Hazel Larch Maple Oak Pine Rowan Spruce".split()
+    notes = [(NOTES[0][0], "brenna", None), (NOTES[1][0], "cape-morrow", None),
+             ("A small kingdom on the northern sea; its people fish and farm barley.", "valdoria-page",
+              "Valdoria")]
+    notes += [(f"A lighthouse stands in the country where the {r} River rises; its keeper climbs it "
+               "at dawn.", f"decoy-{k}", None) for k, r in enumerate(rivers)]
+    monkeypatch.setattr(links, "BRIDGE_TOP", 3)
+    hits, shallow = _searched_twice(backend, notes, QUESTION, 10, monkeypatch, "DEEP_TOP", 3)
+    ranked = [h.source for h in hits]
+    assert "valdoria-page" not in shallow[:5], shallow  # deeper than the best five by itself
+    assert ranked.index("valdoria-page") == 4, ranked  # just below the fourth
+    assert ranked[:4] == [s for s in shallow if s != "valdoria-page"][:4]
+    assert hits[4].evidence["second_hop"] == {"after": hits[0].id, "name": "Valdoria", "title": True}

@@ -67,6 +67,14 @@ PLAIN_NAMES = TIME_WORDS | frozenset("north south east west northern southern ea
 # one question a ruler; with no bound git's manual lost a multi-passage place ("Git", "git(1)").
 # The same bound keeps a page the question names from being a hub's.
 TITLE_HELD = 10
+# A page the best passage names by its title but found deeper, among the passages ranked
+# BRIDGE_TOP + 1 to DEEP_TOP, enters the best five (just below the fourth), never higher: the
+# second hop the walk left further down ("the country Ceelmakoile is located in" -> the page
+# "Somalia", 23rd). bench_quality.py --splits dev, 2026-12-07: MuSiQue 2k R@5 0.798 -> 0.808,
+# 100k HotpotQA 0.940 -> 0.960, MiniLM's HotpotQA 2k 0.900 -> 0.910; every other ruler the same
+# (tiny stores hold at most 20; 50 read as 30).
+DEEP_TOP = 30
+DEEP_SLOT = 4
 TITLE_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 
 
@@ -88,8 +96,8 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     BRIDGE_TOP passages), so the hits' evidence reads none again."""
     g = index.graph
     ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
-    order = np.argsort(-ranked, kind="stable")[:BRIDGE_TOP]
-    order = order[ranked[order] > 0]
+    order = np.argsort(-ranked, kind="stable")[:DEEP_TOP]
+    order, deep = (o[ranked[o] > 0] for o in (order[:BRIDGE_TOP], order[BRIDGE_TOP:]))
     if len(order) < 2:  # a first, and another to raise
         return Linked()
     best = int(cand[order[0]])
@@ -109,7 +117,8 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     titled = {_key(text[v]): text[v] for v in cols.tolist()}
     questioned = {_key(text[v]): text[v] for v in asked.tolist()}
     leaders = np.argsort(-scores, kind="stable")[:top_k]  # of any kind, before the raise
-    docs = store.documents_of(np.unique(g.doc_ids[np.concatenate([cand[order], cand[leaders]])]).tolist())
+    read = np.concatenate([cand[order], cand[deep], cand[leaders]])
+    docs = store.documents_of(np.unique(g.doc_ids[read]).tolist())
     first, first_doc = int(g.node_ids[best]), int(g.doc_ids[best])
     ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
     out = Linked(docs=docs)
@@ -130,6 +139,14 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
                 continue
             out.second_hop[v] = (first, text[int(shared[0])], False)
         scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
+    if chain and titled and len(deep):
+        now = np.sort(np.where(index.kind_mask(("passage",))[cand], scores, 0.0))[::-1]
+        slot = float(now[DEEP_SLOT - 1]) * (1.0 - 1e-6)
+        for k, v in zip(deep.tolist(), cand[deep].tolist()):
+            doc = docs.get(int(g.doc_ids[v]))
+            if name := _title_named(doc[2] if doc and int(g.doc_ids[v]) != first_doc else None, titled):
+                scores[k] = max(scores[k], slot)
+                out.second_hop[v] = (first, name, True)
     return out
 
 
