@@ -592,3 +592,24 @@ def test_a_bad_setting_stops_the_server_at_start_with_one_line(tmp_path: Path) -
     assert proc.returncode == 4, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "SEAHORSE_DENSE_SHORTLIST" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_add_document_takes_a_title_and_a_question_naming_it_finds_its_page(tmp_path: Path) -> None:
+    """An agent gives a document its title over MCP (as `index --title` and a file's heading do):
+    it is kept, and a question naming the page by it raises that page (evidence asked_title),
+    through the default embedder."""
+    from test_bridge import ASKED, PAGES
+
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db", embedder=None) as srv:
+            for text, source, title in PAGES:
+                args = {"text": text, "source": source} | ({"title": title} if title else {})
+                await srv.ok("add_document", args)
+            listed = await srv.ok("list_documents", {})
+            titles = {d["source"]: d["title"] for d in listed["items"]}
+            assert titles["willet-page"] == "Fen Willet (shrub)" and titles["festival"] is None
+            found = await srv.ok("search", {"query": ASKED, "top_k": 6})
+            named = {h["source"]: h["evidence"].get("asked_title") for h in found["hits"]}
+            assert "Fen Willet" in named.values() and named["willet-page"] == "Fen Willet", named
+
+    asyncio.run(main())

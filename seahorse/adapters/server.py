@@ -101,6 +101,8 @@ SESSION = ("a conversation's id: earlier searches with it seed this one (for "
            "SEAHORSE_SESSION_TTL seconds); without it search writes nothing")
 SOURCE = "the document's name (default text:<hash>); adding the same source again replaces it"
 METADATA = "JSON object kept with it; event_time (ISO date) dates it, tags (list) tags it"
+TITLE = ("the document's title (default none): a question, or another document, that names it by "
+         "this title finds it")
 HIT_ID = "a hit's id (from search or search_code)"
 REPO = "the repository's path or name (may be left out when only one is indexed)"
 SYMBOL = "qualified or bare name (Flask.wsgi_app, wsgi_app) or PATH:NAME (src/app.py:run)"
@@ -323,10 +325,11 @@ def tool(annotations: ToolAnnotations):
 @tool(WRITES)
 def add_document(ctx: Context, text: Annotated[str, P("the text to index (note, document, transcript)")],
                  source: Annotated[str | None, P(SOURCE)] = None,
-                 metadata: Annotated[dict[str, Any] | None, P(METADATA)] = None) -> R.AddDocumentResult:
+                 metadata: Annotated[dict[str, Any] | None, P(METADATA)] = None,
+                 title: Annotated[str | None, P(TITLE)] = None) -> R.AddDocumentResult:
     """Index a text (note, document, transcript) into the knowledge graph; returns its document id and passage count."""
     return runtime(ctx).call_with(
-        lambda eng: eng.add_document(text, source=source, metadata=metadata,
+        lambda eng: eng.add_document(text, source=source, title=title, metadata=metadata,
                                      progress=progress_to(ctx, "passages")), writes=True).as_dict()
 
 
