@@ -49,6 +49,21 @@ def test_cli_refuses_a_bad_event_time_in_one_line(cli):
         assert proc.stderr.count("\n") == 1 and "event_time" in proc.stderr, proc.stderr
 
 
+def test_a_title_too_long_is_refused_in_one_line_and_nothing_is_stored(cli, engine):
+    """A title rides with every hit of its document (CLI text, JSON, MCP): a 1 MB one was stored
+    whole. Given by hand it is refused past TITLE_MAX, naming the field; a file's own is cut."""
+    from seahorse.ingest.pipeline import TITLE_MAX
+
+    proc = cli.run("index", "--text", "Sourdough rises with wild yeast.", "--title", "t" * (TITLE_MAX + 1))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "title is 1,001 characters" in proc.stderr and "shorten it" in proc.stderr, proc.stderr
+    with pytest.raises(InvalidInput, match="title"):
+        engine.add_document("Rye needs a longer proof.", title="x" * 50_000)
+    assert engine.list_documents()["items"] == []  # nothing stored
+    kept = engine.add_document("Rye needs a longer proof.", title="r" * TITLE_MAX)
+    assert engine.store.document(kept.doc_id)[2] == "r" * TITLE_MAX
+
+
 @pytest.mark.parametrize("stored", ["1e300", "9e999", "-1e300", "'yesterday'", "x'00ff'"])
 def test_reading_tolerates_a_bad_time_already_stored(cli, stored):
     """Written straight into the file (by an older version, by hand): search, listings,

@@ -46,6 +46,9 @@ SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go 
 Progress = Callable[[int, int, str], None]
 Fact = tuple[int, str, list[str]]  # (sentence index, sentence, phrase keys)
 
+# A title given (a file's own is cut at text.TITLE_CHARS): every hit of the document carries it.
+TITLE_MAX = 1_000
+
 
 @dataclass
 class Part:
@@ -476,6 +479,10 @@ class Ingest:
         if not body:
             raise InvalidInput("text is empty: nothing to index", field="text", code="empty")
         title = clean(title).strip() or None if title else None
+        if title is not None and len(title) > TITLE_MAX:
+            raise InvalidInput(f"title is {len(title):,} characters, over the {TITLE_MAX:,}-character "
+                               "limit for a title (it is shown with every hit); shorten it",
+                               field="title", code="too_large")
         check_metadata(metadata)
         digest = content_hash((title or "") + "\x00" + body)
         source = source or f"text:{digest[:16]}"
