@@ -29,7 +29,7 @@ from .core.timeline import Window
 from .core.usage import Usage
 from .core.usage import report as usage_report
 from .errors import ConfigError, InvalidInput, MissingExtra, ReadOnlyDatabase, SeahorseError, StorageError
-from .ingest.pipeline import IndexResult, Ingest
+from .ingest.pipeline import IndexResult, Ingest, check_title
 from .interop.formats import Interop
 from .interop.importing import Importer
 from .interop.reembed import reembed
@@ -176,7 +176,7 @@ class DocumentVerbs(_Verbs):
                      metadata: dict | None = None, progress: Progress | None = None) -> IndexResult:
         """Index a text as one document (re-adding the same source replaces it in place);
         ``progress(done, total, source)`` as its passages are embedded."""
-        items, after, contexts = notes.prepare(self.store, [(text, source, title, metadata)],
+        items, after, contexts = notes.prepare(self.store, [(text, source, check_title(title), metadata)],
                                                self.ingest.context_of)  # a note may be a turn
         return self.ingest.add_many(items, progress=progress, dedup=True, after=after, contexts=contexts)[0]
 
@@ -192,7 +192,7 @@ class DocumentVerbs(_Verbs):
                    progress: Progress | None = None) -> IndexResult:
         """Index one text file as a document; ``progress(done, total, source)`` as its
         passages are embedded."""
-        return self.ingest.add_file(check_path("path", path), title, progress)
+        return self.ingest.add_file(check_path("path", path), check_title(title), progress)
 
     @verb
     def index_dir(self, path: str | Path, progress: Progress | None = None,

@@ -46,8 +46,18 @@ SPOOL_PARTS = 256  # passages of one document kept in memory before the rest go 
 Progress = Callable[[int, int, str], None]
 Fact = tuple[int, str, list[str]]  # (sentence index, sentence, phrase keys)
 
-# A title given (a file's own is cut at text.TITLE_CHARS): every hit of the document carries it.
+# A title given by hand (a file's own is cut at text.TITLE_CHARS; an import's comes from its
+# data): every hit of the document carries it.
 TITLE_MAX = 1_000
+
+
+def check_title(title: str | None) -> str | None:
+    """``title`` as given by hand (``index --title``, ``add_document``), or one line of error."""
+    if title is not None and len(title) > TITLE_MAX:
+        raise InvalidInput(f"title is {len(title):,} characters, over the {TITLE_MAX:,}-character "
+                           "limit for a title (it is shown with every hit); shorten it",
+                           field="title", code="too_large")
+    return title
 
 
 @dataclass
@@ -479,10 +489,6 @@ class Ingest:
         if not body:
             raise InvalidInput("text is empty: nothing to index", field="text", code="empty")
         title = clean(title).strip() or None if title else None
-        if title is not None and len(title) > TITLE_MAX:
-            raise InvalidInput(f"title is {len(title):,} characters, over the {TITLE_MAX:,}-character "
-                               "limit for a title (it is shown with every hit); shorten it",
-                               field="title", code="too_large")
         check_metadata(metadata)
         digest = content_hash((title or "") + "\x00" + body)
         source = source or f"text:{digest[:16]}"
