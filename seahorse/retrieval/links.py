@@ -27,6 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..core.timeline import exact_first
+from ..mechanisms.graph import top_positions
 from ..store import Store
 from ..text import normalise_phrase
 from .hits import Hit
@@ -96,7 +97,7 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     BRIDGE_TOP passages), so the hits' evidence reads none again."""
     g = index.graph
     ranked = np.where(index.kind_mask(("passage",))[cand], scores, 0.0)
-    order = np.argsort(-ranked, kind="stable")[:DEEP_TOP]
+    order = _best_first(ranked, DEEP_TOP)
     order, deep = (o[ranked[o] > 0] for o in (order[:BRIDGE_TOP], order[BRIDGE_TOP:]))
     if len(order) < 2:  # a first, and another to raise
         return Linked()
@@ -116,21 +117,25 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     shared_names = cols[index.passage_count[cols] == 2]
     titled = {_key(text[v]): text[v] for v in cols.tolist()}
     questioned = {_key(text[v]): text[v] for v in asked.tolist()}
-    leaders = np.argsort(-scores, kind="stable")[:top_k]  # of any kind, before the raise
+    leaders = _best_first(scores, top_k)  # of any kind, before the raise
     read = np.concatenate([cand[order], cand[deep], cand[leaders]])
     docs = store.documents_of(np.unique(g.doc_ids[read]).tolist())
     first, first_doc = int(g.node_ids[best]), int(g.doc_ids[best])
     ceiling = float(scores[order[0]]) * (1.0 - 1e-6)
     out = Linked(docs=docs)
+
+    def page(v: int, names: dict[str, str], own: bool = True) -> str | None:
+        """The name among ``names`` that titles ``v``'s document (``own``: the best's too)."""
+        doc = docs.get(int(g.doc_ids[v]))
+        return _title_named(doc[2] if doc and (own or int(doc[0]) != first_doc) else None, names)
+
     chain = len(order) >= 3  # a second hop: more than one to choose it from
     for k, v in zip(order[1:], cand[order[1:]].tolist()):
-        doc = docs.get(int(g.doc_ids[v]))
-        title = doc[2] if doc else None
-        if name := _title_named(title, questioned):
+        if name := page(v, questioned):
             out.asked_title[v] = name
         elif not chain:
             continue
-        elif name := _title_named(title if int(g.doc_ids[v]) != first_doc else None, titled):
+        elif name := page(v, titled, own=False):
             out.second_hop[v] = (first, name, True)
         else:
             held, w = g.adj.row(v)
@@ -139,15 +144,22 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
                 continue
             out.second_hop[v] = (first, text[int(shared[0])], False)
         scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
-    if chain and titled and len(deep):
-        now = np.sort(np.where(index.kind_mask(("passage",))[cand], scores, 0.0))[::-1]
-        slot = float(now[DEEP_SLOT - 1]) * (1.0 - 1e-6)
+    if chain and titled and len(deep):  # only the best BRIDGE_TOP were raised: the best
+        # DEEP_SLOT now are among them and the first DEEP_SLOT past them
+        near = np.concatenate([order, deep[:DEEP_SLOT]])
+        slot = float(np.sort(scores[near])[::-1][DEEP_SLOT - 1]) * (1.0 - 1e-6)
         for k, v in zip(deep.tolist(), cand[deep].tolist()):
-            doc = docs.get(int(g.doc_ids[v]))
-            if name := _title_named(doc[2] if doc and int(g.doc_ids[v]) != first_doc else None, titled):
+            if name := page(v, titled, own=False):
                 scores[k] = max(scores[k], slot)
                 out.second_hop[v] = (first, name, True)
     return out
+
+
+def _best_first(values: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the ``k`` largest ``values``, largest first, ties to the lower position
+    (``np.argsort(-values, kind="stable")[:k]`` without sorting every candidate)."""
+    top = top_positions(values, k)
+    return top[np.argsort(-values[top], kind="stable")]
 
 
 def best_passage(hits: list[Hit]) -> Hit | None:

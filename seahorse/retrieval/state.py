@@ -35,7 +35,7 @@ from ..mechanisms.grow import extended, owned
 from ..mechanisms.models import int8dot
 from ..mechanisms.numeric import quantise
 from ..store import Store
-from ..store.codec import _from_blobs
+from ..store.codec import _from_blobs, int8_rows
 from . import snapshot
 
 RETRIEVABLE = ("passage", "memory", "symbol")
@@ -140,9 +140,8 @@ def _scores(kept: list[tuple[bytes | list[bytes], int]], n: int, dim: int, q: np
     """The dot products with ``q`` of ``n`` stored vectors (FactCache's rows, in order)."""
     sizes = {size for _v, size in kept}
     if sizes == {dim + 4} and dim > 4:  # int8 and a scale each, one block
-        block = np.frombuffer(b"".join(v for v, _s in kept), dtype=np.uint8).reshape(n, dim + 4)  # type: ignore[misc]
-        scale = block[:, dim:].copy().view("<f4").ravel()
-        return int8dot.dots(block[:, :dim].view(np.int8), q) * scale
+        values, scale = int8_rows(b"".join(v for v, _s in kept), n, dim)  # type: ignore[misc]
+        return int8dot.dots(values, q) * scale
     blobs: list[bytes] = []
     for vecs, size in kept:
         blobs += [vecs[i:i + size] for i in range(0, len(vecs), size)] if size else vecs  # type: ignore[misc]

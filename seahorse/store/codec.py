@@ -60,12 +60,18 @@ def _from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
     return out
 
 
+def int8_rows(raw: bytes, rows: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` stored int8 vectors joined (``dim + 4`` bytes each) as their int8 values (a
+    view) and their scales (float32, one a row)."""
+    block = np.frombuffer(raw, dtype=np.uint8).reshape(rows, dim + 4)
+    return block[:, :dim].view(np.int8), block[:, dim:].copy().view("<f4").ravel()
+
+
 def _decode(raw: bytes, rows: int, size: int, dim: int) -> np.ndarray:
     if size == dim + 4 and dim > 4:
-        block = np.frombuffer(raw, dtype=np.uint8).reshape(rows, size)
-        scale = block[:, dim:].copy().view("<f4").reshape(rows, 1)
-        out = block[:, :dim].view(np.int8).astype(np.float32)
-        out *= scale  # in place: a query decodes thousands of facts
+        values, scale = int8_rows(raw, rows, dim)
+        out = values.astype(np.float32)
+        out *= scale[:, None]  # in place: a query decodes thousands of facts
         return out
     if size == 2 * dim:
         return np.frombuffer(raw, dtype="<f2").reshape(rows, dim).astype(np.float32)
