@@ -105,6 +105,11 @@ class CachedEmbedder:
     def __init__(self, inner, path: Path) -> None:
         self.inner = inner
         self.name = inner.name
+        # The key names what else decides the vectors: the graph's build (e5onnx.BUILD) and the
+        # texts per run (e5's are quantised per run), so a cache keyed by the name alone would
+        # serve another build's vectors under the same name.
+        self.key_name = (f"{inner.name}/build{inner.build}/batch{inner.batch_size}"
+                         if getattr(inner, "build", None) else inner.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), timeout=120)
         self.db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, vec BLOB, spans BLOB)")
@@ -118,7 +123,7 @@ class CachedEmbedder:
         return getattr(self.inner, attr)
 
     def _key(self, text: str, spans=None) -> str:
-        h = hashlib.sha256(self.name.encode() + b"\0" + text.encode())
+        h = hashlib.sha256(self.key_name.encode() + b"\0" + text.encode())
         if spans is not None:
             h.update(repr(spans).encode())
         return h.hexdigest()
