@@ -218,8 +218,8 @@ BLOCKS = {"modules": (SPEC, modules_block), "packages": (SPEC, packages_block), 
 def same(old: str, new: str, tol: float = 0.02) -> bool:
     """The same text, decimals allowed to differ by ``tol``; integers (ids, shares in %) and
     words exactly. Another CPU's kernels round the model's float steps otherwise, and e5's INT8
-    graph re-quantises after them: the demo written on an AVX-512 machine read dense 0.8283 /
-    confidence 0.384 where an AVX2 one (no VNNI) gives 0.8309 / 0.391, 0.012 at most apart."""
+    graph re-quantises after them: the demo, written on another machine, read dense 0.8283 /
+    confidence 0.384 where an AVX2 one without VNNI gives 0.8309 / 0.391, 0.012 at most apart."""
     a, b = re.split(r"(\d+\.\d+)", old), re.split(r"(\d+\.\d+)", new)
     return len(a) == len(b) and all(x == y if i % 2 == 0 else abs(float(x) - float(y)) <= tol
                                     for i, (x, y) in enumerate(zip(a, b)))
