@@ -81,7 +81,11 @@ def test_linking_sorts_a_few_pairs_per_phrase_not_every_pair_over_the_threshold(
     s = mat[290:] @ stored.T
     r, c = np.nonzero(s >= 0.5)
     assert len(r) > 10 * sum(sorted_pairs) / 4
-    assert real(r, c, s[r, c], ids[290:], ids, 5) == got
+    old = real(r, c, s[r, c], ids[290:], ids, 5)
+    assert [(a, b) for a, b, _w in old] == [(a, b) for a, b, _w in got]
+    # the weights of one product taken whole or in column blocks: BLAS may round the last bit
+    # otherwise (seen on an AVX2 machine: 0.99956065 against 0.99956059)
+    assert np.allclose([w for _a, _b, w in old], [w for _a, _b, w in got], rtol=1e-6, atol=0)
 
 
 def test_the_matrix_keeps_int8_rows_with_a_scale() -> None:
