@@ -11,6 +11,9 @@ default, what a shared core or a Pi's little core gives):
   vectors, such as e5, runs the model again for every fact window);
 * ``query_ms``: the median per question (``query_vector``: e5 embeds it with ``query: ``);
 * ``load_ms``, and RSS growth over the whole tier;
+* ``alone``: the mean and least cosine of the first 50 passages' vectors, from the call that
+  embeds the whole sample, to each embedded again in a call of its own (1: a text's vector does
+  not depend on the texts run beside it);
 * ``peak_mb``: with ``--isolate``, each tier runs in a process of its own and this is that
   process's peak RSS (the sample's preparation included: the ``none`` tier gives that floor).
 
@@ -40,6 +43,8 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 from bench_multihop import DEFAULT_BENCH, load_musique  # noqa: E402
@@ -48,6 +53,8 @@ from seahorse import Engine, load_settings  # noqa: E402
 from seahorse.ingest.embedding import embed_input, fact_spans  # noqa: E402
 from seahorse.mechanisms.budget import process_rss  # noqa: E402
 from seahorse.mechanisms.models.embed import make_embedders, query_vector  # noqa: E402
+
+ALONE = 50  # texts embedded again one per call, against their vector in the whole sample's call
 
 
 def sample(bench_dir: Path, n_passages: int, n_queries: int):
@@ -85,14 +92,21 @@ def bench_tier(tier: str, threads: int, texts, spans, questions) -> dict:
     emb = make_embedders(tier, None, threads)[0]
     emb.embed(["load the model outside the clock"])
     load_ms = (time.perf_counter() - t) * 1e3
-    _v, wall_p, cpu_p = clock(lambda: emb.embed(texts))
+    vecs, wall_p, cpu_p = clock(lambda: emb.embed(texts))
     (_v, pooled), wall_i, cpu_i = clock(lambda: emb.embed_spans(texts, spans))
+
     per_query, per_query_cpu = [], []
     for q in questions:
         _q, wall, cpu = clock(lambda q=q: query_vector(emb, q))
         per_query.append(wall * 1e3)
         per_query_cpu.append(cpu * 1e3)
     n = len(texts)
+    rss_mb, peak_mb = round((process_rss() - rss0) / 1048576, 1), round(benchlib.peak_rss_mb(), 1)
+    # The first ALONE texts again, each in a call of its own (after every clock and memory
+    # reading): a tier whose vector of a text depends on the texts run beside it (e5's INT8
+    # graph ran two a run before 16579b2) reads below 1 here.
+    alone = np.stack([emb.embed([t])[0] for t in texts[:ALONE]])
+    alone_cos = np.sum(np.asarray(vecs[:ALONE], dtype=np.float32) * alone, axis=1)
     return {"tier": tier, "name": emb.name, "dim": emb.dim, "threads": threads,
             "load_ms": round(load_ms, 1),
             "passage_ms": round(wall_p / n * 1e3, 1), "passage_cpu_ms": round(cpu_p / n * 1e3, 1),
@@ -100,8 +114,9 @@ def bench_tier(tier: str, threads: int, texts, spans, questions) -> dict:
             "facts": sum(len(p) for p in pooled),
             "query_ms": round(statistics.median(per_query), 1),
             "query_cpu_ms": round(statistics.median(per_query_cpu), 1),
-            "rss_mb": round((process_rss() - rss0) / 1048576, 1),
-            "peak_mb": round(benchlib.peak_rss_mb(), 1)}
+            "rss_mb": rss_mb, "peak_mb": peak_mb,
+            "alone_cos_mean": round(float(alone_cos.mean()), 5),
+            "alone_cos_min": round(float(alone_cos.min()), 5)}
 
 
 def isolated(tier: str, args) -> dict:
@@ -143,7 +158,7 @@ def main() -> None:
           f"{len(questions)} questions, {args.threads} thread(s)")
     print(f"{'tier':<10} {'name':<26} {'load ms':>8} {'passage ms':>11} {'(cpu)':>7} "
           f"{'+facts ms':>10} {'(cpu)':>7} {'facts':>6} {'query ms':>9} {'(cpu)':>7} {'RSS MB':>7} "
-          f"{'peak MB':>8} {'x minilm':>9}")
+          f"{'peak MB':>8} {'x minilm':>9} {'alone mean/min':>15}")
     minilm_cpu = None
     for tier in [t for t in args.tiers.split(",") if t]:
         r = isolated(tier, args) if args.isolate else bench_tier(tier, args.threads, texts, spans, questions)
@@ -157,7 +172,7 @@ def main() -> None:
         print(f"{tier:<10} {r['name']:<26} {r['load_ms']:8.0f} {r['passage_ms']:11.1f} "
               f"{r['passage_cpu_ms']:7.1f} {r['index_ms']:10.1f} {r['index_cpu_ms']:7.1f} "
               f"{r['facts']:6d} {r['query_ms']:9.1f} {r['query_cpu_ms']:7.1f} {r['rss_mb']:7.1f} "
-              f"{r['peak_mb']:8.0f} {ratio}", flush=True)
+              f"{r['peak_mb']:8.0f} {ratio} {r['alone_cos_mean']:7.5f}/{r['alone_cos_min']:7.5f}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 

@@ -409,10 +409,10 @@ class E5OnnxEmbedder(OnnxEmbedder):
                  name: str = "multilingual-e5-small-int8") -> None:
         # One text per run. The graph quantises each product's input with one scale per run
         # (onnxruntime's DynamicQuantizeLinear), so a text run beside another read that one's
-        # largest activation too: cosine 0.998 to itself run alone, where e5 reads most passages
-        # of a store within 0.05 of each other. Alone, a passage's vector is the same whichever
-        # texts are indexed with it (a query's always was), and one text per run was no slower
-        # than two (64.6 against 68.2 ms CPU per MuSiQue passage, one thread).
+        # largest activation too: cosine 0.9978 to itself run alone on average, where e5 reads
+        # most passages of a store within 0.05 of each other. Alone, a passage's vector is the
+        # same whichever texts are indexed with it (a query's always was), and one text per run
+        # was no slower than two (scripts/bench_embedders.py: 47.0 against 50.7 ms CPU).
         super().__init__(packed_path, packed_path, name, dim=384, max_tokens=512, batch_size=1,
                          threads=threads)
         from .e5onnx import BUILD
