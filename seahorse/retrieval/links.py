@@ -13,7 +13,7 @@ never change):
   born in Windhoek" -> the page "Windhoek"), the name held by at most TITLE_HELD passages.
 
 A name is a phrase written capitalised ("Valdoria", or "Light" of "Cape Morrow Light"), not a
-date or a compass point (PLAIN_NAMES); a name written in lower case ("kestrel") is not read as
+date or a compass point (refusal.PLAIN_NAMES); a name written in lower case ("kestrel") is not read as
 one. A title names a page whole or before its parenthesis or its first comma ("Brother (Pearl
 Jam song)", "West Chicago, Illinois"). The reads: the names' texts and the candidates' document
 rows, one statement each, and the document rows serve the hits' evidence too."""
@@ -31,7 +31,7 @@ from ..mechanisms.graph import top_positions
 from ..store import Store
 from ..text import normalise_phrase
 from .hits import Hit
-from .refusal import TIME_WORDS
+from .refusal import names_one_thing
 from .seed import Seeds
 from .state import RetrievalIndex
 
@@ -48,13 +48,6 @@ from .state import RetrievalIndex
 # MuSiQue 0.535, LoCoMo R@5 -0.008.
 BRIDGE = 2.0
 BRIDGE_TOP = 10
-# Words written capitalised that name no one thing: the months and days (passages that share
-# nothing else share a date) and the compass points ("West" of "West Chicago" and of "West
-# Virginia"). A shared name made of these and numbers alone ("February 2002") is no bridge.
-# bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2 (R@5) before -> after: tiny MuSiQue
-# 0.645 -> 0.655 (0.843 -> 0.840), tiny HotpotQA 0.820 -> 0.830, MuSiQue 2k 0.578 -> 0.588,
-# 10k 0.565 -> 0.575, 100k 0.548 -> 0.558; every other row the same.
-PLAIN_NAMES = TIME_WORDS | frozenset("north south east west northern southern eastern western".split())
 # A second hop through a title: a passage of a document titled by a name the best passage gives
 # (held by at most TITLE_HELD passages of the store, so no hub: "Git" in git's manual) ranks as
 # a bridge does. Wikipedia's pages, a manual's, a wiki's, link a name to the page about it: "the
@@ -110,7 +103,7 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     both = np.concatenate([cols, asked])
     texts = store.phrase_texts(g.node_ids[both].tolist()) if len(both) else {}
     text = {int(v): texts.get(int(node), "") for v, node in zip(both.tolist(), g.node_ids[both].tolist())}
-    cols, asked = (np.array([v for v in c.tolist() if _names_one_thing(text[v])], dtype=np.int64)
+    cols, asked = (np.array([v for v in c.tolist() if names_one_thing(text[v])], dtype=np.int64)
                    for c in (cols, asked))
     if not len(cols) and not len(asked):
         return Linked()
@@ -202,10 +195,3 @@ def _title_keys(title: str) -> tuple[str, ...]:
 @lru_cache(maxsize=8192)
 def _key(text: str) -> str:
     return normalise_phrase(text)
-
-
-def _names_one_thing(text: str) -> bool:
-    """A phrase read as a name: written capitalised, and not made of PLAIN_NAMES and numbers
-    alone."""
-    return text[:1].isupper() and not all(w in PLAIN_NAMES or w.isdigit()
-                                          for w in text.casefold().replace(",", " ").split())

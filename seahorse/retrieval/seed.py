@@ -9,7 +9,9 @@
   states): fact score, measured from the median fact of the pool up to the best, / number of
   passages holding the phrase, a fact's leaves (held by its passage alone) at most LEAF_FACTS
   fact scores together;
-* phrases of the query itself that exist as nodes (exact normalised match), same scale.
+* phrases of the query itself that exist as nodes (exact normalised match), same scale;
+* a fact's common words that other passages hold too seed its own passage instead (OWN_SHARE):
+  names (refusal.names_one_thing) and the question's own phrases bridge to other passages.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from ..config import Settings
 from ..mechanisms.extract import Extractor
 from ..mechanisms.numeric import minmax, scale_lexical
 from ..store import Store
+from ..text import normalise_phrase
 from .query import Query
+from .refusal import names_one_thing
 from .scale import on_reference
 from .state import DENSE_SHORTLIST, RETRIEVABLE, RetrievalIndex
 
@@ -41,6 +45,25 @@ FACT_POOL = 1000
 # 0.634 -> 0.613, R@2 0.667 -> 0.817 -> 0.817; tiny MuSiQue R@2 0.573 -> 0.587 -> 0.597 and
 # HotpotQA 0.780 -> 0.800 -> 0.800; 2k, 10k and LoCoMo within a question (docs/benchmarks.md).
 LEAF_FACTS = 2.0
+# A fact's common words ("former sumo wrestler", "January", "runs") that other passages hold
+# too are what its passage is about, not a way to the passage a question needs next: in a
+# store of like passages (a question's 20 MuSiQue paragraphs, one conversation, an agent's
+# notes) they hand the fact's seed to its neighbours on the same subject ("Daimanazuru Kenji"
+# over "Enola Gay" for the bomb that fell on Akinoshu Kenji's birthplace). Names (written
+# capitalised: links.py's bridges) and the question's own phrases still seed the phrase; of
+# any other phrase held by more than one passage OWN_SHARE of its share seeds the fact's own
+# passage instead, at what one step of the walk would carry there (damping / passages holding
+# it), and the rest stays with the phrase. Prose only: a repository's identifiers are names in
+# lower case (code dev hit@1 semver 7 -> 5 of 12 with it).
+# bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2 / R@5 before -> after: tiny MuSiQue
+# 0.663 / 0.862 -> 0.680 / 0.885, tiny HotpotQA 0.810 / 0.970 -> 0.830 / 0.980, MuSiQue 2k
+# 0.587 / 0.798 -> 0.587 / 0.805, 10k MuSiQue 0.573 / 0.788 -> 0.573 / 0.795; LoCoMo R@5 / R@10
+# 0.721 / 0.806 -> 0.724 / 0.812, as notes 0.695 / 0.787 -> 0.701 / 0.791; the rest within a
+# question. All of it moved (1.0): the same within a question; without the question's own
+# words kept: the manual's single R@5 0.567 -> 0.533; dropped, not moved (0.2 kept): agent
+# memories R@1 0.704 -> 0.677, the manual 0.500; moved at the whole share or without the
+# damping: memories R@1 0.672 / 0.683 (docs/benchmarks.md).
+OWN_SHARE = 0.8
 FLAT = 1e-12  # a score column spanning less than this is constant: min-max gives zeros
 # The kinds' share of the dense seed: (their best cosine / the best)^KIND_POWER. MuSiQue dev
 # R@5 in its own store 0.753; with Flask's repository indexed into it: 0.558 without this,
@@ -131,10 +154,16 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
     if "commit" in kinds:
         _seed_commits(index, store, query, settings, repo_id, vector, lexical)
     phrases, asked = _seed_phrases(index, store, query, extractor, settings, vector, dense, lexical,
-                                   shortlist)
+                                   shortlist, code)
     if vector.sum() <= 0:
         vector[index.passage_idx] = 1.0
     return Seeds(vector, dense, shortlist, lexical, phrases, asked)
+
+
+def walk_damping(settings: Settings, phrases: int) -> float:
+    """The walk's damping: more matched phrases = more relations to follow, so it walks
+    further (bounded)."""
+    return float(np.clip(settings.damping - 0.1 + 0.05 * min(phrases, 4), 0.3, 0.7))
 
 
 def lexical_weight(dense: np.ndarray, model: str, prior: float) -> float:
@@ -168,21 +197,27 @@ def _seed_commits(index: RetrievalIndex, store: Store, query: Query, settings: S
 
 def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor,
                   settings: Settings, vector: np.ndarray, dense: np.ndarray,
-                  lexical: dict[int, float], shortlist: int = 0) -> tuple[dict[int, float], set[int]]:
+                  lexical: dict[int, float], shortlist: int = 0, code: bool = False
+                  ) -> tuple[dict[int, float], set[int]]:
     """Phrase seeds: from the best facts among the candidate passages, and the query's own
     phrases that exist as nodes (also returned on their own: explain names them so). The
-    fact pool is the best FACT_POOL passages by dense cosine, never wider than the shortlist."""
+    fact pool is the best FACT_POOL passages by dense cosine, never wider than the shortlist.
+    A fact's common words held by other passages too seed mostly its own passage (OWN_SHARE;
+    not in a repository's search, ``code``)."""
     phrase_seed: dict[int, float] = {}
     asked: set[int] = set()
     top_fact = 0.0
     g = index.graph
+    keys = [ph.key for ph in extractor.extract(query.text)]
+    found = store.phrase_ids(keys) if keys else {}
+    said = {j for j in (g.index.get(found[key], -1) for key in keys if key in found) if j >= 0}
     pool = index.passage_idx
     width = min(FACT_POOL, shortlist) if shortlist else FACT_POOL  # past a shortlist: no cosine
     if len(dense) > width:
         pool = pool[np.argpartition(-dense, width - 1)[:width]]
     pool = np.union1d(pool, np.array(list(lexical), dtype=np.int64))
     pool_ids = g.node_ids[pool].tolist()
-    _passages, fact_phrases, scores = index.fact_cache.fact_scores(store, index.seq, pool_ids, index.dim,
+    passages, fact_phrases, scores = index.fact_cache.fact_scores(store, index.seq, pool_ids, index.dim,
                                                                     query.vector)
     if len(scores):
         k = min(settings.fact_top_k, len(scores))
@@ -196,6 +231,11 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
         # them): there the raw cosine stays, as it does for a two-note store's runner-up.
         base = float(np.median(scores))
         span = top_fact - base if len(scores) >= 2 * k else 0.0
+        fact_verts = [index.vertices(fact_phrases[f]) for f in top]
+        fact_verts = np.unique(np.concatenate(fact_verts)) if fact_verts else np.zeros(0, np.int64)
+        fact_verts = fact_verts[fact_verts >= 0]
+        common = set() if code else _common_words(index, store, fact_verts, said, query.text)
+        step = walk_damping(settings, len(set(fact_verts.tolist()) | said))  # the walk's own
         for f in top:
             score = float(scores[f])
             if span > FLAT:
@@ -207,11 +247,14 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
             leaves = held <= 1.0
             if leaves.sum() > LEAF_FACTS:
                 shares[leaves] *= LEAF_FACTS / leaves.sum()
+            moved = np.fromiter((v in common for v in verts.tolist()), bool, len(verts))
+            own = g.index.get(int(passages[f]), -1)
+            if moved.any() and own >= 0:
+                vector[own] += float((shares[moved] * OWN_SHARE * step / held[moved]).sum())
+                shares[moved] *= 1.0 - OWN_SHARE
             for j, share in zip(verts.tolist(), shares.tolist()):
                 phrase_seed[j] = max(phrase_seed.get(j, 0.0), share)
     weight = top_fact if top_fact > 0 else 0.5
-    keys = [ph.key for ph in extractor.extract(query.text)]
-    found = store.phrase_ids(keys) if keys else {}
     for key in keys:
         j = g.index.get(found[key], -1) if key in found else -1
         if j >= 0:
@@ -221,6 +264,23 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
     for j, w in phrase_seed.items():
         vector[j] += w
     return phrase_seed, asked
+
+
+def _common_words(index: RetrievalIndex, store: Store, verts: np.ndarray, said: set[int],
+                  question: str) -> set[int]:
+    """The phrase vertices among ``verts`` that are common words held by more than one
+    passage: not names (refusal.names_one_thing), not the question's own (``said``, or every
+    word of it in ``question``)."""
+    verts = verts[index.passage_count[verts] > 1]
+    verts = verts[~np.isin(verts, np.fromiter(said, np.int64, len(said)))]
+    if not len(verts):
+        return set()
+    ids = index.graph.node_ids[verts].tolist()
+    texts = store.phrase_texts(ids)
+    asked = set(normalise_phrase(question).split())
+    return {int(v) for v, node in zip(verts.tolist(), ids)
+            if not names_one_thing(text := texts.get(int(node), ""))
+            and not set(normalise_phrase(text).split()) <= asked}
 
 
 def kind_relevance(index: RetrievalIndex, dense: np.ndarray, model: str = "") -> np.ndarray | float:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import Settings
-from .seed import Seeds
+from .seed import Seeds, walk_damping
 from .state import RetrievalIndex
 
 SESSION_WEIGHT = 0.5  # the context's teleport mass, relative to the query's own seeds
@@ -33,8 +33,7 @@ def walk(index: RetrievalIndex, seeds: Seeds, settings: Settings, node_budget: i
     when this query's walk reaches them they are seeded too (``seeds.vector`` gains them) and
     the walk runs again."""
     g = index.graph
-    # More matched phrases = more relations to follow: walk further (bounded damping).
-    damping = float(np.clip(settings.damping - 0.1 + 0.05 * min(len(seeds.phrases), 4), 0.3, 0.7))
+    damping = walk_damping(settings, len(seeds.phrases))
     ppr = g.personalized_pagerank(seeds.vector, damping, node_budget)
     scores = np.zeros(g.n)
     scores[ppr.nodes] = ppr.scores
