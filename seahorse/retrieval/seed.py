@@ -210,7 +210,8 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
     g = index.graph
     keys = [ph.key for ph in extractor.extract(query.text)]
     found = store.phrase_ids(keys) if keys else {}
-    said = {j for j in (g.index.get(found[key], -1) for key in keys if key in found) if j >= 0}
+    own_verts = [g.index.get(found[key], -1) for key in keys if key in found]  # the question's
+    said = {j for j in own_verts if j >= 0}
     pool = index.passage_idx
     width = min(FACT_POOL, shortlist) if shortlist else FACT_POOL  # past a shortlist: no cosine
     if len(dense) > width:
@@ -234,7 +235,7 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
         fact_verts = [index.vertices(fact_phrases[f]) for f in top]
         fact_verts = np.unique(np.concatenate(fact_verts)) if fact_verts else np.zeros(0, np.int64)
         fact_verts = fact_verts[fact_verts >= 0]
-        common = set() if code else _common_words(index, store, fact_verts, said, query.text)
+        common = set() if code else _common_words(index, store, fact_verts, said, query)
         step = walk_damping(settings, len(set(fact_verts.tolist()) | said))  # the walk's own
         for f in top:
             score = float(scores[f])
@@ -255,8 +256,7 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
             for j, share in zip(verts.tolist(), shares.tolist()):
                 phrase_seed[j] = max(phrase_seed.get(j, 0.0), share)
     weight = top_fact if top_fact > 0 else 0.5
-    for key in keys:
-        j = g.index.get(found[key], -1) if key in found else -1
+    for j in own_verts:
         if j >= 0:
             share = weight / max(1.0, index.passage_count[j])
             phrase_seed[j] = phrase_seed.get(j, 0.0) + share
@@ -267,20 +267,19 @@ def _seed_phrases(index: RetrievalIndex, store: Store, query: Query, extractor: 
 
 
 def _common_words(index: RetrievalIndex, store: Store, verts: np.ndarray, said: set[int],
-                  question: str) -> set[int]:
+                  query: Query) -> set[int]:
     """The phrase vertices among ``verts`` that are common words held by more than one
     passage: not names (refusal.names_one_thing), not the question's own (``said``, or every
-    word of it in ``question``)."""
+    word of it among ``query.said``)."""
     verts = verts[index.passage_count[verts] > 1]
     verts = verts[~np.isin(verts, np.fromiter(said, np.int64, len(said)))]
     if not len(verts):
         return set()
     ids = index.graph.node_ids[verts].tolist()
     texts = store.phrase_texts(ids)
-    asked = set(normalise_phrase(question).split())
     return {int(v) for v, node in zip(verts.tolist(), ids)
             if not names_one_thing(text := texts.get(int(node), ""))
-            and not set(normalise_phrase(text).split()) <= asked}
+            and not set(normalise_phrase(text).split()) <= query.said}
 
 
 def kind_relevance(index: RetrievalIndex, dense: np.ndarray, model: str = "") -> np.ndarray | float:
