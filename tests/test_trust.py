@@ -202,7 +202,8 @@ def test_names_are_read_from_where_no_sentence_opens() -> None:
 def test_a_missing_name_overrules_a_hit_close_in_meaning() -> None:
     # The rule itself, under e5-enpt's thresholds: a best cosine at its strong threshold or
     # over answers a question whatever its words (0.835); a question whose every name the store
-    # lacks is refused all the same, unless the store holds one of them or a near spelling.
+    # lacks is refused all the same, unless the store holds one of them that a top hit says,
+    # or a near spelling.
     from seahorse.retrieval.hits import Hit
     from seahorse.retrieval.refusal import judge_words, refusal
 
@@ -220,7 +221,14 @@ def test_a_missing_name_overrules_a_hit_close_in_meaning() -> None:
     assert ask([]) is None  # close in meaning, nothing named: answered
     why = ask(["gitlab"])
     assert why["reason"] == "absent_terms" and why["evidence"]["names"] == ["gitlab"], why
-    assert ask(["gitlab", "hilda"]) is None  # one name held
+    # One name held answers when a top hit says it, not when the store holds it elsewhere
+    # (git's manual says "SCM" in 46 passages; "Plastic SCM" is absent from it).
+    why = ask(["gitlab", "hilda"])
+    assert why["reason"] == "absent_terms" and why["evidence"]["missing"] == ["gitlab"], why
+    assert why["evidence"]["names"] == ["gitlab", "hilda"] and "hilda" in why["evidence"]["found"], why
+    hits.append(Hit(2, "passage", "Hilda keeps the branch protection notes.", 0.5, "b", None, 2,
+                    {"dense": 0.86}))
+    assert ask(["gitlab", "hilda"]) is None
     assert ask(["margaraviate"], like=lambda word, edits: ["margraviate", "marker"]) is None
     assert ask(["margaraviate"])["evidence"]["names"] == ["margaraviate"]  # nothing spelt near
 

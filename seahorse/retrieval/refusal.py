@@ -80,8 +80,14 @@ _TOKEN = re.compile(r"[\w.]+")  # split_identifier spells out ASCII tokens only:
 # question whose every name the store holds nowhere is refused, however close the best hit's
 # meaning: in a store of one subject (a tool's manual) every question about that subject reads
 # close (e5-enpt, read ad hoc on git's manual: absent and answerable questions' best cosines
-# alike, over its strong threshold). One name held is enough to answer: "would Melanie enjoy
-# Vivaldi?" asks of a conversation that holds Melanie and never names Vivaldi.
+# alike, over its strong threshold). One name held answers when a top hit (of DEPTH) says it:
+# "would Melanie enjoy Vivaldi?" asks of a conversation that holds Melanie, whose turns rank
+# first, and never names Vivaldi; "the branch explorer in Plastic SCM" asks git's manual, which
+# says "SCM" in 46 passages, none of them among the hits, and never "Plastic". Dev
+# (bench_quality.py, fit_trust.py --locomo 5, e5-enpt, 2026-12-07): the manual's absent
+# questions refused 12 -> 13 of 15; answerable questions refused the same on every ruler (0 on
+# the manual, MuSiQue, HotpotQA, tiny stores, agent memories and the 10k and 100k corpora;
+# LoCoMo 10 of 762 before and after).
 # A name: a word with a capital inside it (GitLab), one of three capitals or more (SCM), or one with a
 # capital first that does not open a sentence (Heroku); a word the query spells as a name but
 # the store holds, even in lower case, is there.
@@ -132,9 +138,11 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
     if few:
         terms = []
     given = [] if few else [n for n in names or () if not not_a_subject(n)]
-    if given and all(count(n) == 0 for n in given) and not _any_misspelt(given, hits, count, like):
-        return _verdict("absent_terms", {"missing": given, "names": given,
-                                         "found": [t for t in terms if t not in given]}, top, model)
+    absent = [n for n in given if count(n) == 0]
+    held = [n for n in given if n not in absent]
+    if absent and not _any_misspelt(absent, hits, count, like) and not _held_in(hits[:DEPTH], held):
+        return _verdict("absent_terms", {"missing": absent, "names": given,
+                                         "found": [t for t in terms if t not in absent]}, top, model)
     limits = DENSE_THRESHOLDS.get(model)
     words = judge_words(terms, None) if terms else None
     if words is not None and (limits is None or top is None or top < limits[2]):
@@ -280,6 +288,14 @@ def _any_misspelt(names: list[str], hits: list[Hit], count: Callable[[str], int]
                for w in near):
             return True
     return False
+
+
+def _held_in(hits: list[Hit], names: list[str]) -> bool:
+    """Whether one of ``names`` is a word of one of ``hits`` (its text or title)."""
+    if not names:
+        return False
+    words = {w for h in hits for w in _WORD.findall(f"{h.title or ''} {h.text}".casefold())}
+    return any(n in words for n in names)
 
 
 def _within(a: str, b: str, k: int) -> bool:
