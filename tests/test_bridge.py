@@ -187,3 +187,38 @@ def test_a_page_the_first_hit_names_found_deeper_enters_the_best_five(backend, m
     assert ranked.index("valdoria-page") == 4, ranked  # just below the fourth
     assert ranked[:4] == [s for s in shallow if s != "valdoria-page"][:4]
     assert hits[4].evidence["second_hop"] == {"after": hits[0].id, "name": "Valdoria", "title": True}
+
+
+def test_a_page_the_question_writes_by_its_title_rises_when_no_phrase_names_it(backend, monkeypatch) -> None:
+    """The question's phrases are what the extractor reads off it, and "Marsh Orlan and Fen
+    Willet" comes out as one span, a phrase no passage holds: the pages are then found by
+    their titles as the question writes them (capitalised, whole words), and the second rises
+    above the passages that merely name it, never above the first hit."""
+    question = "Marsh Orlan and Fen Willet: which grows taller?"
+    with Engine(load_settings(env={}, db_path=backend)) as eng:
+        keys = [p.key for p in eng.extractor.extract(question)]
+        for text, source, title in PAGES:
+            eng.add_document(text, source=source, title=title)
+        assert "fen willet" not in eng.store.phrase_ids(keys), keys  # no phrase names the page
+        hits = eng.search(question, top_k=6, refuse=False).hits
+        monkeypatch.setattr(links, "_title_written", lambda title, question: None)
+        without = [h.source for h in eng.search(question, top_k=6, refuse=False).hits]
+    ranked = [h.source for h in hits]
+    assert set(ranked[:2]) == {"orlan-page", "willet-page"}, ranked
+    assert ranked[0] == without[0] and without.index("willet-page") > 1, without  # the rule did it
+    assert hits[1].evidence["asked_title"] == "Fen Willet"
+    assert not any("asked_title" in h.evidence for h in hits[2:])
+
+
+def test_a_title_is_written_by_the_question_only_as_a_name() -> None:
+    written = links._title_written
+    assert written("Christopher Nolan", "Are Christopher Nolan and Sathish Kalathil directors?") == \
+        "Christopher Nolan"
+    assert written("Brother (Pearl Jam song)", "Where were the performers of Brother formed?") == "Brother"
+    assert written("Hornets’ Nest", "Who directed Hornets' Nest?") == "Hornets' Nest"
+    assert written("Seattle, Washington", "How much snow falls on Seattle?") == "Seattle"
+    assert written("Brother", "Did my brother call?") is None  # not as the question capitalises it
+    assert written("Brother", "Who founded the Brotherhood?") is None  # not a whole word
+    assert written("March", "What happened in March?") is None  # a month names no one page
+    assert written("It (novel)", "Is It long?") is None  # under three letters
+    assert written("2012 Leap Day", "How bad was the 2012 Leap Day outbreak?") is None  # no name

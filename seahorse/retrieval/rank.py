@@ -119,7 +119,7 @@ def _prose_scores(index: RetrievalIndex, store: Store, query: Query, seeds: Seed
     elsewhere = date_focus(index, store, query, cand)
     if elsewhere is not None:
         scores[elsewhere] *= OTHER_TIME
-    found = links.raise_linked(index, store, seeds, cand, scores, top_k)
+    found = links.raise_linked(index, store, seeds, cand, scores, top_k, query.text)
     return scores, Ranking(np.zeros(0, np.int64), np.zeros(0), exact_holders(store, index, query),
                            named, list(query.dates), found.second_hop, found.asked_title, found.docs)
 
