@@ -222,6 +222,15 @@ def test_a_title_is_written_by_the_question_only_as_a_name() -> None:
     assert written("March", "What happened in March?") is None  # a month names no one page
     assert written("It (novel)", "Is It long?") is None  # under three letters
     assert written("2012 Leap Day", "How bad was the 2012 Leap Day outbreak?") is None  # no name
+    # a part of a longer name names no page; a sentence's first word or a comma ends a name
+    assert written("Virginia", "Which county borders Johnnycake, West Virginia?") is None
+    assert written("Meehan, Wisconsin", "Where was Meehan Bonnar born?") is None
+    assert written("West Virginia", "Which county borders Johnnycake, West Virginia?") == "West Virginia"
+    assert written("Sathish Kalathil", "Are Christopher Nolan and Sathish Kalathil directors?") == \
+        "Sathish Kalathil"
+    assert links._only_in_longer_names("virginia", "Which county borders Johnnycake, West Virginia?")
+    assert not links._only_in_longer_names("virginia", "Is West Virginia larger than Virginia?")
+    assert not links._only_in_longer_names("pearl jam", "who founded pearl jam?")  # no capitals to read
 
 
 def test_a_page_the_first_hit_names_by_its_title_comes_before_a_shared_name(backend, monkeypatch) -> None:
@@ -246,3 +255,16 @@ def test_a_page_the_first_hit_names_by_its_title_comes_before_a_shared_name(back
     hop = {h.source: h.evidence.get("second_hop") for h in hits}
     assert hop["abbey-page"] == {"after": hits[0].id, "name": "Orlin Abbey", "title": True}
     assert hop["race"] == {"after": hits[0].id, "name": "Valdoria"}
+
+
+def test_passages_raised_through_a_shared_name_stay_below_every_titled_one() -> None:
+    import numpy as np
+
+    cand = np.array([10, 11, 12, 13, 14])  # vertices; 10 is the best
+    scores = np.array([1.0, 0.9, 0.8, 0.5, 0.4])
+    order = np.arange(5)
+    second_hop = {11: (100, "Ball", False), 12: (100, "Elmer", False), 14: (100, "Agüero", True)}
+    links._titles_first(cand, scores, order, second_hop, {13: "Audrey Williams"})
+    ranked = [int(cand[k]) for k in np.argsort(-scores, kind="stable")]
+    assert ranked == [10, 13, 14, 11, 12], (ranked, scores)  # titled (asked or named) first, in order
+    assert scores[0] == 1.0 and scores[3] == 0.5 and scores[4] == 0.4  # only the shared ones moved

@@ -33,7 +33,7 @@ from ..mechanisms.graph import top_positions
 from ..store import Store
 from ..text import normalise_phrase
 from .hits import Hit
-from .refusal import names_one_thing
+from .refusal import names_one_thing, opens_sentence
 from .seed import Seeds
 from .state import RetrievalIndex
 
@@ -63,13 +63,18 @@ BRIDGE_TOP = 10
 # one question a ruler; with no bound git's manual lost a multi-passage place ("Git", "git(1)").
 # The same bound keeps a page the question names from being a hub's.
 TITLE_HELD = 10
-# A page the best passage names by its title is a surer next link than a passage that shares a
-# name with it: when both were raised, the shared-name ones stay below the titled ones
-# (``_titles_first``). Tiny HotpotQA "What position did the receiver of the 2007 FIFA U-20
-# Golden Shoe play?": the page "Sergio Agüero" was raised, but a women's championship raised
-# through "Ball" stayed ahead of it. bench_quality.py --splits dev, e5-enpt, 2026-12-07, R@2
-# before -> after: tiny MuSiQue 0.687 -> 0.693, tiny HotpotQA 0.860 -> 0.890, HotpotQA 2k 0.830 ->
-# 0.870, 10k 0.810 -> 0.840, 100k 0.820 -> 0.850; every other row (R@5 too) the same.
+# A page the best passage or the question names by its title is a surer link than a passage
+# that shares a name with the best: when both were raised, the shared-name ones stay below the
+# titled ones (``_titles_first``). Tiny HotpotQA "What position did the receiver of the 2007
+# FIFA U-20 Golden Shoe play?": the page "Sergio Agüero" was raised, but a women's championship
+# raised through "Ball" stayed ahead of it; "Who was Audrey Williams pregnant with during the
+# recording of 'Dear Brother'?": the page "Audrey Williams" stayed 6th under three songs raised
+# through "Jack Shook", "Turner" and "Fred Rose". bench_quality.py --splits dev, e5-enpt,
+# 2026-12-07, R@2 (R@5) before -> the best's pages first -> the question's too: tiny MuSiQue
+# 0.687 -> 0.693 -> 0.693, tiny HotpotQA 0.860 -> 0.890 -> 0.890 (0.980 -> 0.990), HotpotQA 2k
+# 0.830 -> 0.870 -> 0.890, 10k 0.810 -> 0.840 -> 0.860, 100k 0.820 -> 0.850 -> 0.860; every other
+# row the same. The question's pages first cost tiny MuSiQue R@2 0.020 until a name inside a
+# longer one stopped naming a page (``_in_longer_name``: "Virginia" of "West Virginia").
 # A page the best passage names by its title but found deeper, among the passages ranked
 # BRIDGE_TOP + 1 to DEEP_TOP, enters the best five (just below the fourth), never higher: the
 # second hop the walk left further down ("the country Ceelmakoile is located in" -> the page
@@ -128,7 +133,8 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
         return Linked()
     shared_names = cols[index.passage_count[cols] == 2]
     titled = {_key(text[v]): text[v] for v in cols.tolist()}
-    questioned = {_key(text[v]): text[v] for v in asked.tolist()}
+    questioned = {_key(text[v]): text[v] for v in asked.tolist()
+                  if not _only_in_longer_names(text[v], question)}
     leaders = _best_first(scores, top_k)  # of any kind, before the raise
     read = np.concatenate([cand[order], cand[deep], cand[leaders]])
     docs = store.documents_of(np.unique(g.doc_ids[read]).tolist())
@@ -161,7 +167,7 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
                 continue
             out.second_hop[v] = (first, text[int(shared[0])], False)
         scores[k] = min(scores[k] * (1.0 + BRIDGE), ceiling)
-    _titles_first(cand, scores, order, out.second_hop)
+    _titles_first(cand, scores, order, out.second_hop, out.asked_title)
     if chain and titled and len(deep):  # only the best BRIDGE_TOP were raised: the best
         # DEEP_SLOT now are among them and the first DEEP_SLOT past them
         near = np.concatenate([order, deep[:DEEP_SLOT]])
@@ -174,11 +180,13 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
 
 
 def _titles_first(cand: np.ndarray, scores: np.ndarray, order: np.ndarray,
-                  second_hop: dict[int, tuple[int, str, bool]]) -> None:
-    """Keep, in place, the second hops raised through a name the two share below every one
-    raised through a title (each just below the lowest of those, in their own order)."""
+                  second_hop: dict[int, tuple[int, str, bool]], asked_title: dict[int, str]) -> None:
+    """Keep, in place, the second hops raised through a name they share with the best below
+    every passage raised through a title (a page the best passage names, or one the question
+    names), each just below the lowest of those, in their own order."""
     at = {int(cand[k]): int(k) for k in order.tolist()}
     titles = [at[v] for v, (_after, _name, title) in second_hop.items() if title and v in at]
+    titles += [at[v] for v in asked_title if v in at]
     shared = [at[v] for v, (_after, _name, title) in second_hop.items() if not title and v in at]
     if not titles or not shared:
         return
@@ -227,13 +235,37 @@ def _title_named(title: str | None, names: dict[str, str]) -> str | None:
 def _title_written(title: str, question: str) -> str | None:
     """The title, whole or before its parenthesis or first comma, when ``question`` writes it
     as a name: a whole-word match, as capitalised, of three letters or more
-    (refusal.names_one_thing), curly apostrophes read as straight ones."""
+    (refusal.names_one_thing), and not part of a longer name ("Virginia" of "West Virginia",
+    "Meehan" of "Meehan Bonnar"); curly apostrophes read as straight ones."""
     question = question.replace("\u2019", "'")
     for head in _title_heads(title.replace("\u2019", "'")):
-        if (sum(c.isalpha() for c in head) >= 3 and names_one_thing(head)
-                and re.search(r"(?<!\w)" + re.escape(head) + r"(?!\w)", question)):
-            return head
+        if sum(c.isalpha() for c in head) < 3 or not names_one_thing(head):
+            continue
+        for m in re.finditer(r"(?<!\w)" + re.escape(head) + r"(?!\w)", question):
+            if not _in_longer_name(question, m.start(), m.end()):
+                return head
     return None
+
+
+def _only_in_longer_names(name: str, question: str) -> bool:
+    """Whether every place ``question`` writes ``name`` (case aside, whole words) is part of a
+    longer name there: "Virginia" in "Johnnycake, West Virginia" names no page "Virginia"."""
+    found = [m for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.IGNORECASE)]
+    return bool(found) and all(_in_longer_name(question, m.start(), m.end()) for m in found)
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w'.-]*) +$")
+_WORD_AFTER = re.compile(r" +([A-Za-z][\w'.-]*)")
+
+
+def _in_longer_name(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` has a capitalised word just before it (one that does not
+    open a sentence) or just after it, a space apart: then it is part of a longer name."""
+    before = _WORD_BEFORE.search(text, 0, start)
+    if before and before.group(1)[0].isupper() and not opens_sentence(text[:before.start(1)]):
+        return True
+    after = _WORD_AFTER.match(text, end)
+    return bool(after and after.group(1)[0].isupper())
 
 
 @lru_cache(maxsize=8192)

@@ -253,12 +253,18 @@ def names_in(query: str) -> list[str]:
         inner = caps or any(c.isupper() for c in word[1:])
         before = query[:m.start()]
         capital = (not caps and word[0].isupper()
-                   and (not _OPENS.search(before) or _TITLE.search(before) is not None))
+                   and (not opens_sentence(before) or _TITLE.search(before) is not None))
         if inner or capital:
             for part in re.split(r"[-.']", word):
                 if len(part) > 2:
                     out.append(part.casefold())
     return list(dict.fromkeys(out))
+
+
+def opens_sentence(before: str) -> bool:
+    """Whether a word after ``before`` (the text up to it) opens a sentence, a quotation or a
+    parenthesis: its capital says nothing of a name there."""
+    return _OPENS.search(before) is not None
 
 
 # A name the store lacks may be the user's spelling of one it holds: "Margaraviate" for the
