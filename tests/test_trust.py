@@ -229,6 +229,10 @@ def test_a_missing_name_overrules_a_hit_close_in_meaning() -> None:
     hits.append(Hit(2, "passage", "Hilda keeps the branch protection notes.", 0.5, "b", None, 2,
                     {"dense": 0.86}))
     assert ask(["gitlab", "hilda"]) is None
+    held["log4j"] = 5  # a name with a digit, said by a top hit's title only
+    hits[1] = Hit(2, "passage", "Rotate the logs weekly.", 0.5, "b", "Log4j settings", 2, {"dense": 0.86})
+    assert ask(["gitlab", "log4j"]) is None
+    assert ask(["gitlab", "hilda"])["evidence"]["missing"] == ["gitlab"]  # Hilda said by no hit now
     assert ask(["margaraviate"], like=lambda word, edits: ["margraviate", "marker"]) is None
     assert ask(["margaraviate"])["evidence"]["names"] == ["margaraviate"]  # nothing spelt near
 

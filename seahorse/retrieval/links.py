@@ -74,7 +74,8 @@ TITLE_HELD = 10
 # 0.687 -> 0.693 -> 0.693, tiny HotpotQA 0.860 -> 0.890 -> 0.890 (0.980 -> 0.990), HotpotQA 2k
 # 0.830 -> 0.870 -> 0.890, 10k 0.810 -> 0.840 -> 0.860, 100k 0.820 -> 0.850 -> 0.860; every other
 # row the same. The question's pages first cost tiny MuSiQue R@2 0.020 until a name inside a
-# longer one stopped naming a page (``_in_longer_name``: "Virginia" of "West Virginia").
+# longer name of the question stopped naming a page ("Virginia" of "West Virginia"; ``_inside``:
+# a longer phrase of the question that the store holds).
 # A page the best passage names by its title but found deeper, among the passages ranked
 # BRIDGE_TOP + 1 to DEEP_TOP, enters the best five (just below the fourth), never higher: the
 # second hop the walk left further down ("the country Ceelmakoile is located in" -> the page
@@ -93,7 +94,9 @@ TITLE_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 # 0.680 -> 0.687, tiny HotpotQA 0.830 -> 0.860, MuSiQue 2k 0.587 -> 0.593, HotpotQA 2k 0.800 ->
 # 0.830 (0.960 -> 0.970), 10k HotpotQA 0.790 -> 0.810 and MuSiQue 0.573 -> 0.580, 100k HotpotQA
 # 0.800 -> 0.820 and MuSiQue 0.587 -> 0.580; agent memories, LoCoMo (three ways), git's manual
-# and code the same. Such pages also placed above the second hops: tiny MuSiQue R@2 0.667.
+# and code the same (docs/benchmarks.md, "A title the question writes"). A page whose title is
+# held by many passages is still raised: the raise reorders the best BRIDGE_TOP only, never
+# above the best, and a question that writes a page's title asks about that page.
 
 
 @dataclass
@@ -119,22 +122,25 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     if len(order) < 2:  # a first, and another to raise
         return Linked()
     best = int(cand[order[0]])
-    asked = np.fromiter(seeds.asked, np.int64) if seeds.asked else np.zeros(0, np.int64)
+    said = np.fromiter(seeds.asked, np.int64) if seeds.asked else np.zeros(0, np.int64)
     cols, w = g.adj.row(best)
     cols = cols[(w > 0) & (g.kinds[cols] == "phrase")]  # a patched row keeps removed edges at 0
-    cols = cols[~np.isin(cols, asked)]
-    cols, asked = (c[index.passage_count[c] <= TITLE_HELD] for c in (cols, asked))
-    both = np.concatenate([cols, asked])
+    cols = cols[~np.isin(cols, said)]
+    cols, asked = (c[index.passage_count[c] <= TITLE_HELD] for c in (cols, said))
+    both = np.concatenate([cols, said])
     texts = store.phrase_texts(g.node_ids[both].tolist()) if len(both) else {}
     text = {int(v): texts.get(int(node), "") for v, node in zip(both.tolist(), g.node_ids[both].tolist())}
     cols, asked = (np.array([v for v in c.tolist() if names_one_thing(text[v])], dtype=np.int64)
                    for c in (cols, asked))
-    if not len(cols) and not len(asked) and not question:
+    writes_names = any(c.isupper() for c in question)  # a title written as a name has a capital
+    if not len(cols) and not len(asked) and not writes_names:
         return Linked()
     shared_names = cols[index.passage_count[cols] == 2]
     titled = {_key(text[v]): text[v] for v in cols.tolist()}
-    questioned = {_key(text[v]): text[v] for v in asked.tolist()
-                  if not _only_in_longer_names(text[v], question)}
+    # The question's phrases the store holds: a name inside a longer one of them ("virginia" of
+    # "west virginia", "meehan" of "meehan bonnar") names no page of its own.
+    longer = [_key(text[v]) for v in said.tolist()]
+    questioned = {key: text[v] for v in asked.tolist() if not _inside(key := _key(text[v]), longer)}
     leaders = _best_first(scores, top_k)  # of any kind, before the raise
     read = np.concatenate([cand[order], cand[deep], cand[leaders]])
     docs = store.documents_of(np.unique(g.doc_ids[read]).tolist())
@@ -147,14 +153,20 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
         doc = docs.get(int(g.doc_ids[v]))
         return _title_named(doc[2] if doc and (own or int(doc[0]) != first_doc) else None, names)
 
-    def written(v: int) -> str | None:
-        """The title of ``v``'s document as the question writes it (:func:`_title_written`)."""
+    def asked_page(v: int) -> str | None:
+        """The name the question gives ``v``'s page by: a phrase of it the store holds, or the
+        title as the question writes it (:func:`_title_written`), not inside a longer name."""
+        if name := page(v, questioned):
+            return name
         doc = docs.get(int(g.doc_ids[v]))
-        return _title_written(doc[2], question) if doc and doc[2] and question else None
+        if not (writes_names and doc and doc[2]):
+            return None
+        name = _title_written(doc[2], question)
+        return name if name and not _inside(_key(name), longer) else None
 
     chain = len(order) >= 3  # a second hop: more than one to choose it from
     for k, v in zip(order[1:], cand[order[1:]].tolist()):
-        if (name := page(v, questioned)) or (name := written(v)):
+        if name := asked_page(v):
             out.asked_title[v] = name
         elif not chain:
             continue
@@ -191,9 +203,9 @@ def _titles_first(cand: np.ndarray, scores: np.ndarray, order: np.ndarray,
     if not titles or not shared:
         return
     floor = min(float(scores[k]) for k in titles)
-    for i, k in enumerate(sorted(shared, key=lambda k: -scores[k])):
-        if scores[k] >= floor:
-            scores[k] = floor * (1.0 - 1e-6 * (i + 1))
+    above = sorted((k for k in shared if scores[k] >= floor), key=lambda k: -scores[k])
+    for i, k in enumerate(above):
+        scores[k] = floor * (1.0 - 1e-6 * (i + 1))
 
 
 def _best_first(values: np.ndarray, k: int) -> np.ndarray:
@@ -233,39 +245,29 @@ def _title_named(title: str | None, names: dict[str, str]) -> str | None:
 
 
 def _title_written(title: str, question: str) -> str | None:
-    """The title, whole or before its parenthesis or first comma, when ``question`` writes it
-    as a name: a whole-word match, as capitalised, of three letters or more
-    (refusal.names_one_thing), and not part of a longer name ("Virginia" of "West Virginia",
-    "Meehan" of "Meehan Bonnar"); curly apostrophes read as straight ones."""
+    """The title, whole or before its parenthesis or first comma (as the title spells it), when
+    ``question`` writes it as a name: whole words, capitalised as in the title, three letters or
+    more (refusal.names_one_thing); a one-word title not where a sentence opens ("When" of "When
+    did ..." names no song "When"). Curly and straight apostrophes are one."""
     question = question.replace("\u2019", "'")
-    for head in _title_heads(title.replace("\u2019", "'")):
-        if sum(c.isalpha() for c in head) < 3 or not names_one_thing(head):
+    for head in _title_heads(title):
+        plain = head.replace("\u2019", "'")
+        if sum(c.isalpha() for c in plain) < 3 or not names_one_thing(plain):
             continue
-        for m in re.finditer(r"(?<!\w)" + re.escape(head) + r"(?!\w)", question):
-            if not _in_longer_name(question, m.start(), m.end()):
+        for m in re.finditer(r"(?<!\w)" + re.escape(plain) + r"(?!\w)", question):
+            if " " in plain or not opens_sentence(question[:m.start()]):
                 return head
     return None
 
 
-def _only_in_longer_names(name: str, question: str) -> bool:
-    """Whether every place ``question`` writes ``name`` (case aside, whole words) is part of a
-    longer name there: "Virginia" in "Johnnycake, West Virginia" names no page "Virginia"."""
-    found = [m for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.IGNORECASE)]
-    return bool(found) and all(_in_longer_name(question, m.start(), m.end()) for m in found)
+def _inside(key: str, longer: list[str]) -> bool:
+    """Whether the name ``key`` (normalised) is part of one of the ``longer`` ones, whole words;
+    names joined by "and" or "or" are a list, not one name ("harold and tostig godwinson")."""
+    return any(part != key and f" {key} " in f" {part} "
+               for k in longer for part in _CONJUNCTION.split(k))
 
 
-_WORD_BEFORE = re.compile(r"([A-Za-z][\w'.-]*) +$")
-_WORD_AFTER = re.compile(r" +([A-Za-z][\w'.-]*)")
-
-
-def _in_longer_name(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` has a capitalised word just before it (one that does not
-    open a sentence) or just after it, a space apart: then it is part of a longer name."""
-    before = _WORD_BEFORE.search(text, 0, start)
-    if before and before.group(1)[0].isupper() and not opens_sentence(text[:before.start(1)]):
-        return True
-    after = _WORD_AFTER.match(text, end)
-    return bool(after and after.group(1)[0].isupper())
+_CONJUNCTION = re.compile(r" (?:and|or|&) ")
 
 
 @lru_cache(maxsize=8192)

@@ -300,7 +300,7 @@ def _held_in(hits: list[Hit], names: list[str]) -> bool:
     """Whether one of ``names`` is a word of one of ``hits`` (its text or title)."""
     if not names:
         return False
-    words = {w for h in hits for w in _WORD.findall(f"{h.title or ''} {h.text}".casefold())}
+    words = {w for h in hits for w in re.findall(r"\w+", f"{h.title or ''} {h.text}".casefold())}
     return any(n in words for n in names)
 
 
