@@ -232,6 +232,15 @@ def test_a_title_is_written_by_the_question_only_as_a_name() -> None:
     assert not links._inside("christopher nolan", ["christopher", "nolan"])  # no longer one held
     assert not links._inside("virginia", ["virginia"])
     assert not links._inside("tostig godwinson", ["harold and tostig godwinson"])  # a list of names
+    # ... and so does a name written right after a capitalised word that opens no sentence, or a hyphen.
+    ends = links._ends_a_name
+    assert ends("Virginia", "Which county borders Johnnycake, West Virginia?")
+    assert ends("Cry Wolf", "Both Never Cry Wolf and Big Hero 6 were released by what label?")
+    assert ends("Zola", "Who was Émile Zola?") and ends("hungary", "When did Austria-Hungary fall?")
+    assert not ends("Christopher Nolan", "Is Christopher Nolan British?")  # "Is" opens the question
+    assert not ends("Berlin", "I lived in Paris. Berlin is where?")  # "Berlin" opens a sentence
+    assert not ends("Virginia", "Is West Virginia larger than Virginia?")  # once alone is enough
+    assert not ends("Mark King", "Which singer is American, Mark King or Nick Hexum?")  # a comma between
 
 
 def test_passages_raised_through_a_shared_name_stay_below_every_titled_one() -> None:

@@ -140,7 +140,8 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
     # The question's phrases the store holds: a name inside a longer one of them ("virginia" of
     # "west virginia", "meehan" of "meehan bonnar") names no page of its own.
     longer = [_key(text[v]) for v in said.tolist()]
-    questioned = {key: text[v] for v in asked.tolist() if not _inside(key := _key(text[v]), longer)}
+    questioned = {key: text[v] for v in asked.tolist()
+                  if not _inside(key := _key(text[v]), longer) and not _ends_a_name(text[v], question)}
     leaders = _best_first(scores, top_k)  # of any kind, before the raise
     read = np.concatenate([cand[order], cand[deep], cand[leaders]])
     docs = store.documents_of(np.unique(g.doc_ids[read]).tolist())
@@ -162,7 +163,7 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
         if not (writes_names and doc and doc[2]):
             return None
         name = _title_written(doc[2], question)
-        return name if name and not _inside(_key(name), longer) else None
+        return name if name and not _inside(_key(name), longer) and not _ends_a_name(name, question) else None
 
     chain = len(order) >= 3  # a second hop: more than one to choose it from
     for k, v in zip(order[1:], cand[order[1:]].tolist()):
@@ -268,6 +269,27 @@ def _inside(key: str, longer: list[str]) -> bool:
 
 
 _CONJUNCTION = re.compile(r" (?:and|or|&) ")
+
+
+def _ends_a_name(name: str, question: str) -> bool:
+    """Whether every place ``question`` writes ``name`` (case and apostrophes aside, whole words)
+    comes right after a capitalised word that opens no sentence and ends in no punctuation, or
+    after a hyphen: there it
+    ends a longer name ("Virginia" of "West Virginia", "Cry Wolf" of "Never Cry Wolf", "Hungary"
+    of "Austria-Hungary"), whatever the store holds."""
+    question = question.replace("\u2019", "'")
+    found = list(re.finditer(r"(?<!\w)" + re.escape(name.replace("\u2019", "'")) + r"(?!\w)", question,
+                             re.IGNORECASE))
+    return bool(found) and all(_after_a_name(question, m.start()) for m in found)
+
+
+def _after_a_name(text: str, start: int) -> bool:
+    before = text[:start]
+    if before.endswith("-"):
+        return True
+    word = re.search(r"(\S+) +$", before)
+    return bool(word and word.group(1)[0].isupper() and word.group(1)[-1].isalnum()  # "American," ends
+                and not opens_sentence(before[:word.start(1)]))
 
 
 @lru_cache(maxsize=8192)
