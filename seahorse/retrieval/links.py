@@ -137,11 +137,15 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
         return Linked()
     shared_names = cols[index.passage_count[cols] == 2]
     titled = {_key(text[v]): text[v] for v in cols.tolist()}
-    # The question's phrases the store holds: a name inside a longer one of them ("virginia" of
-    # "west virginia", "meehan" of "meehan bonnar") names no page of its own.
-    longer = [_key(text[v]) for v in said.tolist()]
-    questioned = {key: text[v] for v in asked.tolist()
-                  if not _inside(key := _key(text[v]), longer) and not _ends_a_name(text[v], question)}
+    longer = [_key(text[v]) for v in said.tolist()]  # the question's phrases the store holds
+
+    def own_name(name: str) -> bool:
+        """Whether the question gives ``name`` as a name of its own, not as the end of a longer
+        one ("Virginia" of "West Virginia") or a part of a longer one the store holds ("Meehan"
+        of "Meehan Bonnar")."""
+        return not _inside(_key(name), longer) and not _ends_a_name(name, question)
+
+    questioned = {_key(text[v]): text[v] for v in asked.tolist() if own_name(text[v])}
     leaders = _best_first(scores, top_k)  # of any kind, before the raise
     read = np.concatenate([cand[order], cand[deep], cand[leaders]])
     docs = store.documents_of(np.unique(g.doc_ids[read]).tolist())
@@ -156,14 +160,12 @@ def raise_linked(index: RetrievalIndex, store: Store, seeds: Seeds, cand: np.nda
 
     def asked_page(v: int) -> str | None:
         """The name the question gives ``v``'s page by: a phrase of it the store holds, or the
-        title as the question writes it (:func:`_title_written`), not inside a longer name."""
+        title as the question writes it (:func:`_title_written`), a name of its own."""
         if name := page(v, questioned):
             return name
         doc = docs.get(int(g.doc_ids[v]))
-        if not (writes_names and doc and doc[2]):
-            return None
-        name = _title_written(doc[2], question)
-        return name if name and not _inside(_key(name), longer) and not _ends_a_name(name, question) else None
+        name = _title_written(doc[2], question) if writes_names and doc and doc[2] else None
+        return name if name and own_name(name) else None
 
     chain = len(order) >= 3  # a second hop: more than one to choose it from
     for k, v in zip(order[1:], cand[order[1:]].tolist()):
