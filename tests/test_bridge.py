@@ -259,3 +259,27 @@ def test_passages_raised_through_a_shared_name_stay_below_every_titled_one() -> 
     links._titles_first(cand, scores, order[:4], {11: (100, "Ball", False), 12: (100, "Elmer", False),
                                                   13: (100, "Agüero", True), 14: (100, "Rudy", False)}, {})
     assert scores.tolist() == [1.0, 0.5 * (1 - 1e-6), 0.3, 0.5, 0.4], scores
+
+
+def test_a_page_the_first_hit_names_by_its_title_comes_before_a_shared_name(backend, monkeypatch) -> None:
+    """The first hit names the page "Orlin Abbey" and shares "Valdoria" with one other
+    passage: both are next links, and the titled page, the surer one, comes first."""
+    notes = [
+        ("The Brenna River rises in the hills of Valdoria and runs north past Orlin Abbey to the sea.",
+         "brenna", None),
+        ("A Benedictine house founded in 1120 on the east bank, famous for its library and its bridge.",
+         "abbey-page", "Orlin Abbey"),
+        ("A rowing race is held every spring beside the old river wall that was built in Valdoria.",
+         "race", None),
+        ("Mills were built beside many rivers to grind grain.", "mills", None),
+        ("A river rises in the hills and runs to the sea.", "river", None),
+        ("Stone bridges were built over rivers in the hills.", "bridges", None),
+    ]
+    hits, without = _searched_twice(backend, notes, "What was built beside the Brenna River?", 6,
+                                    monkeypatch, "_titles_first", lambda *args: None)
+    ranked = [h.source for h in hits]
+    assert ranked[:3] == ["brenna", "abbey-page", "race"], ranked
+    assert without[:3] == ["brenna", "race", "abbey-page"], without  # the rule did it
+    hop = {h.source: h.evidence.get("second_hop") for h in hits}
+    assert hop["abbey-page"] == {"after": hits[0].id, "name": "Orlin Abbey", "title": True}
+    assert hop["race"] == {"after": hits[0].id, "name": "Valdoria"}
