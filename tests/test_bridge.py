@@ -241,6 +241,13 @@ def test_a_title_is_written_by_the_question_only_as_a_name() -> None:
     assert not ends("Berlin", "I lived in Paris. Berlin is where?")  # "Berlin" opens a sentence
     assert not ends("Virginia", "Is West Virginia larger than Virginia?")  # once alone is enough
     assert not ends("Mark King", "Which singer is American, Mark King or Nick Hexum?")  # a comma between
+    # The longest question a search takes (10,000 characters) reads the same, read backwards from
+    # each place the name is written (no regular expression over all the text before it).
+    assert ends("Virginia", "x," * 4990 + " West Virginia?")
+    assert not ends("Virginia", "x," * 4990 + " Virginia?")
+    assert not ends("Berlin", "Paris." + " " * 100 + "Berlin?")  # a sentence ends far before
+    assert written("When (song)", "When " * 1999 + "When?") == "When"  # not only where it opens
+    assert written("When (song)", "When?") is None
 
 
 def test_passages_raised_through_a_shared_name_stay_below_every_titled_one() -> None:

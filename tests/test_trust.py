@@ -197,6 +197,9 @@ def test_names_are_read_from_where_no_sentence_opens() -> None:
     assert names_in("Where is it? Nobody knows. I asked Dr. Seuss around AD 43, OK?") == ["seuss"]
     assert names_in("Would Melanie enjoy \"The Four Seasons\" by Vivaldi?") == [
         "melanie", "four", "seasons", "vivaldi"]
+    # The longest question a search takes reads the same: each word's capital is judged by the
+    # text just before it, not by all of it.
+    assert names_in("Abc. " * 1990 + "Push to Heroku. Ask Dr. Seuss?") == ["heroku", "seuss"]
 
 
 def test_a_missing_name_overrules_a_hit_close_in_meaning() -> None:

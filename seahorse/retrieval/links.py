@@ -73,9 +73,10 @@ TITLE_HELD = 10
 # 2026-12-07, R@2 (R@5) before -> the best's pages first -> the question's too: tiny MuSiQue
 # 0.687 -> 0.693 -> 0.693, tiny HotpotQA 0.860 -> 0.890 -> 0.890 (0.980 -> 0.990), HotpotQA 2k
 # 0.830 -> 0.870 -> 0.890, 10k 0.810 -> 0.840 -> 0.860, 100k 0.820 -> 0.850 -> 0.860; every other
-# row the same. The question's pages first cost tiny MuSiQue R@2 0.020 until a name inside a
-# longer name of the question stopped naming a page ("Virginia" of "West Virginia"; ``_inside``:
-# a longer phrase of the question that the store holds).
+# row the same. The question's pages first cost tiny MuSiQue R@2 0.020 until a name that ends
+# or sits inside a longer name of the question stopped naming a page ("Virginia" of "West
+# Virginia": ``_ends_a_name``; "Meehan" of "Meehan Bonnar", a longer question phrase the store
+# holds: ``_inside``).
 # A page the best passage names by its title but found deeper, among the passages ranked
 # BRIDGE_TOP + 1 to DEEP_TOP, enters the best five (just below the fourth), never higher: the
 # second hop the walk left further down ("the country Ceelmakoile is located in" -> the page
@@ -257,10 +258,14 @@ def _title_written(title: str, question: str) -> str | None:
         plain = head.replace("\u2019", "'")
         if sum(c.isalpha() for c in plain) < 3 or not names_one_thing(plain):
             continue
-        for m in re.finditer(r"(?<!\w)" + re.escape(plain) + r"(?!\w)", question):
-            if " " in plain or not opens_sentence(question[:m.start()]):
-                return head
+        if any(" " in plain or not opens_sentence(question[:m.start()]) for m in _written(plain, question)):
+            return head
     return None
+
+
+def _written(name: str, question: str, flags: int = 0):
+    """The places ``question`` (apostrophes already straight) writes ``name``, whole words."""
+    return re.finditer(r"(?<!\w)" + re.escape(name.replace("\u2019", "'")) + r"(?!\w)", question, flags)
 
 
 def _inside(key: str, longer: list[str]) -> bool:
@@ -276,22 +281,32 @@ _CONJUNCTION = re.compile(r" (?:and|or|&) ")
 def _ends_a_name(name: str, question: str) -> bool:
     """Whether every place ``question`` writes ``name`` (case and apostrophes aside, whole words)
     comes right after a capitalised word that opens no sentence and ends in no punctuation, or
-    after a hyphen: there it
-    ends a longer name ("Virginia" of "West Virginia", "Cry Wolf" of "Never Cry Wolf", "Hungary"
-    of "Austria-Hungary"), whatever the store holds."""
+    after a hyphen: there it ends a longer name ("Virginia" of "West Virginia", "Cry Wolf" of
+    "Never Cry Wolf", "Hungary" of "Austria-Hungary"), whatever the store holds."""
     question = question.replace("\u2019", "'")
-    found = list(re.finditer(r"(?<!\w)" + re.escape(name.replace("\u2019", "'")) + r"(?!\w)", question,
-                             re.IGNORECASE))
+    found = list(_written(name, question, re.IGNORECASE))
     return bool(found) and all(_after_a_name(question, m.start()) for m in found)
 
 
 def _after_a_name(text: str, start: int) -> bool:
-    before = text[:start]
-    if before.endswith("-"):
+    """Whether ``text[start:]`` follows a hyphen, or spaces after a capitalised word that opens
+    no sentence and ends in a letter or digit ("American," ends). Read backwards from ``start``
+    over that word alone, so a long question costs no more than a short one."""
+    if start and text[start - 1] == "-":
         return True
-    word = re.search(r"(\S+) +$", before)
-    return bool(word and word.group(1)[0].isupper() and word.group(1)[-1].isalnum()  # "American," ends
-                and not opens_sentence(before[:word.start(1)]))
+    end = start
+    while end and text[end - 1] == " ":
+        end -= 1
+    if end == start or not end:
+        return False
+    begin = end
+    while begin and not text[begin - 1].isspace() and end - begin < _WORD_MAX:
+        begin -= 1
+    word = text[begin:end]
+    return word[0].isupper() and word[-1].isalnum() and not opens_sentence(text[:begin])
+
+
+_WORD_MAX = 64  # a longer run without a space is no name
 
 
 @lru_cache(maxsize=8192)

@@ -251,7 +251,7 @@ def names_in(query: str) -> list[str]:
             continue
         caps = word.isupper()
         inner = caps or any(c.isupper() for c in word[1:])
-        before = query[:m.start()]
+        before = _tail(query, m.start())
         capital = (not caps and word[0].isupper()
                    and (not opens_sentence(before) or _TITLE.search(before) is not None))
         if inner or capital:
@@ -263,8 +263,18 @@ def names_in(query: str) -> list[str]:
 
 def opens_sentence(before: str) -> bool:
     """Whether a word after ``before`` (the text up to it) opens a sentence, a quotation or a
-    parenthesis: its capital says nothing of a name there."""
-    return _OPENS.search(before) is not None
+    parenthesis: its capital says nothing of a name there. Only its tail is read (``_tail``),
+    so asking it of every word of a long question costs no more per word than of a short one."""
+    return _OPENS.search(_tail(before, len(before))) is not None
+
+
+def _tail(text: str, end: int) -> str:
+    """``text[:end]``, or its last TAIL characters after a sentinel letter that stands for the
+    text cut off (it is no start of the text, and no word boundary at the cut)."""
+    return text[:end] if end <= TAIL else "x" + text[end - TAIL:end]
+
+
+TAIL = 64  # what is read before a word: a run of spaces after a full stop is no longer
 
 
 # A name the store lacks may be the user's spelling of one it holds: "Margaraviate" for the
