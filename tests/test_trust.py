@@ -330,11 +330,42 @@ def test_search_pages_with_a_cursor(cli) -> None:
     second = cli.json("search", "herons wading in the lake", "--top-k", "3", "--no-refuse",
                       "--cursor", first["next_cursor"])
     assert [h["source"] for h in first["hits"] + second["hits"]] == [h["source"] for h in whole["hits"]]
+    # The walk's evidence is traced for a page's hits alone, and reads as it does on one page.
+    for paged, one in zip(first["hits"] + second["hits"], whole["hits"]):
+        assert paged["evidence"]["paths"] and paged["evidence"] == one["evidence"], (paged, one)
     last = cli.json("search", "herons wading in the lake", "--top-k", "3", "--no-refuse",
                     "--cursor", second["next_cursor"])
     assert len(last["hits"]) == 1 and last["next_cursor"] is None
     bad = cli.run("search", "another question", "--cursor", first["next_cursor"])
     assert bad.returncode != 0 and "cursor belongs to another question" in bad.stderr
+
+
+def test_the_walks_paths_are_traced_for_the_page_alone(cli, monkeypatch) -> None:
+    """The rank stage hands over more hits than a page shows (recency and paging re-order a
+    pool); the paths, most of the explain stage's time, are traced for the page's hits only,
+    the first page's or a later one's, and the strongest seeds are named."""
+    from seahorse.retrieval import explain
+
+    traced: list[int] = []
+    real = explain.explain
+
+    def counting(index, store, flow, hits, *args):
+        traced.append(len(hits))
+        return real(index, store, flow, hits, *args)
+
+    monkeypatch.setattr(explain, "explain", counting)
+    for i in range(12):
+        cli.json("index", "--text", f"Otters {i} float on the cold river holding shell number {i}.",
+                 "--source", f"otter{i}")
+    out = cli.json("search", "otters floating on the river", "--top-k", "2", "--no-refuse")
+    assert len(out["hits"]) == 2 and traced == [2], traced
+    assert all(h["evidence"]["paths"] and "inflow" in h["evidence"] for h in out["hits"])
+    assert out["seeds"] and all(isinstance(s["phrase"], str) and s["phrase"] for s in out["seeds"])
+    assert out["timings_ms"]["explain"] > 0
+    traced.clear()
+    second = cli.json("search", "otters floating on the river", "--top-k", "2", "--no-refuse",
+                      "--cursor", out["next_cursor"])
+    assert len(second["hits"]) == 2 and traced == [2], traced
 
 
 def test_a_misspelt_name_finds_the_phrases_it_may_stand_for_on_each_backend(backend_engine) -> None:

@@ -14,9 +14,16 @@ what each neighbour sent along its edge (:class:`~seahorse.mechanisms.graph.Flow
 * ``phrases``: the phrase neighbours among those that sent the most (share of ``x_v``; the
   kind of the edge they sent it by; ``origin`` as above); what a passage, symbol or commit sent
   is in ``paths``.
+
+The hits are built first (:func:`explained_hits`) and their paths traced later, for the hits a
+page returns (:class:`Paths`): the rank stage hands over more hits than a page shows (the pool
+recency and paging re-order), and tracing is most of this stage's time.
 """
 
 from __future__ import annotations
+
+import time
+from typing import Callable
 
 import numpy as np
 
@@ -39,19 +46,52 @@ LABEL_CHARS = 60
 ORIGINS = ("question", "fact", "context", "match")
 
 
+class Paths:
+    """The walk's evidence (``phrases``, ``paths``, ``inflow``) for hits chosen later: call it
+    once with the hits kept, in any order; it also names the strongest phrase seeds
+    (``seeds``, whose ``phrase`` holds a vertex until then) and adds its time to ``timings``."""
+
+    def __init__(self, index: RetrievalIndex, store: Store, seeds: Seeds, mass: Mass,
+                 vertex_of: dict[int, int], top_seeds: list[dict], timings: dict) -> None:
+        self.index, self.store, self.seeds, self.mass = index, store, seeds, mass
+        self.vertex_of, self.top_seeds, self.timings = vertex_of, top_seeds, timings
+        self.done = False
+
+    def __call__(self, hits: list[Hit]) -> None:
+        if self.done:
+            return
+        self.done = True
+        t0 = time.perf_counter()
+        seeds, mass = self.seeds, self.mass
+        kept = [h for h in hits if h.id in self.vertex_of]
+        explained, names = explain(self.index, self.store,
+                                   self.index.graph.flow(mass.scores, seeds.vector, mass.damping),
+                                   [self.vertex_of[h.id] for h in kept], seeds.phrases,
+                                   [e["phrase"] for e in self.top_seeds], seeds.asked)
+        for h, walk in zip(kept, explained):
+            rest = h.evidence
+            h.evidence = {**walk, **rest}  # the walk's evidence first, as it always came
+        for e in self.top_seeds:
+            e["phrase"] = names.get(e["phrase"], "")
+        ms = (time.perf_counter() - t0) * 1e3
+        for key in ("explain", "total"):
+            if key in self.timings:
+                self.timings[key] = round(self.timings[key] + ms, 2)
+
+
 def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: Seeds, mass: Mass,
-                   ranking: Ranking) -> tuple[list[Hit], list[dict]]:
-    """The hits of ``ranking`` with their evidence, and the strongest phrase seeds (named)."""
+                   ranking: Ranking, timings: dict | None = None
+                   ) -> tuple[list[Hit], list[dict], Callable[[list[Hit]], None]]:
+    """The hits of ``ranking`` with their own evidence (cosine, BM25, exact tokens, links), the
+    strongest phrase seeds, and the :class:`Paths` that adds the walk's evidence to the hits
+    kept (and names those seeds)."""
     g = index.graph
     chosen = ranking.chosen
     texts = store.node_texts([int(g.node_ids[v]) for v in chosen])
     top_seeds = [{"phrase": j, "weight": round(w, 5), "origin": "question" if j in seeds.asked else "fact"}
                  for j, w in sorted(seeds.phrases.items(), key=lambda kv: -kv[1])[:8]]
-    explained, names = explain(index, store, g.flow(mass.scores, seeds.vector, mass.damping),
-                               [int(v) for v in chosen], seeds.phrases, [e["phrase"] for e in top_seeds],
-                               seeds.asked)
-    for e in top_seeds:
-        e["phrase"] = names.get(e["phrase"], "")
+    paths = Paths(index, store, seeds, mass, {int(g.node_ids[v]): int(v) for v in chosen}, top_seeds,
+                  timings if timings is not None else {})
     own = index.cosines(query.vector, chosen, store)  # each hit's own cosine, also past the shortlist
     memories: dict[int, dict | None] = {}
     docs = dict(ranking.docs)  # read by the rank stage, if it read any; the rest in one read
@@ -59,10 +99,11 @@ def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: See
     if missing:
         docs.update(store.documents_of(sorted(missing)))
     hits: list[Hit] = []
-    for v, score, evidence, cosine in zip(chosen, ranking.scores, explained, own):
+    for v, score, cosine in zip(chosen, ranking.scores, own):
         node_id = int(g.node_ids[v])
         kind, text, doc_id, _ordinal = texts[node_id]
         doc = docs.get(doc_id)
+        evidence: dict = {}
         evidence["dense"] = round(float(cosine), 4)
         if int(v) in seeds.lexical:
             evidence["bm25"] = round(seeds.lexical[int(v)], 4)
@@ -78,7 +119,7 @@ def explained_hits(index: RetrievalIndex, store: Store, query: Query, seeds: See
         hits.append(Hit(node_id, kind, text, float(score),
                         doc[1] if doc else "", doc[2] if doc else None, doc_id, evidence,
                         memories.get(doc_id) if kind == "memory" else None))
-    return hits, top_seeds
+    return hits, top_seeds, paths
 
 
 def explain(index: RetrievalIndex, store: Store, flow: Flow, hits: list[int],

@@ -50,6 +50,14 @@ class SearchResult:
     # The question as the stages read it (retrieval.query.Query): tokenised once, kept for
     # refusal and reranking after the ranking.
     parsed: Any = field(default=None, repr=False, compare=False)
+    # Adds the walk's evidence to the hits kept (retrieval.explain.Paths), once.
+    paths: Any = field(default=None, repr=False, compare=False)
+
+    def trace_paths(self) -> None:
+        """The walk's evidence (``phrases``, ``paths``, ``inflow``) on the hits as they are now."""
+        if self.paths is not None:
+            self.paths(self.hits)
+            self.paths = None
 
     def as_dict(self) -> dict:
         out = {"query": self.query, "hits": [h.as_dict() for h in self.hits], **self.info}

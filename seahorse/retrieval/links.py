@@ -258,14 +258,36 @@ def _title_written(title: str, question: str) -> str | None:
         plain = head.replace("\u2019", "'")
         if sum(c.isalpha() for c in plain) < 3 or not names_one_thing(plain):
             continue
-        if any(" " in plain or not opens_sentence(question[:m.start()]) for m in _written(plain, question)):
+        if any(" " in plain or not opens_sentence(question[:at]) for at in _written(plain, question)):
             return head
     return None
 
 
-def _written(name: str, question: str, flags: int = 0):
-    """The places ``question`` (apostrophes already straight) writes ``name``, whole words."""
-    return re.finditer(r"(?<!\w)" + re.escape(name.replace("\u2019", "'")) + r"(?!\w)", question, flags)
+def _written(name: str, question: str, fold: bool = False) -> list[int]:
+    """Where ``question`` (apostrophes already straight) writes ``name``, whole words (no word
+    character, as a regular expression's ``\\w``, on either side); ``fold``: case aside. A
+    plain search, not a pattern compiled per title: ranking reads every candidate's title."""
+    name = name.replace("\u2019", "'")
+    if fold:
+        low_name, low_question = name.lower(), question.lower()
+        if len(low_name) == len(name) and len(low_question) == len(question):
+            name, question = low_name, low_question
+        else:  # a character whose lower case is longer ("\u0130"): positions would shift
+            return [m.start() for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)",
+                                                   question, re.IGNORECASE)]
+    out, at = [], question.find(name) if name else -1
+    while at >= 0:
+        end = at + len(name)
+        whole = not (at and _word_char(question[at - 1])) and not (end < len(question)
+                                                                    and _word_char(question[end]))
+        if whole:
+            out.append(at)
+        at = question.find(name, end if whole else at + 1)
+    return out
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def _inside(key: str, longer: list[str]) -> bool:
@@ -284,8 +306,8 @@ def _ends_a_name(name: str, question: str) -> bool:
     after a hyphen: there it ends a longer name ("Virginia" of "West Virginia", "Cry Wolf" of
     "Never Cry Wolf", "Hungary" of "Austria-Hungary"), whatever the store holds."""
     question = question.replace("\u2019", "'")
-    found = list(_written(name, question, re.IGNORECASE))
-    return bool(found) and all(_after_a_name(question, m.start()) for m in found)
+    found = _written(name, question, fold=True)
+    return bool(found) and all(_after_a_name(question, at) for at in found)
 
 
 def _after_a_name(text: str, start: int) -> bool:

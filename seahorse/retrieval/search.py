@@ -80,18 +80,19 @@ def retrieve(index: RetrievalIndex, store: Store, embedder: Embedder, extractor:
     t_walk = time.perf_counter()
     ranking = rank(index, store, query, seeds, mass, scope, top_k, scorer)
     t_rank = time.perf_counter()
-    hits, top_seeds = explained_hits(index, store, query, seeds, mass, ranking)
+    timings: dict = {}
+    hits, top_seeds, paths = explained_hits(index, store, query, seeds, mass, ranking, timings)
     t_end = time.perf_counter()
+    timings.update({"embed": round((t_embed - t0) * 1e3, 2),
+                    "walk": round((t_walk - t_embed) * 1e3, 2),  # seeding and walk
+                    "seed": round((t_seed - t_embed) * 1e3, 2),  # of which seeding
+                    "rank": round((t_rank - t_walk) * 1e3, 2),
+                    "explain": round((t_end - t_rank) * 1e3, 2),  # the paths added when traced
+                    "total": round((time.perf_counter() - t0) * 1e3, 2)})
     info = {
         "damping": round(mass.damping, 3), "node_budget": node_budget,
         "walked_nodes": int(len(mass.nodes)), "iterations": mass.iterations,
-        "seeds": top_seeds,
-        "timings_ms": {"embed": round((t_embed - t0) * 1e3, 2),
-                       "walk": round((t_walk - t_embed) * 1e3, 2),  # seeding and walk
-                       "seed": round((t_seed - t_embed) * 1e3, 2),  # of which seeding
-                       "rank": round((t_rank - t_walk) * 1e3, 2),
-                       "explain": round((t_end - t_rank) * 1e3, 2),
-                       "total": round((time.perf_counter() - t0) * 1e3, 2)},
+        "seeds": top_seeds, "timings_ms": timings,
     }
     if mass.session:
         info["session"] = mass.session
@@ -99,7 +100,7 @@ def retrieve(index: RetrievalIndex, store: Store, embedder: Embedder, extractor:
         info["speakers"] = ranking.speakers
     if ranking.dates:
         info["dates"] = [{"from": iso(lo), "to": iso(hi)} for lo, hi in ranking.dates]
-    return SearchResult(text, hits, info, walk_phrases(index, mass), parsed=query)
+    return SearchResult(text, hits, info, walk_phrases(index, mass), parsed=query, paths=paths)
 
 
 class Search:
@@ -157,6 +158,7 @@ class Search:
             note_activity()  # a pending trim waits for the searches to stop
         more = len(result.hits) > offset + top_k
         result.hits = result.hits[offset:offset + top_k]
+        result.trace_paths()  # the walk's evidence, for the page's hits alone
         result.info["next_cursor"] = page_cursor(query, offset + top_k) if more else None
         return result
 
