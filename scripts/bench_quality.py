@@ -23,9 +23,10 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
   HotpotQA with documentation prose up to 10,000 / 100,000 passages, ``--scale-dir``), where
   the dense shortlist, the node budget and the entry bound bind: R@2, R@5, all@5 per question
   set, all methods in one store;
-* ``locomo-notes`` / ``locomo-dated``: the same turns written as notes (``add_document``, one
-  per turn, in order: "Speaker: words", or "[session date] Speaker: words"), as an agent that
-  keeps its memory in notes writes them (issue 38, item 5);
+* ``locomo-notes`` / ``locomo-dated`` / ``locomo-after``: the same turns written as notes
+  (``add_document``, one per turn, in order: "Speaker: words", "[session date] Speaker: words",
+  or "Speaker (session date): words"), as an agent that keeps its memory in notes writes them
+  (issue 38, item 5);
 * ``locomo``: the five dev conversations, every turn its own document (``add_conversation``,
   speaker and session date kept), evidence R@5 / R@10 per category (1-4);
 * ``absent``: refusal on scripts/data/absent_prose.json (share of absent questions refused)
@@ -582,8 +583,10 @@ def refusal_check(eng: Engine, questions, split: str) -> dict:
 
 # ----- conversations -------------------------------------------------------------------------
 # How an agent that writes each turn as a note might word it (ruler ``locomo-notes``: the
-# speaker's name first; ``locomo-dated``: the session's date first, as LoCoMo writes it).
-NOTE_FORMS = {"locomo-notes": "{speaker}: {text}", "locomo-dated": "[{time}] {speaker}: {text}"}
+# speaker's name first; ``locomo-dated``: the session's date first, as LoCoMo writes it;
+# ``locomo-after``: the date after the name).
+NOTE_FORMS = {"locomo-notes": "{speaker}: {text}", "locomo-dated": "[{time}] {speaker}: {text}",
+              "locomo-after": "{speaker} ({time}): {text}"}
 
 
 def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
@@ -898,7 +901,7 @@ def main() -> None:
         for size in ("10k", "100k"):
             if f"scale{size}" in args.rulers:
                 run_scale(size, args, folder, report)
-        for ruler in ("locomo", "locomo-notes", "locomo-dated"):
+        for ruler in ("locomo", *NOTE_FORMS):
             if ruler in args.rulers:
                 run_locomo(args, folder, report, ruler)
         if "exact" in args.rulers:

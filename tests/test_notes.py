@@ -31,10 +31,22 @@ def test_which_notes_read_as_turns() -> None:
     assert (t["speaker"], t["conversation"], t["turn"], t["session"]) == \
         ("Melanie Smith", "log", "7", "2023-05-08")
     assert as_turn("2023-05-08 Bo: hey", None, None)["session"] == "2023-05-08"
+    # the other ways an agent may write a turn's date and name
+    for written in ("Bo (8 May 2023): hey", "Bo [May 8, 2023]: hey", "8 May 2023 - Bo: hey",
+                    "May 8, 2023: Bo: hey", "(1:56 pm on 8 May, 2023) Bo: hey",
+                    "1:56 pm on 8 May, 2023 | Bo: hey", "8 May, 2023 \u2014 Bo: hey"):
+        t = as_turn(written, None, None)
+        assert t is not None and (t["speaker"], t["session"]) == ("Bo", "2023-05-08"), written
+    for written in ("**Bo**: hey", "**Bo:** hey", "- Bo: hey", "> Bo: hey"):
+        t = as_turn(written, None, None)
+        assert t is not None and (t["speaker"], t["session"]) == ("Bo", None), written
     for plain in ("Note: buy milk", "TODO: fix the build", "the cat: sat", "Summary: all good",
                   "no colon at all",
                   # an id is no name (a new user's on-call note was stored as said by "Ticket OPS-4471")
-                  "Ticket OPS-4471: the nightly export job times out", "Build 7: green"):
+                  "Ticket OPS-4471: the nightly export job times out", "Build 7: green",
+                  # a parenthesis that names no day is a qualifier of a title, not a date
+                  "Python (programming language): a language", "Bo (draft): hey",
+                  "8 May 2023 - deployed the new build", "**Bold** words: no"):
         assert as_turn(plain, None, None) is None, plain
     # a conversation's own turn, or a record that says what it is, is left to its caller
     assert as_turn("Ann: hi", None, {"conversation": "x"}) is None

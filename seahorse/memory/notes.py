@@ -1,14 +1,17 @@
 """Notes that read as turns (issue 38): an agent that keeps each turn of a conversation as a
-note ("Caroline: I went to the support group yesterday", optionally after a bracketed date or
-an ISO day: "[1:56 pm on 8 May, 2023] Caroline: ...") gets what ``add_conversation`` gives a
-turn. Such a note becomes a turn of the notes' conversation (the source up to its last ``#``,
-else ``notes``) in the order written: its speaker counts for speaker focus, the day its header
-names is its event time (unless its metadata gives one), and a note written right after the
-note before it (the next document, of the same day or of no day) shares a ``turn`` edge with
-it, as a conversation's turns do. A note that does not open with a name and a colon is a plain
-document, as before; so is one whose "name" is a label ("Note:", "TODO:", "Summary:"), and,
-among many documents indexed at once, one that no note beside it reads as a turn of the same
-conversation (a title with a colon among Wikipedia passages: "In My Time: A Memoir ...").
+note ("Caroline: I went to the support group yesterday", optionally with its date: "[1:56 pm
+on 8 May, 2023] Caroline: ...", "2023-05-08 Caroline: ...", "8 May 2023 - Caroline: ...",
+"Caroline (8 May 2023): ...", the name in markdown bold or after a list marker) gets what
+``add_conversation`` gives a turn. Such a note becomes a turn of the notes' conversation (the
+source up to its last ``#``, else ``notes``) in the order written: its speaker counts for
+speaker focus, the day its header names is its event time (unless its metadata gives one), and
+a note written right after the note before it (the next document, of the same day or of no
+day) shares a ``turn`` edge with it, as a conversation's turns do. A note that does not open
+with a name and a colon is a plain document, as before; so is one whose "name" is a label
+("Note:", "TODO:", "Summary:") or is followed by a parenthesis that names no day ("Python
+(programming language): ..."), and, among many documents indexed at once, one that no note
+beside it reads as a turn of the same conversation (a title with a colon among Wikipedia
+passages: "In My Time: A Memoir ...").
 """
 
 from __future__ import annotations
@@ -27,8 +30,22 @@ class NoteStore(Documents, Turns, GraphWrites, Protocol):
 # A speaker's name: up to three capitalised words of letters (an id such as "OPS-4471" in
 # "Ticket OPS-4471: ..." is no name, so that note stays a document).
 _NAME = r"[A-Z](?:[^\W\d_]|['\u2019.-]){0,30}(?: [A-Z](?:[^\W\d_]|['\u2019.-]){0,30}){0,2}"
-_HEAD = re.compile(r"\s*(?:\[(?P<bracket>[^\]\n]{1,60})\]|(?P<iso>\d{4}-\d{2}-\d{2}(?:[ T][\d:.]+Z?)?))?"
-                   rf"\s*[-\u2013\u2014:,]?\s*(?P<speaker>{_NAME}):\s+\S")
+# The ways a note may say when, before the name: "[1:56 pm on 8 May, 2023]", "(8 May 2023)",
+# "2023-05-08 14:00", or a day written out ("8 May 2023", "May 8, 2023", after a time of day:
+# "1:56 pm on 8 May, 2023") followed by a dash, colon, comma or bar. A dash or quote marker
+# ("- ", "> ") may open the note, and markdown may bold the name ("**Ann**:", "**Ann:**").
+_DAY_WORDS = (r"(?:\d{1,2}:\d{2}\s*(?:[ap]\.?m\.?)?\s*(?:on\s+)?)?"
+              r"(?:\d{1,2}(?:st|nd|rd|th)? [A-Za-z]{3,9}\.?,? \d{4}"
+              r"|[A-Za-z]{3,9}\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4})")
+_HEAD = re.compile(
+    r"\s*(?:[->]\s+)*"
+    r"(?:\[(?P<bracket>[^\]\n]{1,60})\]|\((?P<paren>[^)\n]{1,60})\)"
+    r"|(?P<iso>\d{4}-\d{2}-\d{2}(?:[ T][\d:.]+Z?)?)"
+    rf"|(?P<written>{_DAY_WORDS})(?=\s*[-\u2013\u2014:,|]))?"
+    r"\s*[-\u2013\u2014:,|]?\s*"
+    rf"(?P<bold>\*\*)?(?P<speaker>{_NAME})"
+    r"(?:\s*[\[(](?P<after>[^\])\n]{1,60})[\])])?"
+    r"(?(bold)(?::\*\*|\*\*:)|:)\s+\S")
 # Words that open a note as a label, not as the name of who spoke.
 LABELS = frozenset(
     "note notes todo to-do update summary question answer q a fix bug error warning info tip example "
@@ -45,7 +62,12 @@ def as_turn(text: str, source: str | None, metadata: dict | None) -> dict | None
     m = _HEAD.match(text[:200])
     if m is None or m["speaker"].casefold() in LABELS:
         return None
-    head = m["bracket"] or m["iso"] or ""
+    # A parenthesis says when only if it names a day ("Python (programming language): ..." is
+    # a title, not a turn); a bracket may hold anything, as it always could.
+    said = [x for x in (m["paren"], m["after"]) if x is not None]
+    if any(day_named(x) is None for x in said):
+        return None
+    head = m["bracket"] or m["iso"] or m["written"] or next(iter(said), "")
     day = day_named(head) if head else None
     conversation, _, turn = (source or "").rpartition("#")
     return {"conversation": conversation or "notes", "speaker": m["speaker"],
