@@ -23,10 +23,11 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
   HotpotQA with documentation prose up to 10,000 / 100,000 passages, ``--scale-dir``), where
   the dense shortlist, the node budget and the entry bound bind: R@2, R@5, all@5 per question
   set, all methods in one store;
-* ``locomo-notes`` / ``locomo-dated`` / ``locomo-after``: the same turns written as notes
-  (``add_document``, one per turn, in order: "Speaker: words", "[session date] Speaker: words",
-  or "Speaker (session date): words"), as an agent that keeps its memory in notes writes them
-  (issue 38, item 5);
+* ``locomo-notes`` / ``locomo-dated`` / ``locomo-after`` / ``locomo-meta``: the same turns
+  written as notes (``add_document``, one per turn, in order: "Speaker: words", "[session date]
+  Speaker: words", "Speaker (session date): words", or the words alone with the speaker and
+  the session date as metadata ``speaker`` and ``event_time``), as an agent that keeps its
+  memory in notes writes them (issue 38, item 5);
 * ``locomo``: the five dev conversations, every turn its own document (``add_conversation``,
   speaker and session date kept), evidence R@5 / R@10 per category (1-4);
 * ``absent``: refusal on scripts/data/absent_prose.json (share of absent questions refused)
@@ -596,7 +597,9 @@ def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
     systems = tuple(args.methods)
     rows: dict[str, dict[int, list]] = {s: defaultdict(list) for s in systems}
     times = []
-    how = "add_conversation" if ruler == "locomo" else f"add_document notes, '{NOTE_FORMS[ruler]}'"
+    how = ("add_conversation" if ruler == "locomo" else
+           "add_document notes, the words with metadata speaker and event_time" if ruler == "locomo-meta"
+           else f"add_document notes, '{NOTE_FORMS[ruler]}'")
     print(f"\n## {ruler} dev ({len(data)} conversations, fingerprint {fp}, {how})")
     for n, sample in enumerate(data):
         turns = turns_of(sample)
@@ -606,6 +609,9 @@ def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
         eng = Engine(load_settings(db_path=db, **KW))
         if not kept and ruler == "locomo":
             eng.add_conversation(turns, conversation=f"c{n}")
+        elif not kept and ruler == "locomo-meta":  # the words alone; who and when in metadata
+            eng.index_many([(t["text"], f"note:c{n}#{t['id']}", None,
+                             {"speaker": t["speaker"], "event_time": t["time"]}) for t in turns])
         elif not kept:  # one note per turn, in order, as an agent writing its memory would
             eng.index_many([(NOTE_FORMS[ruler].format(**t), f"note:c{n}#{t['id']}", None, None)
                             for t in turns])
@@ -901,7 +907,7 @@ def main() -> None:
         for size in ("10k", "100k"):
             if f"scale{size}" in args.rulers:
                 run_scale(size, args, folder, report)
-        for ruler in ("locomo", *NOTE_FORMS):
+        for ruler in ("locomo", *NOTE_FORMS, "locomo-meta"):
             if ruler in args.rulers:
                 run_locomo(args, folder, report, ruler)
         if "exact" in args.rulers:

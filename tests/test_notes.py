@@ -69,6 +69,27 @@ def test_notes_written_in_order_become_turns(engine: Engine) -> None:
     assert _turn_edges(engine) == {("chat#1", "chat#2"), ("chat#2", "chat#3")}
 
 
+def test_a_note_whose_metadata_names_its_speaker_is_a_turn(engine: Engine) -> None:
+    """An agent may keep the words as the note and say who spoke, and when, in its metadata:
+    the note is a turn as if its header had said so (speaker focus, day, turn edge)."""
+    said = [("Where did you go on Saturday?", "Ann"), ("To the pottery class by the river.", "Bo"),
+            ("Nice, did you make a bowl?", "Ann")]
+    results = [engine.add_document(text, source=f"talk#{k}",
+                                   metadata={"speaker": who, "event_time": "2023-05-08T13:56:00Z"})
+               for k, (text, who) in enumerate(said, 1)]
+    turns = [engine.store.turn(r.doc_id) for r in results]
+    assert [(c, sp, ses) for c, _s, sp, _t, ses in turns] == [
+        ("talk", "Ann", "2023-05-08"), ("talk", "Bo", "2023-05-08"), ("talk", "Ann", "2023-05-08")]
+    assert _turn_edges(engine) == {("talk#1", "talk#2"), ("talk#2", "talk#3")}
+    res = engine.search("What did Bo say about the pottery class?", top_k=3, refuse=False)
+    assert res.info.get("speakers") == ["Bo"] and res.hits[0].source == "talk#2"
+    # a blank or overlong speaker says nothing: the note stays a document
+    for who in ("  ", "x" * 101):
+        r = engine.add_document("The kiln is fired on Mondays.", source=f"plain-{len(who)}",
+                                metadata={"speaker": who})
+        assert engine.store.turn(r.doc_id) is None
+
+
 def test_a_plain_note_is_no_turn(engine: Engine) -> None:
     r = engine.add_document("Note: the deploy window is Thursday afternoon.", source="n1")
     assert engine.store.turn(r.doc_id) is None

@@ -100,7 +100,8 @@ REFUSE = "false: answer even when the store does not seem to hold the answer"
 SESSION = ("a conversation's id: earlier searches with it seed this one (for "
            "SEAHORSE_SESSION_TTL seconds); without it search writes nothing")
 SOURCE = "the document's name (default text:<hash>); adding the same source again replaces it"
-METADATA = "JSON object kept with it; event_time (ISO date) dates it, tags (list) tags it"
+METADATA = ("JSON object kept with it; event_time (ISO date) dates it, tags (list) tags it, speaker (a "
+            "name) makes it a turn of a conversation said by them")
 TITLE = ("the document's title (default none): a question, or another document, that names it by "
          "this title finds it")
 HIT_ID = "a hit's id (from search or search_code)"

@@ -1,7 +1,8 @@
 """Notes that read as turns (issue 38): an agent that keeps each turn of a conversation as a
 note ("Caroline: I went to the support group yesterday", optionally with its date: "[1:56 pm
 on 8 May, 2023] Caroline: ...", "2023-05-08 Caroline: ...", "8 May 2023 - Caroline: ...",
-"Caroline (8 May 2023): ...", the name in markdown bold or after a list marker) gets what
+"Caroline (8 May 2023): ...", the name in markdown bold or after a list marker; or any text
+whose metadata gives its ``speaker``, its ``event_time`` the day) gets what
 ``add_conversation`` gives a turn. Such a note becomes a turn of the notes' conversation (the
 source up to its last ``#``, else ``notes``) in the order written: its speaker counts for
 speaker focus, the day its header names is its event time (unless its metadata gives one), and
@@ -19,7 +20,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Protocol, Sequence
 
-from ..core.timeline import day_named, iso
+from ..core.timeline import day_named, iso, parse_time
+from ..errors import InvalidInput
 from ..store.base import Documents, GraphWrites, Turns
 from .conversation import TURN_WEIGHT, turn_contexts
 
@@ -53,24 +55,34 @@ LABELS = frozenset(
     "results reason source sources step steps problem solution fact facts memory user's".split())
 
 Item = tuple[str, "str | None", "str | None", "dict | None"]
+SPEAKER_CHARS = 100  # a metadata "speaker" longer than this is not a name
 
 
 def as_turn(text: str, source: str | None, metadata: dict | None) -> dict | None:
     """The turn a note reads as (conversation, speaker, turn id, session, day), or None."""
     if metadata and ("conversation" in metadata or "turn" in metadata):
         return None  # a conversation's own turn, or a record that says what it is
-    m = _HEAD.match(text[:200])
-    if m is None or m["speaker"].casefold() in LABELS:
-        return None
-    # A parenthesis says when only if it names a day ("Python (programming language): ..." is
-    # a title, not a turn); a bracket may hold anything, as it always could.
-    said = [x for x in (m["paren"], m["after"]) if x is not None]
-    if any(day_named(x) is None for x in said):
-        return None
-    head = m["bracket"] or m["iso"] or m["written"] or next(iter(said), "")
-    day = day_named(head) if head else None
+    given = (metadata or {}).get("speaker")
+    if isinstance(given, str) and given.strip() and len(given) <= SPEAKER_CHARS:
+        # who spoke, said in the metadata; its event_time says the day
+        speaker = " ".join(given.split())
+        try:
+            day = parse_time(metadata.get("event_time"), "metadata.event_time")
+        except InvalidInput:  # the write itself says what is wrong with it
+            day = None
+    else:
+        m = _HEAD.match(text[:200])
+        if m is None or m["speaker"].casefold() in LABELS:
+            return None
+        # A parenthesis says when only if it names a day ("Python (programming language): ..."
+        # is a title, not a turn); a bracket may hold anything, as it always could.
+        said = [x for x in (m["paren"], m["after"]) if x is not None]
+        if any(day_named(x) is None for x in said):
+            return None
+        head = m["bracket"] or m["iso"] or m["written"] or next(iter(said), "")
+        speaker, day = m["speaker"], day_named(head) if head else None
     conversation, _, turn = (source or "").rpartition("#")
-    return {"conversation": conversation or "notes", "speaker": m["speaker"],
+    return {"conversation": conversation or "notes", "speaker": speaker,
             "turn": turn if conversation else None, "session": None if day is None else iso(day)[:10],
             "day": day}
 
