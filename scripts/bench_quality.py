@@ -77,6 +77,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -583,11 +584,19 @@ def refusal_check(eng: Engine, questions, split: str) -> dict:
 
 
 # ----- conversations -------------------------------------------------------------------------
-# How an agent that writes each turn as a note might word it (ruler ``locomo-notes``: the
-# speaker's name first; ``locomo-dated``: the session's date first, as LoCoMo writes it;
-# ``locomo-after``: the date after the name).
-NOTE_FORMS = {"locomo-notes": "{speaker}: {text}", "locomo-dated": "[{time}] {speaker}: {text}",
-              "locomo-after": "{speaker} ({time}): {text}"}
+# How an agent that writes each turn as a note might word it: ruler -> (what the store is told,
+# the note's text, its metadata). ``locomo-notes``: the speaker's name first; ``locomo-dated``:
+# the session's date first, as LoCoMo writes it; ``locomo-after``: the date after the name;
+# ``locomo-meta``: the words alone, who spoke and when in the metadata.
+NOTE_FORMS: dict[str, tuple[str, Callable[[dict], str], Callable[[dict], dict | None]]] = {
+    "locomo-notes": ("'{speaker}: {text}'", "{speaker}: {text}".format_map, lambda t: None),
+    "locomo-dated": ("'[{time}] {speaker}: {text}'", "[{time}] {speaker}: {text}".format_map,
+                     lambda t: None),
+    "locomo-after": ("'{speaker} ({time}): {text}'", "{speaker} ({time}): {text}".format_map,
+                     lambda t: None),
+    "locomo-meta": ("the words, metadata speaker and event_time", lambda t: t["text"],
+                    lambda t: {"speaker": t["speaker"], "event_time": t["time"]}),
+}
 
 
 def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
@@ -597,9 +606,7 @@ def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
     systems = tuple(args.methods)
     rows: dict[str, dict[int, list]] = {s: defaultdict(list) for s in systems}
     times = []
-    how = ("add_conversation" if ruler == "locomo" else
-           "add_document notes, the words with metadata speaker and event_time" if ruler == "locomo-meta"
-           else f"add_document notes, '{NOTE_FORMS[ruler]}'")
+    how = "add_conversation" if ruler == "locomo" else f"add_document notes, {NOTE_FORMS[ruler][0]}"
     print(f"\n## {ruler} dev ({len(data)} conversations, fingerprint {fp}, {how})")
     for n, sample in enumerate(data):
         turns = turns_of(sample)
@@ -609,12 +616,9 @@ def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
         eng = Engine(load_settings(db_path=db, **KW))
         if not kept and ruler == "locomo":
             eng.add_conversation(turns, conversation=f"c{n}")
-        elif not kept and ruler == "locomo-meta":  # the words alone; who and when in metadata
-            eng.index_many([(t["text"], f"note:c{n}#{t['id']}", None,
-                             {"speaker": t["speaker"], "event_time": t["time"]}) for t in turns])
         elif not kept:  # one note per turn, in order, as an agent writing its memory would
-            eng.index_many([(NOTE_FORMS[ruler].format(**t), f"note:c{n}#{t['id']}", None, None)
-                            for t in turns])
+            _how, text_of, metadata_of = NOTE_FORMS[ruler]
+            eng.index_many([(text_of(t), f"note:c{n}#{t['id']}", None, metadata_of(t)) for t in turns])
         texts = {t["id"]: f"{t['speaker']}: {t['text']}" for t in turns}
         base = Baselines(eng, lambda s: s.rsplit("#", 1)[-1], texts)
         for q in qs:
@@ -907,7 +911,7 @@ def main() -> None:
         for size in ("10k", "100k"):
             if f"scale{size}" in args.rulers:
                 run_scale(size, args, folder, report)
-        for ruler in ("locomo", *NOTE_FORMS, "locomo-meta"):
+        for ruler in ("locomo", *NOTE_FORMS):
             if ruler in args.rulers:
                 run_locomo(args, folder, report, ruler)
         if "exact" in args.rulers:
