@@ -393,3 +393,49 @@ def test_a_hit_the_walk_never_reached_is_never_surer_than_the_first() -> None:
                     evidence={"dense": 0.74})]
         attach(hits, model)
         assert hits[1].confidence < hits[0].confidence, (model, [h.confidence for h in hits])
+
+
+SAID = {
+    "John": ["I picked up extra shifts at the warehouse to cover the rent this month.",
+             "My car broke down again and the repair ate most of my savings.",
+             "I'm thinking about selling my old guitar to pay the electricity bill.",
+             "The landlord raised the rent, so I'm looking for a cheaper flat.",
+             "I cook rice and beans most nights; eating out is too expensive now.",
+             "I finally paid off the credit card I used for the move."],
+    "Maria": ["I started volunteering at the animal shelter on Saturdays.",
+              "My sister and I went hiking near the lake last weekend.",
+              "I'm learning to paint with watercolours; the sky is the hardest part.",
+              "We adopted a grey kitten called Pepper from the shelter.",
+              "I baked a lemon cake for my mother's birthday.",
+              "The choir is rehearsing for the winter concert."],
+}
+REPLIES = ["That sounds great!", "How was your week?", "Tell me more about it.", "I hope it goes well.",
+           "Wow, that's a lot.", "Thanks for sharing that.", "What are you up to this weekend?"]
+
+
+def test_a_question_about_a_speaker_in_words_they_never_said_is_answered(backend, monkeypatch) -> None:
+    """A conversation's question asks about a person in words the turns need not use ("What
+    might John's financial status be?" over turns about rent and savings): when it names a
+    speaker whose turn is among the top hits, the words it uses do not refuse it. A name the
+    store does not hold, or no name, is still refused."""
+    from seahorse import Engine
+    from seahorse.config import load_settings
+    from seahorse.retrieval.search import Search
+
+    rng = random.Random(3)
+    turns = []
+    for k in range(64):  # enough full-text units for the words to be judged (WORDS_MIN_UNITS)
+        who = "John" if k % 2 == 0 else "Maria"
+        text = SAID[who][(k // 2) % 6] if k % 4 < 2 else rng.choice(REPLIES)
+        turns.append({"text": text, "speaker": who, "id": f"D1:{k}", "time": "1:56 pm on 8 May, 2023"})
+    question = "What might John's financial status be?"
+    with Engine(load_settings(env={}, db_path=backend)) as eng:  # the default embedder
+        eng.add_conversation(turns, conversation="c")
+        res = eng.search(question, top_k=5)
+        assert res.info.get("speakers") == ["John"] and res.hits, res.info.get("refusal")
+        assert res.hits[0].text.startswith("John: ")
+        for other in ("What might Peter's financial status be?", "What might the financial status be?"):
+            assert not eng.search(other, top_k=5).hits, other
+        monkeypatch.setattr(Search, "_speaker_heard", lambda self, result: False)
+        off = eng.search(question, top_k=5)
+        assert not off.hits and off.info["refusal"]["reason"] == "absent_terms"

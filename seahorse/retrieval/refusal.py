@@ -124,12 +124,17 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
             judge_words: Callable[[list[str], float | None], dict | None],
             count: Callable[[str], int], units: Callable[[], int],
             names: list[str] | None = None,
-            like: Callable[[str, int], list[str]] | None = None) -> dict | None:
+            like: Callable[[str, int], list[str]] | None = None,
+            speaker_heard: bool = False) -> dict | None:
     """``{"reason", "evidence"}`` to return nothing, or None to answer. ``judge_words`` is the
     word rule (terms, best cosine or None) -> its verdict with coverage, missing, found;
     ``count`` says how many full-text units hold a word, ``units()`` how many there are;
     ``names``: the names the query gives (:func:`names_in`); ``like(word, edits)``: the store's
-    one-word phrases that may be ``word`` misspelt (same first letter, length within ``edits``)."""
+    one-word phrases that may be ``word`` misspelt (same first letter, length within ``edits``).
+    ``speaker_heard``: the question names a speaker of the store's conversations and one of the
+    top DEPTH hits is that speaker's turn; it asks about them in words they need not have said
+    ("What might John's financial status be?"), so the words it uses do not refuse it (a best
+    cosine under the weak bound still does)."""
     if not hits or any(h.evidence.get("exact") for h in hits):
         return None
     dense = [h.evidence["dense"] for h in hits[:DEPTH] if "dense" in h.evidence and h.kind != "commit"]
@@ -144,6 +149,8 @@ def refusal(hits: list[Hit], terms: list[str], model: str,
         return _verdict("absent_terms", {"missing": absent, "names": given,
                                          "found": [t for t in terms if t not in absent]}, top, model)
     limits = DENSE_THRESHOLDS.get(model)
+    if speaker_heard:
+        terms = []
     words = judge_words(terms, None) if terms else None
     if words is not None and (limits is None or top is None or top < limits[2]):
         return _verdict(words.pop("reason"), words, top, model)

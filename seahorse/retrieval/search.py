@@ -31,6 +31,7 @@ from .explain import explained_hits
 from .hits import SearchResult
 from .query import Query
 from .rank import Scope, Scorer, rank
+from .refusal import DEPTH as REFUSAL_DEPTH
 from .refusal import fts_term, judge_words, refusal
 from .seed import seed
 from .state import RETRIEVABLE, RetrievalIndex, open_index
@@ -242,11 +243,27 @@ class Search:
 
         why = refusal(result.hits, terms, self.rt.embedder.name,
                       lambda terms, dense: judge_words(terms, dense, count, units, scoped=True),
-                      count, lambda: units, names, self.store.phrase_keys_like)
+                      count, lambda: units, names, self.store.phrase_keys_like,
+                      speaker_heard=self._speaker_heard(result))
         if why is not None:
             result.info["refusal"] = why
             result.info["refused_hits"] = len(result.hits)
             result.hits = []
+
+    def _speaker_heard(self, result: SearchResult) -> bool:
+        """Whether the question names a speaker (the rank stage's speaker focus) and one of
+        the top refusal.DEPTH hits is a turn of theirs."""
+        named = result.info.get("speakers")
+        index = self.rt.index
+        if not named or index is None:
+            return False
+        speakers, speaker_of = index.speakers(self.store)
+        want = {k for k, name in enumerate(speakers) if name in named}
+        for h in result.hits[:REFUSAL_DEPTH]:
+            v = index.graph.index.get(h.id)
+            if v is not None and int(speaker_of[v]) in want:
+                return True
+        return False
 
     # ----- sessions ---------------------------------------------------------------------
     def _save_turn(self, session_id: str, result: SearchResult, context: dict[int, float] | None,
