@@ -47,3 +47,42 @@ def test_a_write_waits_past_the_busy_timeout_instead_of_failing(tmp_path: Path, 
     assert not is_error, text
     assert waited >= BUSY_TIMEOUT_S  # it really waited past SQLite's own timeout
     assert cli.json("memory", "show", "k", db=db)["value"] == "waited its turn"
+
+
+def test_planner_statistics_are_refreshed_under_the_write_lock(tmp_path: Path) -> None:
+    """``optimize`` (after an import) reads, then writes SQLite's statistics. Begun as a read, it
+    failed with "database is locked", no wait, when another connection committed meanwhile (an
+    import beside an upserting server, its rows already in). It takes the write lock first:
+    at no step of the analysis can another connection take it."""
+    import sqlite3
+
+    from seahorse import Engine, Settings
+
+    db = tmp_path / "kg.db"
+    with Engine(Settings(db_path=db, embedder="hash")) as eng:
+        for i in range(30):
+            eng.add_document(f"Herons {i} wade in the shallow lake number {i}.", source=f"n{i}")
+        other = sqlite3.connect(str(db), timeout=0, isolation_level=None)
+        running: list[str] = [""]
+        held: list[bool] = []  # per step of the analysis: could another connection not write?
+
+        def another_writer() -> int:
+            if running[0].startswith("PRAGMA optimize") and len(held) < 500:
+                try:
+                    other.execute("BEGIN IMMEDIATE")
+                    other.execute("ROLLBACK")
+                    held.append(False)
+                except sqlite3.OperationalError:
+                    held.append(True)
+            return 0
+
+        con = eng.store.db
+        con.set_trace_callback(lambda sql: running.__setitem__(0, sql))
+        con.set_progress_handler(another_writer, 1)
+        try:
+            eng.store.optimize()
+        finally:
+            con.set_progress_handler(None, 1)
+            con.set_trace_callback(None)
+            other.close()
+        assert held and all(held), held[:20]

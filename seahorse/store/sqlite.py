@@ -637,8 +637,13 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
                 self.db.execute("COMMIT")
 
     def optimize(self) -> None:
-        """Let SQLite refresh its planner statistics after a large change."""
-        self.db.execute("PRAGMA optimize")
+        """Let SQLite refresh its planner statistics after a large change, under the write lock
+        taken first: the analysis reads, then writes its statistics, and a statement begun as a
+        read cannot take the lock once another connection has committed since it began (SQLite
+        says "database is locked" at once, no wait). An import beside another writer ended
+        that way, its rows already committed."""
+        with self.atomic():
+            self.db.execute("PRAGMA optimize")
 
     # ----- meta -------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
