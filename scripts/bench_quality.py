@@ -77,7 +77,6 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -584,19 +583,21 @@ def refusal_check(eng: Engine, questions, split: str) -> dict:
 
 
 # ----- conversations -------------------------------------------------------------------------
-# How an agent that writes each turn as a note might word it: ruler -> (what the store is told,
-# the note's text, its metadata). ``locomo-notes``: the speaker's name first; ``locomo-dated``:
-# the session's date first, as LoCoMo writes it; ``locomo-after``: the date after the name;
-# ``locomo-meta``: the words alone, who spoke and when in the metadata.
-NOTE_FORMS: dict[str, tuple[str, Callable[[dict], str], Callable[[dict], dict | None]]] = {
-    "locomo-notes": ("'{speaker}: {text}'", "{speaker}: {text}".format_map, lambda t: None),
-    "locomo-dated": ("'[{time}] {speaker}: {text}'", "[{time}] {speaker}: {text}".format_map,
-                     lambda t: None),
-    "locomo-after": ("'{speaker} ({time}): {text}'", "{speaker} ({time}): {text}".format_map,
-                     lambda t: None),
-    "locomo-meta": ("the words, metadata speaker and event_time", lambda t: t["text"],
-                    lambda t: {"speaker": t["speaker"], "event_time": t["time"]}),
-}
+# How an agent that writes each turn as a note might word it: ruler -> (the note's text, and
+# whether who spoke and when go in its metadata). ``locomo-notes``: the speaker's name first;
+# ``locomo-dated``: the session's date first, as LoCoMo writes it; ``locomo-after``: the date
+# after the name; ``locomo-meta``: the words alone, metadata ``speaker`` and ``event_time``.
+NOTE_FORMS = {"locomo-notes": ("{speaker}: {text}", False),
+              "locomo-dated": ("[{time}] {speaker}: {text}", False),
+              "locomo-after": ("{speaker} ({time}): {text}", False),
+              "locomo-meta": ("{text}", True)}
+
+
+def note_of(ruler: str, turn: dict, source: str) -> tuple[str, str, None, dict | None]:
+    """``turn`` as ``index_many`` takes a note written the way ``ruler`` writes it."""
+    form, meta = NOTE_FORMS[ruler]
+    return (form.format(**turn), source, None,
+            {"speaker": turn["speaker"], "event_time": turn["time"]} if meta else None)
 
 
 def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
@@ -606,7 +607,9 @@ def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
     systems = tuple(args.methods)
     rows: dict[str, dict[int, list]] = {s: defaultdict(list) for s in systems}
     times = []
-    how = "add_conversation" if ruler == "locomo" else f"add_document notes, {NOTE_FORMS[ruler][0]}"
+    how = "add_conversation" if ruler == "locomo" else (
+        f"add_document notes, '{NOTE_FORMS[ruler][0]}'"
+        + (", metadata speaker and event_time" if NOTE_FORMS[ruler][1] else ""))
     print(f"\n## {ruler} dev ({len(data)} conversations, fingerprint {fp}, {how})")
     for n, sample in enumerate(data):
         turns = turns_of(sample)
@@ -617,8 +620,7 @@ def run_locomo(args, folder: Path, report: dict, ruler: str = "locomo") -> None:
         if not kept and ruler == "locomo":
             eng.add_conversation(turns, conversation=f"c{n}")
         elif not kept:  # one note per turn, in order, as an agent writing its memory would
-            _how, text_of, metadata_of = NOTE_FORMS[ruler]
-            eng.index_many([(text_of(t), f"note:c{n}#{t['id']}", None, metadata_of(t)) for t in turns])
+            eng.index_many([note_of(ruler, t, f"note:c{n}#{t['id']}") for t in turns])
         texts = {t["id"]: f"{t['speaker']}: {t['text']}" for t in turns}
         base = Baselines(eng, lambda s: s.rsplit("#", 1)[-1], texts)
         for q in qs:

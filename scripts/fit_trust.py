@@ -19,9 +19,11 @@ Confidence: the answerable questions' top-5 hits (refusal off), gold or not, fit
 logistic model of (ln score ratio to the first hit, ln rank, dense cosine) by Newton's method
 (summed log-loss, L2 penalty 0.01 on the slopes); and the same without the cosine (the model-free rule).
 
-``--locomo N`` then asks, with refusal on and the thresholds in force, the LoCoMo dev questions
-(categories 1-4) of bench_quality.py's first N conversation stores in ``--db-dir`` (built by its
-``--rulers locomo``): how many of these answerable questions are refused, and why.
+``--locomo N`` asks instead, with refusal on and the thresholds in force (as an agent asks),
+the LoCoMo dev questions (categories 1-4) of bench_quality.py's first N conversation stores in
+``--db-dir`` (built by its ``--rulers locomo``, and ``locomo-notes`` for ``--locomo-rulers
+locomo,locomo-notes``): how many of these answerable questions are refused, and why, and the
+evidence R@5 / R@10 of the top 10 hits, a refused question counting as none found.
 
     OPENBLAS_NUM_THREADS=1 python scripts/fit_trust.py --set embedder=e5-enpt --db-dir DIR [--locomo 5]
 """
@@ -110,6 +112,8 @@ def main() -> None:
     ap.add_argument("--db-dir", type=Path, help="bench_quality.py's stores for this embedder")
     ap.add_argument("--locomo", type=int, default=0, metavar="N",
                     help="also count refused LoCoMo dev questions in the first N conversation stores")
+    ap.add_argument("--locomo-rulers", default="locomo",
+                    help="with --locomo: bench_quality.py's conversation rulers whose stores to ask")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     from seahorse import config as config_module
@@ -162,22 +166,29 @@ def locomo_refusals(args) -> None:
 
     path = args.bench_dir / "locomo_dev.json"
     fp = benchlib.fingerprint([path])
-    refused, asked, reasons = 0, 0, {}
-    for n, sample in enumerate(json.loads(path.read_text())[:args.locomo]):
-        db = args.db_dir / f"locomo-{fp}-{n}.db"
-        if not db.exists():
-            raise SystemExit(f"no store {db}: run bench_quality.py --rulers locomo --db-dir {args.db_dir}")
-        with Engine(load_settings(db_path=db, **bq.KW)) as eng:
-            for q in sample["qa"]:
-                if q.get("category") in CATEGORIES:
-                    res = eng.search(q["question"], top_k=5)
-                    asked += 1
-                    if not res.hits:
-                        refused += 1
-                        why = res.info["refusal"]["reason"]
-                        reasons[why] = reasons.get(why, 0) + 1
-    print(f"# LoCoMo dev, {args.locomo} conversations: {refused} of {asked} answerable questions "
-          f"refused {reasons}")
+    for ruler in args.locomo_rulers.split(","):
+        refused, asked, reasons, found = 0, 0, {}, []
+        for n, sample in enumerate(json.loads(path.read_text())[:args.locomo]):
+            db = args.db_dir / f"{ruler}-{fp}-{n}.db"
+            if not db.exists():
+                raise SystemExit(f"no store {db}: run bench_quality.py --rulers {ruler} "
+                                 f"--db-dir {args.db_dir}")
+            with Engine(load_settings(db_path=db, **bq.KW)) as eng:
+                for q in sample["qa"]:
+                    if q.get("category") in CATEGORIES:
+                        res = eng.search(q["question"], top_k=10)
+                        asked += 1
+                        if not res.hits:
+                            refused += 1
+                            why = res.info["refusal"]["reason"]
+                            reasons[why] = reasons.get(why, 0) + 1
+                        ranked = bq.doc_ranking([h.source.rsplit("#", 1)[-1] for h in res.hits])
+                        gold = bq.gold_of(q)
+                        found.append((benchlib.recall_at(ranked, gold, 5),
+                                      benchlib.recall_at(ranked, gold, 10)))
+        r5, r10 = (sum(f[k] for f in found) / len(found) for k in (0, 1))
+        print(f"# LoCoMo dev ({ruler}, fingerprint {fp}), {args.locomo} conversations: {refused} of {asked} "
+              f"answerable questions refused {reasons}; refusal on, R@5 / R@10 {r5:.3f} / {r10:.3f}")
 
 
 def summary(answerable: list[dict], away: list[dict]) -> dict:

@@ -47,20 +47,17 @@ ORIGINS = ("question", "fact", "context", "match")
 
 
 class Paths:
-    """The walk's evidence (``phrases``, ``paths``, ``inflow``) for hits chosen later: call it
-    once with the hits kept, in any order; it also names the strongest phrase seeds
-    (``seeds``, whose ``phrase`` holds a vertex until then) and adds its time to ``timings``."""
+    """The walk's evidence (``phrases``, ``paths``, ``inflow``) for hits chosen later: called
+    once (``SearchResult.trace_paths``) with the hits kept, in any order; it also names the
+    strongest phrase seeds (``seeds``, whose ``phrase`` holds a vertex until then) and adds its
+    time to ``timings``."""
 
     def __init__(self, index: RetrievalIndex, store: Store, seeds: Seeds, mass: Mass,
                  vertex_of: dict[int, int], top_seeds: list[dict], timings: dict) -> None:
         self.index, self.store, self.seeds, self.mass = index, store, seeds, mass
         self.vertex_of, self.top_seeds, self.timings = vertex_of, top_seeds, timings
-        self.done = False
 
     def __call__(self, hits: list[Hit]) -> None:
-        if self.done:
-            return
-        self.done = True
         t0 = time.perf_counter()
         seeds, mass = self.seeds, self.mass
         kept = [h for h in hits if h.id in self.vertex_of]

@@ -640,8 +640,8 @@ class SQLiteStore(GraphReads, GraphWriteRows, Lifecycle, AnalysisTables, Documen
         """Let SQLite refresh its planner statistics after a large change, under the write lock
         taken first: the analysis reads, then writes its statistics, and a statement begun as a
         read cannot take the lock once another connection has committed since it began (SQLite
-        says "database is locked" at once, no wait). An import beside another writer ended
-        that way, its rows already committed."""
+        says "database is locked" at once, no wait): the likely end of an import beside an
+        upserting engine that failed so in a CI run, after its rows were written."""
         with self.atomic():
             self.db.execute("PRAGMA optimize")
 
