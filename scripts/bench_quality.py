@@ -40,7 +40,9 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
   folder of .txt files), indexed through ``Engine.index_dir`` as ``seahorse index --dir`` does,
   asked scripts/rulers/docs_git.json: single-passage R@5, multi-passage all@5 and R@5 per gold
   quote (a hit is gold when it comes from the named file and holds the quote), absent questions
-  refused and answerable ones refused, p50 ms; the baselines over the same passages. A missing
+  refused and answerable ones refused, p50 ms, and (``s/mcp``, ``mq/mcp``) single R@5 and per-quote
+  R@5 graded on the hits' text as MCP ``search`` returns it, cut to 400 characters; the baselines
+  over the same passages. A missing
   corpus stops the run with how to fetch it;
 * ``code``: scripts/bench_code.py (Flask, cobra, requests, mux, semver: hit@1, hit@5, MRR) in a
   subprocess, when its corpora are unpacked (scripts/rulers/fetch.sh; README "Code").
@@ -769,7 +771,7 @@ def run_docs(args, folder: Path, report: dict) -> None:
     print(f"\n## docs: git 2.39's manual, {len(files)} files, {len(base.text)} passages "
           f"(fingerprint {fp}, index --dir path, ready in {index_s:.1f} s)")
     print(f"{'method':<10} {'split':<5} {'single':>7} {'s/page':>7} {'multi':>6} {'m/quote':>8} "
-          f"{'absent':>7} {'ans.ref':>8} {'p50 ms':>7}")
+          f"{'absent':>7} {'ans.ref':>8} {'p50 ms':>7} {'s/mcp':>6} {'mq/mcp':>7}")
     for split in args.splits:
         qs = [q for q in questions if q["split"] == split]
         for method in args.methods:
@@ -778,16 +780,25 @@ def run_docs(args, folder: Path, report: dict) -> None:
             print(f"{method:<10} {split:<5} {m['single_R@5']:7.3f} {m['single_page@5']:7.3f} "
                   f"{m['multi_all@5']:6.3f} "
                   f"{m['multi_R@5']:8.3f} "
-                  + (f"{m['absent_refused']:7.3f} {m['answerable_refused']:>8} {m['p50_ms']:7.1f}"
+                  + (f"{m['absent_refused']:7.3f} {m['answerable_refused']:>8} {m['p50_ms']:7.1f} "
+                     f"{m['single_R@5_mcp_text']:6.3f} {m['multi_R@5_mcp_text']:7.3f}"
                      if method == "seahorse" else ""))
     eng.close()
+
+
+def mean3(values: list[float]) -> float:
+    return round(statistics.fmean(values), 3) if values else float("nan")
 
 
 def docs_method(eng: Engine, base: PassageBaselines, method: str, qs: list[dict], rel) -> dict:
     """R@5 of single-passage questions (and page@5: a top-5 hit from a gold file, whichever
     passage), all@5 and per-quote R@5 of multi-passage ones; for Seahorse also refusal (absent
-    questions refused, answerable ones refused) and p50 ms."""
+    questions refused, answerable ones refused), p50 ms, and single R@5 and per-quote R@5 on
+    the hits' text as MCP ``search`` gives it (cut to SNIPPET_CHARS: an agent reads that)."""
+    from seahorse.retrieval.hits import SNIPPET_CHARS
+
     single, page, multi_all, multi_each, times = [], [], [], [], []
+    seen_single, seen_each = [], []  # graded on MCP's cut texts
     absent_refused = answerable_refused = 0
     for q in qs:
         if method == "seahorse":
@@ -796,6 +807,11 @@ def docs_method(eng: Engine, base: PassageBaselines, method: str, qs: list[dict]
                 res = eng.search(q["question"], top_k=5, refuse=False)
                 times.append((time.perf_counter() - t) * 1e3)
                 hits = [(rel(h.source), h.text) for h in res.hits[:5]]
+                view = eng.search(q["question"], top_k=5, refuse=False, snippet_chars=SNIPPET_CHARS)
+                seen = [(rel(h["source"]), h["text"]) for h in view.as_dict()["hits"]]
+                cut = [group_found(g, seen) for g in docs_groups(q)]
+                (seen_single.append(float(cut[0])) if q["kind"] == "single"
+                 else seen_each.append(statistics.fmean(cut)))
             refused = not eng.search(q["question"], top_k=5).hits
             if q["kind"] == "absent":
                 absent_refused += refused
@@ -822,7 +838,8 @@ def docs_method(eng: Engine, base: PassageBaselines, method: str, qs: list[dict]
         m.update({"absent": n_absent,
                   "absent_refused": round(absent_refused / n_absent, 3) if n_absent else float("nan"),
                   "answerable_refused": answerable_refused,
-                  "p50_ms": round(benchlib.percentile(times[3:], 50), 2)})
+                  "p50_ms": round(benchlib.percentile(times[3:], 50), 2),
+                  "single_R@5_mcp_text": mean3(seen_single), "multi_R@5_mcp_text": mean3(seen_each)})
     return m
 
 

@@ -223,6 +223,66 @@ def _cut(title: str) -> str:
     return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS - 1].rstrip() + "…"
 
 
+def word_stem(word: str) -> str:
+    """A word's rough stem for matching a question's words in a passage (lower-cased, a
+    plural, past or -ing ending dropped): ``resolving`` and ``resolved`` meet at ``resolv``."""
+    w = word.casefold().replace("’", "'").removesuffix("'s")
+    for end in ("ing", "ed", "es", "s"):
+        if w.endswith(end) and len(w) - len(end) >= 3 and not w.endswith("ss"):
+            return w[:-len(end)]
+    return w
+
+
+def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
+    """The span of ``text``, at most ``chars`` characters, that holds the most of ``query``'s
+    content words (distinct words first, then occurrences), starting at a sentence or line
+    start and ending at a word bound; the text's opening unless a later start holds more
+    distinct words than it.
+    A word matches when the stems are equal, or one stem of five letters or more begins
+    the other (``normaliz`` / ``normalization``)."""
+    if len(text) <= chars:
+        return 0, len(text)
+    terms = {word_stem(t) for t in query_terms(query)}
+    long_terms = [t for t in terms if len(t) >= 5]
+
+    def term_of(word: str) -> str | None:
+        w = word_stem(word)
+        if w in terms:
+            return w
+        for t in long_terms:
+            if w.startswith(t) or (len(w) >= 5 and t.startswith(w)):
+                return t
+        return None
+
+    found = [(m.start(), t) for m in _WORD.finditer(text) if (t := term_of(m.group()))]
+
+    def end_of(start: int) -> int:
+        end = start + chars
+        if end >= len(text):
+            return len(text)
+        cut = text.rfind(" ", start + chars // 2, end + 1)
+        cut = max(cut, text.rfind("\n", start + chars // 2, end + 1))
+        return cut if cut > start else end
+
+    def score(start: int, end: int) -> tuple[int, int]:
+        inside = [t for at, t in found if start <= at and at < end]
+        return len(set(inside)), len(inside)
+
+    head = (0, end_of(0))
+    if not found:
+        return head
+    best, top = head, score(*head)
+    opening = top[0]
+    starts = sorted({a for a, _b in split_sentences(text)} | {m.end() for m in re.finditer("\n", text)})
+    for start in starts:
+        if 0 < start < len(text) and not text[start].isspace():
+            end = end_of(start)
+            got = score(start, end)
+            if got > top:
+                best, top = (start, end), got
+    return best if top[0] > opening else head  # more of the question's words, not more repeats
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens a text costs an agent, roughly: four characters a token."""
     return max(1, len(text) // 4)

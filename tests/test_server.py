@@ -613,3 +613,26 @@ def test_add_document_takes_a_title_and_a_question_naming_it_finds_its_page(tmp_
             assert "Fen Willet" in named.values() and named["willet-page"] == "Fen Willet", named
 
     asyncio.run(main())
+
+
+def test_a_long_passage_snippet_shows_the_part_that_answers(tmp_path: Path) -> None:
+    """MCP `search` cuts a hit's text at 400 characters: where the question's words lie past
+    the opening, the snippet is that part (… marks both cuts), and `expand` gives the whole."""
+    preamble = ("This chapter opens with conventions, typography and a short history of the "
+                "project, which the reader may skip on a first pass through the guide. ") * 3
+    answer = "To rename a branch, run git branch -m with the old name and the new name."
+    text = preamble + answer + " The reflog keeps the branch's history under its new name."
+    assert 400 < text.index(answer) and len(text) < 900  # one passage
+
+    async def main() -> None:
+        async with serve(tmp_path / "kg.db") as srv:
+            await srv.ok("add_document", {"text": text, "source": "guide"})
+            out = await srv.ok("search", {"query": "How do I rename a branch?", "refuse": False})
+            top = out["hits"][0]
+            assert top["source"] == "guide" and top["truncated"] is True
+            assert top["text"].startswith("…") and answer in top["text"], top["text"]
+            assert len(top["text"].strip("…")) <= 400
+            full = await srv.ok("expand", {"id": top["id"]})
+            assert full["text"] == text
+
+    asyncio.run(main())

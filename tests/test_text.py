@@ -16,7 +16,9 @@ from seahorse.text import (
     fts_match,
     normalise_phrase,
     query_terms,
+    query_window,
     split_sentences,
+    word_stem,
 )
 
 
@@ -163,3 +165,50 @@ def test_query_terms_and_fts_match() -> None:
     assert query_terms("Zram ZRAM zram the") == ["zram"]
     assert fts_match(["zram", 'a"b', '"']) == '"zram" OR "ab"'
     assert fts_match([]) == ""
+
+
+# ----- query_window: the part of a long passage a snippet shows ------------------------------
+FILLER = ("The manual opens with a long preamble about conventions, typography and the "
+          "history of the project, none of which concerns the question below. ") * 4
+ANSWER = "To rename a branch, run git branch -m with the old name and the new name."
+
+
+def test_query_window_shows_the_part_that_holds_the_question_words() -> None:
+    text = FILLER + ANSWER + " " + FILLER
+    assert text.index(ANSWER) > 400
+    start, end = query_window(text, "How do I rename a branch to a new name?", 400)
+    assert end - start <= 400 and ANSWER in text[start:end]
+    assert text[start - 1].isspace() and (end == len(text) or text[end].isspace())  # word bounds
+
+
+def test_query_window_keeps_the_opening_unless_a_later_part_holds_more_distinct_words() -> None:
+    # the opening names the branch; later the same word only repeats: the opening stays
+    text = "Branch names are kept in refs/heads. " + FILLER + "branch branch branch. " + FILLER
+    assert query_window(text, "Where are branch names kept?", 400) == (0, text.rfind(" ", 200, 401))
+    assert query_window(text, "nothing here matches zzz", 400)[0] == 0
+    assert query_window("short text", "anything", 400) == (0, len("short text"))
+
+
+def test_word_stems_meet_across_endings() -> None:
+    assert word_stem("resolving") == word_stem("resolved") == word_stem("resolves") == "resolv"
+    assert word_stem("class") == "class" and word_stem("Git's") == "git"
+    text = FILLER + "Line endings are normalized to LF when a file is added. " + FILLER
+    start, end = query_window(text, "line ending normalization", 400)
+    assert "normalized to LF" in text[start:end]
+
+
+def test_snippets_of_passages_follow_the_question_and_of_symbols_keep_their_opening() -> None:
+    from seahorse.retrieval.hits import compact_hit, compact_view
+
+    text = FILLER + ANSWER + " " + FILLER
+    passage = {"id": 1, "kind": "passage", "text": text, "source": "guide"}
+    symbol = {"id": 2, "kind": "symbol", "text": "def rename(old, new):\n" + text, "source": "x.py",
+              "symbol": "rename", "signature": "def rename(old, new):"}
+    result = {"query": "How do I rename a branch?", "hits": [passage, symbol]}
+    cut = compact_view(result, snippet_chars=400)["hits"]
+    assert cut[0]["text"].startswith("…") and ANSWER in cut[0]["text"] and cut[0]["truncated"]
+    assert cut[1]["text"] == symbol["text"][:400] + "…"  # a symbol's opening: its signature
+    assert compact_view({**result, "query": None}, snippet_chars=400)["hits"][0]["text"] == text[:400] + "…"
+    longer = {**passage, "text": FILLER * 2 + ANSWER + " " + FILLER}  # past a compact hit's 600
+    budget = compact_view({**result, "hits": [longer]}, token_budget=2000)["hits"]
+    assert ANSWER in budget[0]["snippet"] and compact_hit(longer)["snippet"].startswith("The manual")

@@ -188,8 +188,8 @@ class Search(Command):
         p.add_argument("--until", help="only hits whose time is at or before this date")
         p.add_argument("--as-of", help="what was true at this date (replaced memory values included)")
         p.add_argument("--snippet-chars", type=int,
-                       help="cut each hit's text at this many characters (marked truncated), as MCP "
-                            "search does")
+                       help="cut each hit's text to this many characters (marked truncated; a passage "
+                            "keeps the part with most of the question's words), as MCP search does")
         # `search --at REF` / `search --history` are search-at-version and search-history
         p.add_argument("--at", metavar="REF", help="search the code as it was at REF (= search-at-version)")
         p.add_argument("--history", action="store_true",

@@ -57,7 +57,8 @@ class Hit(CodeFields):
     """One ranked hit."""
     id: Annotated[int, D("node id: get(id) / expand(id) return the whole record")]
     kind: Annotated[str, D("passage, memory, symbol or commit")]
-    text: Annotated[str, D("the hit's text, cut at 400 characters when truncated")]
+    text: Annotated[str, D("the hit's text; when truncated, the 400 characters of it that hold "
+                           "most of the question's words (… marks a cut)")]
     truncated: NotRequired[bool]
     score: float
     confidence: Annotated[float | None, D("calibrated: among hits this sure, about this share were right")]

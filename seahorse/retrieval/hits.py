@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.runtime import check_int
 from ..errors import InvalidInput
-from ..text import estimate_tokens
+from ..text import estimate_tokens, query_window
 
 
 @dataclass
@@ -66,16 +66,30 @@ class SearchResult:
 
 # ----- compact hits: snippets, or a token budget (written once, for every face) ---------------
 SNIPPET_CHARS = 400  # MCP `search` cuts each hit's text here (and says so: `truncated`)
+COMPACT_CHARS = 600  # of a compact hit's snippet (a token budget's view)
 
 
-def snippet_hit(hit: dict, chars: int = SNIPPET_CHARS) -> dict:
-    """A plain hit with its text cut at ``chars`` characters (``…`` marks the cut) and
-    ``truncated`` saying whether it was; ``expand`` returns the whole text."""
+def snippet_hit(hit: dict, chars: int = SNIPPET_CHARS, query: str | None = None) -> dict:
+    """A plain hit with its text cut to at most ``chars`` characters (``…`` marks each cut)
+    and ``truncated`` saying whether it was; ``expand`` returns the whole text. Given the
+    ``query``, a passage's cut is the part that holds most of the question's words
+    (text.query_window: its opening unless a later part holds more of them); a symbol's or
+    a commit's is its opening (the signature, the subject)."""
     text = hit["text"]
     out = dict(hit)
     out["truncated"] = len(text) > chars
-    out["text"] = text[:chars] + ("…" if out["truncated"] else "")
+    if out["truncated"]:
+        start, end = focus(hit, query, chars)
+        out["text"] = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
     return out
+
+
+def focus(hit: dict, query: str | None, chars: int) -> tuple[int, int]:
+    """The span of a hit's text a compact view shows (see :func:`snippet_hit`)."""
+    text = hit["text"]
+    if query is None or hit.get("symbol") or hit.get("kind") == "commit":
+        return 0, min(chars, len(text))
+    return query_window(text, query, chars)
 
 
 def check_token_budget(token_budget) -> int:
@@ -94,15 +108,20 @@ def compact_view(result: dict, *, snippet_chars: int | None = None,
     (:func:`budget_hits`; adds ``token_budget``, ``tokens_used``, ``truncated``), else each cut
     at ``snippet_chars`` (:func:`snippet_hit`), else unchanged."""
     if token_budget is not None:
-        return {**result, **budget_hits(result["hits"], token_budget)}
+        return {**result, **budget_hits(result["hits"], token_budget, result.get("query"))}
     if snippet_chars is not None:
-        return {**result, "hits": [snippet_hit(h, snippet_chars) for h in result["hits"]]}
+        query = result.get("query")
+        return {**result, "hits": [snippet_hit(h, snippet_chars, query) for h in result["hits"]]}
     return result
 
 
-def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
-    """What an agent needs to decide whether to expand: what, where, a few lines."""
+def compact_hit(hit: dict, snippet_lines: int = 6, query: str | None = None) -> dict:
+    """What an agent needs to decide whether to expand: what, where, a few lines (given the
+    ``query``, a passage's lines from where most of the question's words are: :func:`focus`)."""
     text = hit.get("text", "")
+    if query is not None and text and not hit.get("symbol"):
+        start, _end = focus(hit, query, COMPACT_CHARS)
+        text = text[start:]
     keys = ("id", "kind", "score", "confidence", "source", "title", "path", "symbol", "symbol_kind",
             "start_line", "end_line", "signature", "dirty", "commit", "subject")
     out = {k: hit.get(k) for k in keys if hit.get(k) is not None}
@@ -114,7 +133,7 @@ def compact_hit(hit: dict, snippet_lines: int = 6) -> dict:
     if hit.get("symbol") and hit.get("signature"):  # the signature is its own field
         for _ in range(2):  # the text's signature line, then the body's own `def ...:` lines
             lines = _drop_signature(lines, hit["signature"])
-    out["snippet"] = "\n".join(lines[:snippet_lines])[:600]
+    out["snippet"] = "\n".join(lines[:snippet_lines])[:COMPACT_CHARS]
     out["expand"] = {"tool": "expand", "id": hit["id"]}
     return out
 
@@ -135,12 +154,12 @@ def _drop_signature(lines: list[str], signature: str, within: int = 12, slack: i
     return lines
 
 
-def budget_hits(hits: list[dict], token_budget: int) -> dict:
+def budget_hits(hits: list[dict], token_budget: int, query: str | None = None) -> dict:
     """Compact hits, best first, while they fit ``token_budget`` (at least one always)."""
     check_token_budget(token_budget)
     out, used = [], 0
     for h in hits:
-        c = compact_hit(h)
+        c = compact_hit(h, query=query)
         cost = estimate_tokens(json.dumps(c, ensure_ascii=False))
         if out and used + cost > token_budget:
             break
