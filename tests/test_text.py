@@ -212,3 +212,14 @@ def test_snippets_of_passages_follow_the_question_and_of_symbols_keep_their_open
     longer = {**passage, "text": FILLER * 2 + ANSWER + " " + FILLER}  # past a compact hit's 600
     budget = compact_view({**result, "hits": [longer]}, token_budget=2000)["hits"]
     assert ANSWER in budget[0]["snippet"] and compact_hit(longer)["snippet"].startswith("The manual")
+
+
+def test_query_window_reads_a_long_text_up_to_its_scan() -> None:
+    from seahorse.text import WINDOW_SCAN
+
+    near = FILLER * 10 + ANSWER + " " + FILLER * 200
+    far = FILLER * 200 + ANSWER
+    assert len(FILLER * 10) < WINDOW_SCAN < len(FILLER * 200)
+    start, end = query_window(near, "How do I rename a branch?", 400)
+    assert ANSWER in near[start:end]
+    assert query_window(far, "How do I rename a branch?", 400)[0] == 0  # past the scan: the opening
