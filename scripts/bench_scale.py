@@ -373,9 +373,12 @@ class Serving:
     # Per warm search, where its time went: the engine's own timings (query embedding, seeds
     # and walk, the total of its ranking) and the call as the client saw it.
     splits: list[dict[str, float]] = field(default_factory=list)
+    reply_chars: list[int] = field(default_factory=list)  # a warm search reply's text block
 
 
-async def _call(session, tool: str, args: dict) -> tuple[float, dict]:
+async def _call(session, tool: str, args: dict, chars: list[int] | None = None) -> tuple[float, dict]:
+    """The call's milliseconds and structured reply; ``chars`` gets the length of its text
+    block (what a client that reads text hands the model)."""
     import anyio
 
     t = time.perf_counter()
@@ -384,6 +387,8 @@ async def _call(session, tool: str, args: dict) -> tuple[float, dict]:
     ms = (time.perf_counter() - t) * 1e3
     if res.is_error:
         raise RuntimeError(f"{tool} failed: {res.content[0].text if res.content else res}")
+    if chars is not None and res.content:
+        chars.append(len(res.content[0].text))
     return ms, res.structured_content or {}
 
 
@@ -392,7 +397,7 @@ async def _search(session, out: Serving, qi: int, question: str, tag: str = "") 
     # reused store keeps the sessions of earlier runs (an hour), and a question asked again in
     # one would carry that run's context.
     args = {"query": question, "session_id": f"scale-{RUN}{tag}-{qi}", "top_k": 5}
-    ms, body = await _call(session, "search", args)
+    ms, body = await _call(session, "search", args, out.reply_chars)
     out.rankings[qi] = doc_ranking([h["source"] for h in body.get("hits", [])])
     timings = body.get("timings_ms") or {}
     if "total" in timings:
@@ -537,7 +542,8 @@ def measure(size: str, args) -> dict:
                      "p95_ms": benchlib.percentile(out.warm_ms, 95),
                      "after_write_ms": out.after_write_ms, "add_document_ms": out.add_ms,
                      "after_write_median_ms": statistics.median(out.after_write_ms) if out.after_write_ms
-                     else float("nan"), "p50_split_ms": p50_split(out.splits)}
+                     else float("nan"), "p50_split_ms": p50_split(out.splits),
+                     "reply_chars_median": statistics.median(out.reply_chars) if out.reply_chars else None}
     res["recall"] = recall(corpus, out.rankings)
     res["load_average"] = os.getloadavg()[0]
     print(f"  done; load average {res['load_average']:.2f}", flush=True)
@@ -762,7 +768,8 @@ def figures(r: dict) -> dict:
          "server_anon_mb": srv.get("anon_mb"), "snapshot_mb": r.get("snapshot_bytes", 0) / 1e6 or None,
          "text_mb": r["corpus"]["text_bytes"] / 1e6, "db_mb": r.get("db_bytes", 0) / 1e6 or None,
          "cold_ms": s.get("cold_ms"), "p50_ms": s.get("p50_ms"), "p95_ms": s.get("p95_ms"),
-         "after_write_ms": s.get("after_write_median_ms"), "add_ms": None}
+         "after_write_ms": s.get("after_write_median_ms"), "add_ms": None,
+         "reply_chars": s.get("reply_chars_median")}
     if "failed" in idx:  # a partial store: its size says nothing
         f.update(db_mb=None, indexer_peak_mb=idx.get("sampled_peak_mb"))
     f["status"] = ("ok" if "failed" not in idx and "failed" not in srv else
@@ -832,7 +839,9 @@ ROWS = (("status", "status", 0), ("records", "records in the corpus", 0),
         ("split_seed", "  seeds (dense, text, facts, phrases)", 1), ("split_walk", "  walk", 1),
         ("split_rank_and_explain", "  ranking, explanations, hit rows", 1),
         ("split_outside_the_engine", "  refusal, JSON, MCP round trip", 1),
-        ("p95_ms", "warm search p95 ms", 1), ("after_write_ms", "search after a write ms (median)", 0),
+        ("p95_ms", "warm search p95 ms", 1),
+        ("reply_chars", "search reply text characters (median)", 0),
+        ("after_write_ms", "search after a write ms (median)", 0),
         ("after_write_over_p50", "after a write / warm p50", 1), ("add_ms", "add_document ms (median)", 0))
 
 

@@ -59,6 +59,8 @@ def test_every_tool_publishes_schemas_and_every_reply_fits(tmp_path: Path) -> No
                 reply = res.structured_content
                 _check(tools[name].output_schema, reply, f"{name}({args})")
                 assert reply == json.loads(res.content[0].text), f"{name}: the typed reply lost fields"
+                # the text block is that JSON without indentation (tokens of a client that reads it)
+                assert "\n" not in res.content[0].text and ', "' not in res.content[0].text, name
                 seen[name] = seen.get(name, 0) + 1
                 return reply
 
