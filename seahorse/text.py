@@ -235,6 +235,7 @@ def word_stem(word: str) -> str:
 
 
 WINDOW_SCAN = 20_000  # characters of a text query_window reads (a 200 kB memory: 150 ms whole)
+WINDOW_TERMS = 64  # of a question's words it looks for (a 10,000-character question has hundreds)
 
 
 def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
@@ -246,7 +247,7 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
     the other (``normaliz`` / ``normalization``)."""
     if len(text) <= chars:
         return 0, len(text)
-    terms = {word_stem(t) for t in query_terms(query)}
+    terms = {word_stem(t) for t in query_terms(query)[:WINDOW_TERMS]}
     long_terms = [t for t in terms if len(t) >= 5]
 
     def term_of(word: str) -> str | None:
