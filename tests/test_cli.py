@@ -480,3 +480,16 @@ def test_each_in_process_call_logs_to_its_own_stderr(cli, seeded_db: Path) -> No
         proc = cli.run("stats", env=bad)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr.count("are not usable weights") == 1, proc.stderr
+
+
+def test_search_prints_the_part_of_a_long_passage_that_answers(cli) -> None:
+    """The terminal shows 300 characters of a hit: where the question's words lie past the
+    opening, that part (… marking the cuts), as MCP's snippets do."""
+    preamble = ("This chapter opens with conventions, typography and a short history of the "
+                "project, which the reader may skip on a first pass through the guide. ") * 3
+    answer = "To rename a branch, run git branch -m with the old name and the new name."
+    cli.json("index", "--text", preamble + answer + " The reflog keeps its history.")
+    proc = cli.run("search", "How do I rename a branch?", "--no-refuse")
+    assert proc.returncode == 0, proc.stderr
+    shown = proc.stdout.splitlines()[1]
+    assert shown.startswith("   …") and answer in shown, proc.stdout

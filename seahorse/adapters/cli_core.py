@@ -215,7 +215,7 @@ class Search(Command):
     def human(self, args, out):
         lines = [] if out["hits"] else [_no_results(out)]
         for rank, h in enumerate(out["hits"], 1):
-            lines += _hit_lines(rank, h)
+            lines += _hit_lines(rank, h, out.get("query"))
         return "\n".join(lines)
 
 
@@ -236,7 +236,21 @@ def _no_results(out: dict) -> str:
     return f"no results: {ref['reason']} ({words}{dense}); --no-refuse answers anyway"
 
 
-def _hit_lines(rank: int, h: dict) -> list[str]:
+HUMAN_CHARS = 300  # of a hit's text a human reading the terminal sees
+
+
+def _shown(h: dict, query: str | None) -> str:
+    """A hit's text as a terminal line: the HUMAN_CHARS of it that hold most of the
+    question's words (hits.focus, as MCP's snippets), on one line, … marking each cut."""
+    from ..retrieval.hits import focus
+
+    text = h["text"]
+    start, end = focus(h, query, HUMAN_CHARS) if len(text) > HUMAN_CHARS else (0, len(text))
+    shown = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+    return shown.replace("\n", " ")
+
+
+def _hit_lines(rank: int, h: dict, query: str | None = None) -> list[str]:
     if h.get("commit"):
         return [f"{rank}. [{h['score']:.4f}] commit " + _commit_line(h)]
     if h.get("path"):
@@ -250,7 +264,7 @@ def _hit_lines(rank: int, h: dict) -> list[str]:
                 "   " + h.get("snippet", "").replace("\n", " ")[:300]]
     return [f"{rank}. [{h['score']:.4f}] {h['source']}  "
             f"({h['kind']} id {h['id']}, document id {h['doc_id']})",
-            "   " + h["text"].replace("\n", " ")[:300],
+            "   " + _shown(h, query),
             "   why: " + why(h["evidence"]) + f"; dense {h['evidence']['dense']}"
             + (f"; confidence {h['confidence']}" if h.get("confidence") is not None else "")]
 
