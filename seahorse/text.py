@@ -72,26 +72,36 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def chunk(text: str, max_chars: int) -> list[str]:
-    """Passages of at most ~max_chars, cut at paragraph, then sentence, then word bounds."""
+    """Passages of at most ~max_chars, cut at paragraph, then sentence, then word bounds.
+    Paragraphs in one passage are joined by a blank line; the sentences (or lines) of a long
+    paragraph, cut apart to fit, are joined again by the whitespace that stood between them,
+    so a passage reads as the text did. (A join is counted as at least two characters, as
+    the blank line between paragraphs is: where the cuts fall does not move with it.)"""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
-    pieces: list[str] = []
+    pieces: list[tuple[str, str]] = []  # (piece, what joins it to the piece before it)
     for para in paragraphs:
         if len(para) <= max_chars:
-            pieces.append(para)
+            pieces.append((para, "\n\n"))
             continue
+        gap, last = "\n\n", None
         for s, e in split_sentences(para):
+            if last is not None:
+                gap = para[last:s]
             sentence = para[s:e]
             while len(sentence) > max_chars:
                 cut = sentence.rfind(" ", 0, max_chars)
                 cut = cut if cut > max_chars // 2 else max_chars
-                pieces.append(sentence[:cut].strip())
-                sentence = sentence[cut:].strip()
+                head, tail = sentence[:cut], sentence[cut:]
+                pieces.append((head.strip(), gap))
+                sentence = tail.strip()
+                gap = head[len(head.rstrip()):] + tail[:len(tail) - len(tail.lstrip())]
             if sentence:
-                pieces.append(sentence)
+                pieces.append((sentence, gap))
+            last = e
     out: list[str] = []
-    for piece in pieces:
-        if out and len(out[-1]) + 2 + len(piece) <= max_chars:
-            out[-1] = out[-1] + "\n\n" + piece
+    for piece, gap in pieces:
+        if out and len(out[-1]) + max(2, len(gap)) + len(piece) <= max_chars:
+            out[-1] = out[-1] + gap + piece
         else:
             out.append(piece)
     return out

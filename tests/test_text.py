@@ -223,3 +223,18 @@ def test_query_window_reads_a_long_text_up_to_its_scan() -> None:
     start, end = query_window(near, "How do I rename a branch?", 400)
     assert ANSWER in near[start:end]
     assert query_window(far, "How do I rename a branch?", 400)[0] == 0  # past the scan: the opening
+
+
+def test_chunk_joins_a_long_paragraphs_lines_as_they_stood() -> None:
+    """A long paragraph cut at its lines and sentences reads as it did (a new user's
+    trial found every line of an asciidoc block made its own paragraph)."""
+    lines = [f"$ git step-{i} --flag      <{i}>" for i in range(40)]
+    block = "\n".join(lines) + "\n\tan indented note. Two sentences here."
+    text = "EXAMPLES\n--------\n\n" + block + "\n\nAfter."
+    pieces = chunk(text, 400)
+    assert all(len(p) <= 400 for p in pieces)
+    body = "\n\n".join(pieces)
+    assert "\n\n$ git step-1 " not in body and "<0>\n$ git step-1 " in body
+    assert "<39>\n\tan indented note. Two sentences here." in body
+    for p in pieces:  # each passage is the text's own (a blank line only between paragraphs)
+        assert all(part in text for part in p.split("\n\n"))
