@@ -493,3 +493,13 @@ def test_search_prints_the_part_of_a_long_passage_that_answers(cli) -> None:
     assert proc.returncode == 0, proc.stderr
     shown = proc.stdout.splitlines()[1]
     assert shown.startswith("   …") and answer in shown, proc.stdout
+
+
+def test_an_argument_error_names_the_flag_as_the_command_line_spells_it(cli) -> None:
+    cli.json("index", "--text", "Acme ships the widget to Oslo every Monday.")
+    proc = cli.run("search", "Acme", "--top-k", "0")
+    assert proc.returncode == 2 and "error: --top-k must be an integer" in proc.stderr, proc.stderr
+    proc = cli.run("memory", "list", "--limit", "0")
+    assert proc.returncode == 2 and "error: --limit must be an integer" in proc.stderr, proc.stderr
+    proc = cli.run("search", "")  # a positional argument keeps its own words
+    assert proc.returncode == 2 and "error: query is empty" in proc.stderr, proc.stderr

@@ -46,7 +46,7 @@ def test_cli_refuses_a_bad_event_time_in_one_line(cli):
     for bad in ("1e300", "99999999999999", "yesterday"):
         proc = cli.run("memory", "add", "k", "tea", "--event-time", bad)
         assert proc.returncode == 2, proc.stderr
-        assert proc.stderr.count("\n") == 1 and "event_time" in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "--event-time" in proc.stderr, proc.stderr
 
 
 def test_a_title_too_long_is_refused_in_one_line_and_nothing_is_stored(cli, engine):

@@ -114,10 +114,31 @@ HINTS = {
 }
 
 
-def error_message(exc: SeahorseError) -> str:
-    """The neutral message, then this adapter's next step for its code."""
+def error_message(exc: SeahorseError, flags: frozenset[str] = frozenset()) -> str:
+    """The neutral message, then this adapter's next step for its code. A message that opens
+    with the argument at fault names it as the command line spells it, when the command has
+    that flag (``top_k must be ...`` -> ``--top-k must be ...``)."""
+    said = str(exc)
+    flag = "--" + exc.field.replace("_", "-") if exc.field else ""
+    if flag in flags and said.startswith(f"{exc.field} "):
+        said = flag + said[len(exc.field):]
     hint = HINTS.get(exc.code)
-    return f"{exc}; {hint}" if hint else str(exc)
+    return f"{said}; {hint}" if hint else said
+
+
+def _flags(parser: argparse.ArgumentParser, command: str | None = None) -> frozenset[str]:
+    """The option strings of ``command``'s parser and of the subcommands under it (``memory
+    list``), or of ``parser`` and everything under it (``command`` None)."""
+    out: set[str] = set()
+    for action in parser._actions:
+        out.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if command in (None, name):
+                    out |= _flags(sub)
+    if command is not None:  # the top level's own flags (--version) are not the command's
+        out -= {s for a in parser._actions for s in a.option_strings}
+    return frozenset(out)
 
 
 def _log_to_stderr(verbose: bool) -> None:
@@ -135,13 +156,14 @@ def _log_to_stderr(verbose: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     _log_to_stderr(args.verbose)
     args.command = ALIASES.get(args.command, args.command)
     try:
         out = COMMANDS[args.command].run(args, _engine)
     except SeahorseError as exc:
-        print(f"seahorse: error: {error_message(exc)}", file=sys.stderr)
+        print(f"seahorse: error: {error_message(exc, _flags(parser, args.command))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("seahorse: interrupted", file=sys.stderr)
