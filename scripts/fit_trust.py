@@ -16,8 +16,14 @@ Scale: per answerable question, the median and the best cosine against every pas
 averaged: the two points retrieval/scale.py puts another model's cosines on MiniLM's scale by.
 
 Confidence: the answerable questions' top-5 hits (refusal off), gold or not, fitted as a
-logistic model of (ln score ratio to the first hit, ln rank, dense cosine) by Newton's method
-(summed log-loss, L2 penalty 0.01 on the slopes); and the same without the cosine (the model-free rule).
+logistic model of (ln score ratio to the first hit, ln rank, dense cosine, the question's dense
+span: seed.dense_span, read no higher than confidence.SPAN_CLIP) by Newton's method (summed
+log-loss, L2 penalty 0.01 on the slopes); and the same without the cosine and the span (the
+model-free rule). Besides MuSiQue and HotpotQA, the hits of the agent memories' dev questions
+(bench_quality.py's ``memories`` stores, a gold note) and, with ``--docs-dir``, of git's manual's
+dev questions (its ``docs`` store, a passage holding a gold quote) join the fit: stores whose
+cosines span little (a manual) and small ones. Printed per corpus: log-loss and mean confidence
+under the coefficients in force and under the fitted ones, against the gold share.
 
 ``--locomo N`` asks instead, with refusal on and the thresholds in force (as an agent asks),
 the LoCoMo dev questions (categories 1-4) of bench_quality.py's first N conversation stores in
@@ -52,6 +58,7 @@ from bench_multihop import DEV, load_hotpot, load_musique  # noqa: E402
 from seahorse import load_settings  # noqa: E402
 from seahorse.mechanisms.models.embed import query_vector  # noqa: E402
 from seahorse.retrieval import refusal as refusal_mod  # noqa: E402
+from seahorse.retrieval.confidence import RATIO_FLOOR, SPAN_CLIP  # noqa: E402
 
 K = 5
 SENTINEL = (-1.0, 2.0, 2.0)  # weak, doubtful, strong: every rule reports, none is decided by the cosine
@@ -75,6 +82,64 @@ def probe(eng, question: str, model: str) -> dict:
     why = res.info["refusal"]
     verdict = "missing" if why["reason"] == "weak_match" else "words"
     return {"verdict": verdict, "top": why["evidence"]["top_dense"], "reason": why["reason"]}
+
+
+def hit_rows(eng, corpus: str, question: str, is_gold) -> list[tuple]:
+    """The question's top-K hits (refusal off) as fit rows: (ln score ratio, ln rank, dense
+    cosine, gold, the search's dense span, corpus, the confidence the hit carries now)."""
+    res = eng.search(question, top_k=K, refuse=False)
+    top = max(res.hits[0].score, 1e-300) if res.hits else 1.0
+    out = []
+    for rank, h in enumerate(res.hits, 1):
+        ratio = min(max(h.score / top, RATIO_FLOOR), 1.0) if h.score > 0 else RATIO_FLOOR
+        out.append((math.log(ratio), math.log(rank), h.evidence.get("dense"), float(is_gold(h)),
+                    res.span, corpus, h.confidence))
+    return out
+
+
+def memory_rows(db_dir: Path | None) -> list[tuple]:
+    """The agent memories' dev questions (absent ones aside) over bench_quality.py's stores."""
+    from seahorse import Engine
+
+    data = json.loads(bq.MEMORIES.read_text(encoding="utf-8"))
+    fp = benchlib.fingerprint([bq.MEMORIES])
+    rows: list[tuple] = []
+    for store in (s for s in data["stores"] if s["split"] == "dev"):
+        db = (db_dir or Path(".")) / f"memories-{fp}-{store['id']}.db"
+        if not db.exists():
+            raise SystemExit(f"no store {db}: run bench_quality.py --rulers memories --db-dir {db_dir}")
+        with Engine(load_settings(db_path=db, **bq.KW)) as eng:
+            for q in store["questions"]:
+                if q["kind"] != "absent":
+                    gold = {str(i) for i in q["gold"]}
+                    rows += hit_rows(eng, "memories", q["q"],
+                                     lambda h, gold=gold: h.source.rsplit("/", 1)[-1] in gold)
+    return rows
+
+
+def docs_rows(docs_dir: Path, db_dir: Path | None) -> list[tuple]:
+    """git's manual's dev questions (absent ones aside): a hit is gold when it holds a gold quote."""
+    import contextlib
+
+    from seahorse import Engine
+
+    docs_dir = docs_dir.resolve()
+    db = (db_dir or Path(".")) / f"docs-git-{benchlib.fingerprint(bq.docs_corpus(docs_dir))}.db"
+    if not db.exists():
+        raise SystemExit(f"no store {db}: run bench_quality.py --rulers docs --db-dir {db_dir}")
+
+    def rel(source: str) -> str:
+        with contextlib.suppress(ValueError):
+            return Path(source).relative_to(docs_dir).as_posix()
+        return source
+
+    rows: list[tuple] = []
+    with Engine(load_settings(db_path=db, **bq.KW)) as eng:
+        for q in json.loads(bq.DOCS_QUESTIONS.read_text())["questions"]:
+            if q["split"] == "dev" and q["kind"] != "absent":
+                rows += hit_rows(eng, "docs", q["question"], lambda h, q=q: any(
+                    bq.group_found(g, [(rel(h.source), h.text)]) for g in bq.docs_groups(q)))
+    return rows
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 0.01, steps: int = 50) -> np.ndarray:
@@ -114,6 +179,8 @@ def main() -> None:
                     help="also count refused LoCoMo dev questions in the first N conversation stores")
     ap.add_argument("--locomo-rulers", default="locomo",
                     help="with --locomo: bench_quality.py's conversation rulers whose stores to ask")
+    ap.add_argument("--docs-dir", type=Path, help="git's manual (bench_quality.py --docs-dir): "
+                    "its dev questions' hits join the confidence fit")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     from seahorse import config as config_module
@@ -140,15 +207,13 @@ def main() -> None:
                 cos = index.dense(query_vector(eng.embedder, question), eng.store, 0)
                 scale_rows.append((float(np.median(cos)), float(cos.max())))
                 answerable.append({"corpus": name, "q": qi, **probe(eng, question, model)})
-                hits = eng.search(question, top_k=K, refuse=False).hits
-                top = max(hits[0].score, 1e-300) if hits else 1.0
-                for rank, h in enumerate(hits, 1):
-                    ratio = min(max(h.score / top, 1e-9), 1.0) if h.score > 0 else 1e-9
-                    rows.append((math.log(ratio), math.log(rank), h.evidence.get("dense"),
-                                 float(h.source in gold)))
+                rows += hit_rows(eng, name, question, lambda h, gold=gold: h.source in gold)
             for q in absent:
                 away.append({"corpus": name, "q": q["id"], **probe(eng, q["query"], model)})
             eng.close()
+        rows += memory_rows(args.db_dir)
+        if args.docs_dir:
+            rows += docs_rows(args.docs_dir, args.db_dir)
     print(f"# model {model}; {len(answerable)} answerable, {len(away)} absent (dev)")
     med, best = (round(float(x), 3) for x in np.mean(scale_rows, axis=0))
     print(f"# cosine scale (retrieval/scale.py MEASURED): median {med}, mean best {best} "
@@ -167,7 +232,7 @@ def locomo_refusals(args) -> None:
     path = args.bench_dir / "locomo_dev.json"
     fp = benchlib.fingerprint([path])
     for ruler in args.locomo_rulers.split(","):
-        refused, asked, reasons, found = 0, 0, {}, []
+        refused, asked, reasons, found, sure = 0, 0, {}, [], []
         for n, sample in enumerate(json.loads(path.read_text())[:args.locomo]):
             db = args.db_dir / f"{ruler}-{fp}-{n}.db"
             if not db.exists():
@@ -186,9 +251,19 @@ def locomo_refusals(args) -> None:
                         gold = bq.gold_of(q)
                         found.append((benchlib.recall_at(ranked, gold, 5),
                                       benchlib.recall_at(ranked, gold, 10)))
+                        top5 = eng.search(q["question"], top_k=K, refuse=False).hits  # calibration
+                        sure += [(h.confidence, float(h.source.rsplit("#", 1)[-1] in set(gold)))
+                                 for h in top5]
         r5, r10 = (sum(f[k] for f in found) / len(found) for k in (0, 1))
         print(f"# LoCoMo dev ({ruler}, fingerprint {fp}), {args.locomo} conversations: {refused} of {asked} "
               f"answerable questions refused {reasons}; refusal on, R@5 / R@10 {r5:.3f} / {r10:.3f}")
+        conf, gold_hit = np.array(sure).T
+        conf = np.clip(conf, 1e-9, 1 - 1e-9)
+        loss = -np.mean(gold_hit * np.log(conf) + (1 - gold_hit) * np.log(1 - conf))
+        print(f"#   top-{K} hits (refusal off): mean confidence {conf.mean():.3f}, gold share "
+              f"{gold_hit.mean():.3f}, log-loss {loss:.3f}")
+        for b, n, m, g in reliability(conf, gold_hit):
+            print(f"#   {b:<9} {n:>5d} {m:>8.3f} {g:>8.3f}")
 
 
 def summary(answerable: list[dict], away: list[dict]) -> dict:
@@ -208,28 +283,50 @@ def summary(answerable: list[dict], away: list[dict]) -> dict:
 
 
 def fit(rows: list[tuple]) -> dict:
+    """The coefficients of confidence.BY_MODEL (with the cosine and the span) and GENERIC
+    (without), fitted on ``rows`` (hit_rows); per corpus, log-loss and mean confidence under
+    the coefficients in force (the rows' own confidence) and under the fitted ones."""
     y = np.array([r[3] for r in rows])
     dense = np.array([r[2] if r[2] is not None else 0.0 for r in rows])
     with_dense = np.array([r[2] is not None for r in rows])
+    span = np.array([min(r[4], SPAN_CLIP) if r[4] is not None else SPAN_CLIP for r in rows])
     base = np.array([[r[0], r[1]] for r in rows])
+    corpus = np.array([r[5] for r in rows])
+    now = np.array([r[6] if r[6] is not None else np.nan for r in rows])
     w_generic = fit_logistic(base, y)
-    w_model = fit_logistic(np.hstack([base[with_dense], dense[with_dense, None]]), y[with_dense])
+    full = np.hstack([base, dense[:, None], span[:, None]])
+    w_model = fit_logistic(full[with_dense], y[with_dense])
     print(f"\n# confidence over {len(rows)} top-{K} hits ({int(with_dense.sum())} with a cosine), "
-          f"gold share {y.mean():.3f}")
-    print("with cosine (intercept, ln ratio, ln rank, cosine): "
+          f"gold share {y.mean():.3f}; span read no higher than {SPAN_CLIP}")
+    print("with cosine (intercept, ln ratio, ln rank, cosine, span): "
           + ", ".join(f"{v:.3f}" for v in w_model))
-    print("without cosine (intercept, ln ratio, ln rank):      "
+    print("without cosine (intercept, ln ratio, ln rank):            "
           + ", ".join(f"{v:.3f}" for v in w_generic))
-    x = np.hstack([np.ones((len(rows), 1)), base, dense[:, None]])
-    w_used = np.where(with_dense[:, None], w_model[None, :], np.append(w_generic, 0.0)[None, :])
+    x = np.hstack([np.ones((len(rows), 1)), full])
+    w_used = np.where(with_dense[:, None], w_model[None, :], np.append(w_generic, [0.0, 0.0])[None, :])
     p = 1.0 / (1.0 + np.exp(-(x * w_used).sum(axis=1)))
+
+    def loss(q: np.ndarray, sel: np.ndarray) -> float:
+        q = np.clip(q[sel], 1e-9, 1 - 1e-9)
+        return float(-np.mean(y[sel] * np.log(q) + (1 - y[sel]) * np.log(1 - q)))
+
+    print(f"{'corpus':<10} {'hits':>5} {'gold':>6} {'log-loss now':>13} {'fitted':>7} "
+          f"{'mean conf now':>14} {'fitted':>7}")
+    per = {}
+    for c in sorted(set(corpus)):
+        sel = corpus == c
+        r = per[c] = {"hits": int(sel.sum()), "gold": round(float(y[sel].mean()), 3),
+                      "logloss_now": round(loss(now, sel), 3), "logloss_fitted": round(loss(p, sel), 3),
+                      "mean_now": round(float(np.nanmean(now[sel])), 3),
+                      "mean_fitted": round(float(p[sel].mean()), 3)}
+        print(f"{c:<10} {r['hits']:>5} {r['gold']:>6.3f} {r['logloss_now']:>13.3f} "
+              f"{r['logloss_fitted']:>7.3f} {r['mean_now']:>14.3f} {r['mean_fitted']:>7.3f}")
     print(f"{'confidence':<11} {'hits':>5} {'mean conf':>10} {'gold share':>11}")
     table = reliability(p, y)
     for b, n, m, g in table:
         print(f"{b:<11} {n:>5d} {m:>10.3f} {g:>11.3f}")
     return {"by_model": [round(float(v), 3) for v in w_model],
-            "generic": [round(float(v), 3) for v in w_generic], "reliability": table}
-
+            "generic": [round(float(v), 3) for v in w_generic], "per_corpus": per, "reliability": table}
 
 if __name__ == "__main__":
     main()

@@ -439,3 +439,40 @@ def test_a_question_about_a_speaker_in_words_they_never_said_is_answered(backend
         monkeypatch.setattr(Search, "_speaker_heard", lambda self, result: False)
         off = eng.search(question, top_k=5)
         assert not off.hits and off.info["refusal"]["reason"] == "absent_terms"
+
+
+def test_confidence_reads_less_into_a_cosine_where_every_passage_reads_close() -> None:
+    """The question's dense span (how far apart its best cosines lie) lowers e5-enpt's
+    confidence where it is narrow (a manual of one subject), up to confidence.SPAN_CLIP; no
+    span (a repository's search) reads as the clip; MiniLM's coefficients have no span term."""
+    from seahorse.retrieval.confidence import SPAN_CLIP, attach
+    from seahorse.retrieval.hits import Hit
+
+    def hits() -> list[Hit]:
+        return [Hit(i, "passage", "t", s, "src", None, None, {"dense": d})
+                for i, (s, d) in enumerate([(0.12, 0.89), (0.06, 0.87)])]
+
+    e5 = "multilingual-e5-small-enpt-int8"
+    by_span = {}
+    for span in (0.05, 0.1, SPAN_CLIP, 0.5, None):
+        got = hits()
+        attach(got, e5, span)
+        by_span[span] = [h.confidence for h in got]
+    assert by_span[0.05][0] < by_span[0.1][0] < by_span[SPAN_CLIP][0]
+    assert by_span[0.5] == by_span[SPAN_CLIP] == by_span[None]
+    mini = [hits(), hits()]
+    attach(mini[0], "all-MiniLM-L6-v2-int8", 0.05)
+    attach(mini[1], "all-MiniLM-L6-v2-int8", 0.5)
+    assert [h.confidence for h in mini[0]] == [h.confidence for h in mini[1]]
+
+
+def test_a_search_carries_its_dense_span(tmp_path: Path) -> None:
+    from seahorse.config import load_settings
+    from seahorse.engine import Engine
+
+    with Engine(load_settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        for text in ("Kestrel is the staging box.", "Backups go to a bucket nightly.",
+                     "The release train leaves on Thursdays."):
+            eng.add_document(text)
+        res = eng.search("Where do backups go?", refuse=False)
+        assert res.span is not None and res.span >= 0 and res.hits[0].confidence is not None

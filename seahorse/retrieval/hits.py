@@ -52,6 +52,8 @@ class SearchResult:
     parsed: Any = field(default=None, repr=False, compare=False)
     # Adds the walk's evidence to the hits kept (retrieval.explain.Paths), once.
     paths: Any = field(default=None, repr=False, compare=False)
+    # How far apart the best dense cosines lay (seed.dense_span): read by confidence.attach.
+    span: float | None = field(default=None, repr=False, compare=False)
 
     def trace_paths(self) -> None:
         """The walk's evidence (``phrases``, ``paths``, ``inflow``) on the hits as they are now."""

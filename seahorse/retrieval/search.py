@@ -101,7 +101,8 @@ def retrieve(index: RetrievalIndex, store: Store, embedder: Embedder, extractor:
         info["speakers"] = ranking.speakers
     if ranking.dates:
         info["dates"] = [{"from": iso(lo), "to": iso(hi)} for lo, hi in ranking.dates]
-    return SearchResult(text, hits, info, walk_phrases(index, mass), parsed=query, paths=paths)
+    return SearchResult(text, hits, info, walk_phrases(index, mass), parsed=query, paths=paths,
+                        span=seeds.span)
 
 
 class Search:
@@ -218,7 +219,8 @@ class Search:
             if refuse and repo is None:
                 self._refuse_weak(result, query)
             self._rerank_hits(result, query.strip(), encoder, top_k)
-            confidence.attach(result.hits, self.rt.embedder.name)
+            # a repository's declarations read alike by nature: their span says nothing there
+            confidence.attach(result.hits, self.rt.embedder.name, None if repo is not None else result.span)
         if session_id is not None:
             self._save_turn(session_id, result, context, turns, index)
         return result

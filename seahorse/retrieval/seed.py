@@ -111,6 +111,7 @@ class Seeds:
     lexical: dict[int, float]  # vertex -> raw BM25 of the full-text (and commit) candidates
     phrases: dict[int, float]  # phrase vertex -> its seed weight
     asked: set[int]  # the phrase seeds that are the question's own words
+    span: float | None = None  # dense_span of ``dense`` (None: under two rows)
 
 
 def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor,
@@ -142,9 +143,10 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
             own = index.centred(query.vector, dense, rows, ALIKE, store, docs if code else None)
     vector[index.passage_idx] += settings.passage_prior * minmax(own, FLAT) * fair
     lexical: dict[int, float] = {}
+    span = dense_span(dense, query.model)
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)
     if lex:
-        prior = settings.lexical_prior if code else lexical_weight(dense, query.model, settings.lexical_prior)
+        prior = settings.lexical_prior if code else boosted(span, settings.lexical_prior)
         lex_scores = scale_lexical(np.array([s for _i, s in lex]), FLAT)
         at = g.index.lookup([node_id for node_id, _s in lex]).tolist()  # one search, not one each
         for (_node_id, raw), norm, v in zip(lex, lex_scores, at):
@@ -157,7 +159,7 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
                                    shortlist, code)
     if vector.sum() <= 0:
         vector[index.passage_idx] = 1.0
-    return Seeds(vector, dense, shortlist, lexical, phrases, asked)
+    return Seeds(vector, dense, shortlist, lexical, phrases, asked, span)
 
 
 def walk_damping(settings: Settings, phrases: int) -> float:
@@ -166,17 +168,30 @@ def walk_damping(settings: Settings, phrases: int) -> float:
     return float(np.clip(settings.damping - 0.1 + 0.05 * min(phrases, 4), 0.3, 0.7))
 
 
-def lexical_weight(dense: np.ndarray, model: str, prior: float) -> float:
-    """The lexical seed's weight for one question: ``prior``, raised towards LEXICAL_BOOST as
-    the span of the best SPREAD_ROWS dense cosines (on the reference model's scale) narrows
-    from SPREAD[1] to SPREAD[0]. A repository's search keeps ``prior`` (its ranking has a
-    lexical channel of its own, code.rank)."""
-    if len(dense) < 2 or prior >= LEXICAL_BOOST:
-        return prior
+def dense_span(dense: np.ndarray, model: str) -> float | None:
+    """How far apart the best SPREAD_ROWS dense cosines lie, on the reference model's scale:
+    small where every passage reads close to the question (one subject's manual), large
+    where a few stand out. None for fewer than two rows."""
+    if len(dense) < 2:
+        return None
     k = min(len(dense), SPREAD_ROWS)
     best = -np.partition(-dense, k - 1)[:k]  # the k largest (negated: past a shortlist's cut
     # thousands of rows hold one floor, and a partition from the top end then took ~1 ms at 10k)
-    span = float(on_reference(float(best.max()), model) - on_reference(float(best.min()), model))
+    return float(on_reference(float(best.max()), model) - on_reference(float(best.min()), model))
+
+
+def lexical_weight(dense: np.ndarray, model: str, prior: float) -> float:
+    """The lexical seed's weight for one question: ``prior``, raised towards LEXICAL_BOOST as
+    the span of the best SPREAD_ROWS dense cosines (:func:`dense_span`) narrows from
+    SPREAD[1] to SPREAD[0]. A repository's search keeps ``prior`` (its ranking has a
+    lexical channel of its own, code.rank)."""
+    return boosted(dense_span(dense, model), prior)
+
+
+def boosted(span: float | None, prior: float) -> float:
+    """:func:`lexical_weight` from the span already read."""
+    if span is None or prior >= LEXICAL_BOOST:
+        return prior
     lo, hi = SPREAD
     return prior + float(np.clip((hi - span) / (hi - lo), 0.0, 1.0)) * (LEXICAL_BOOST - prior)
 
