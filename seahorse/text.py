@@ -250,13 +250,19 @@ WINDOW_TERMS = 64  # of a question's words it looks for (a 10,000-character ques
 
 def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
     """The span of ``text``, at most ``chars`` characters, that holds the most of ``query``'s
-    content words (distinct words first, then occurrences), starting at a sentence or line
-    start and ending at a word bound; the text's opening unless a later start holds more
-    distinct words than it.
+    content words (distinct words first, then occurrences; of such spans, the one whose
+    matched words sit nearest its middle), starting at a sentence or line start and ending at
+    a word bound; the text's opening unless a later start holds more distinct words than it.
     A word matches when the stems are equal, or one stem of five letters or more begins
     the other (``normaliz`` / ``normalization``)."""
+    return query_focus(text, query, chars)[:2]
+
+
+def query_focus(text: str, query: str, chars: int) -> tuple[int, int, int | None]:
+    """:func:`query_window`'s span and where its first matched word starts (None: the
+    opening, kept)."""
     if len(text) <= chars:
-        return 0, len(text)
+        return 0, len(text), None
     terms = {word_stem(t) for t in query_terms(query)[:WINDOW_TERMS]}
     long_terms = [t for t in terms if len(t) >= 5]
 
@@ -270,7 +276,7 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
         return None
 
     scan = text[:WINDOW_SCAN]  # where a window may start: a long memory is read in part
-    found = [(m.start(), t) for m in _WORD.finditer(scan) if (t := term_of(m.group()))]
+    found = [(m.start(), m.end(), t) for m in _WORD.finditer(scan) if (t := term_of(m.group()))]
 
     def end_of(start: int) -> int:
         end = start + chars
@@ -280,15 +286,19 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
         cut = max(cut, text.rfind("\n", start + chars // 2, end + 1))
         return cut if cut > start else end
 
-    at = [a for a, _t in found]
+    at = [a for a, _b, _t in found]
 
-    def score(start: int, end: int) -> tuple[int, int]:  # a window's words: by bisection
-        inside = [t for _a, t in found[bisect.bisect_left(at, start):bisect.bisect_left(at, end)]]
-        return len(set(inside)), len(inside)
+    def score(start: int, end: int) -> tuple[int, int, float]:  # a window's words: by bisection
+        inside = [w for w in found[bisect.bisect_left(at, start):bisect.bisect_left(at, end)]
+                  if w[1] <= end]
+        if not inside:
+            return 0, 0, 0.0
+        off = abs((inside[0][0] + inside[-1][1]) / 2 - (start + end) / 2)  # the words' middle
+        return len({t for _a, _b, t in inside}), len(inside), -off
 
     head = (0, end_of(0))
     if not found:
-        return head
+        return (*head, None)
     best, top = head, score(*head)
     opening = top[0]
     starts = sorted({a for a, _b in split_sentences(scan)} | {m.end() for m in re.finditer("\n", scan)})
@@ -298,7 +308,9 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
             got = score(start, end)
             if got > top:
                 best, top = (start, end), got
-    return best if top[0] > opening else head  # more of the question's words, not more repeats
+    if top[0] <= opening:  # more of the question's words, not more repeats
+        return (*head, None)
+    return (*best, at[bisect.bisect_left(at, best[0])])
 
 
 def estimate_tokens(text: str) -> int:

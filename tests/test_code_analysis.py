@@ -210,4 +210,4 @@ def test_analyze_through_the_cli(cli, checkout: Path) -> None:
     conv = json.loads(cli.run("analyze", "conventions").stdout)
     assert conv["kind"] == "conventions"
     bad = cli.run("analyze", "dead-code", "--min-confidence", "3")
-    assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "min_confidence" in bad.stderr
+    assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "--min-confidence" in bad.stderr

@@ -15,7 +15,7 @@ from seahorse.errors import ConfigError
 from seahorse.mechanisms.models import tiers
 from seahorse.retrieval import scale
 from seahorse.retrieval.refusal import DENSE_VOUCH, judge_words
-from seahorse.retrieval.seed import LEXICAL_BOOST, kind_relevance, lexical_weight
+from seahorse.retrieval.seed import LEXICAL_BOOST, dense_span, kind_relevance, lexical_weight
 
 E5 = "multilingual-e5-small-enpt-int8"
 MINILM = scale.REFERENCE
@@ -67,13 +67,14 @@ def test_the_question_s_own_words_weigh_more_when_the_best_cosines_cannot_tell_p
     rng = np.random.default_rng(38)
     manual = np.concatenate([np.linspace(0.85, 0.87, 50), rng.uniform(0.70, 0.84, 500)])
     wiki = np.concatenate([np.linspace(0.82, 0.89, 50), rng.uniform(0.60, 0.81, 500)])
-    assert lexical_weight(manual, E5, 0.05) == pytest.approx(LEXICAL_BOOST)
-    assert lexical_weight(wiki, E5, 0.05) == 0.05
+    assert lexical_weight(dense_span(manual, E5), 0.05) == pytest.approx(LEXICAL_BOOST)
+    assert lexical_weight(dense_span(wiki, E5), 0.05) == 0.05
     # MiniLM reads as it is: a span of 0.21 is half way down the ramp (0.28 -> 0.14)
-    half = lexical_weight(np.linspace(0.40, 0.61, 50), MINILM, 0.05)
+    half = lexical_weight(dense_span(np.linspace(0.40, 0.61, 50), MINILM), 0.05)
     assert 0.05 < half < LEXICAL_BOOST and half == pytest.approx(0.05 + 0.5 * (LEXICAL_BOOST - 0.05))
-    assert lexical_weight(manual, E5, 0.3) == 0.3  # a prior set above the boost is kept
-    assert lexical_weight(np.array([0.9]), E5, 0.05) == 0.05  # one passage: nothing to tell apart
+    assert lexical_weight(dense_span(manual, E5), 0.3) == 0.3  # a prior set above the boost is kept
+    # one passage: nothing to tell apart
+    assert dense_span(np.array([0.9]), E5) is None and lexical_weight(None, 0.05) == 0.05
 
 
 def test_auto_keeps_a_store_s_own_tier_and_gives_a_new_one_the_default() -> None:

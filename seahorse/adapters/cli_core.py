@@ -255,7 +255,7 @@ def _hit_lines(rank: int, h: dict, query: str | None = None) -> list[str]:
         return [f"{rank}. [{h['score']:.4f}] commit " + _commit_line(h)]
     if h.get("path"):
         lines = [f"{rank}. [{h['score']:.4f}] {_where(h)}" + ("  (uncommitted)" if h.get("dirty") else "")]
-        if h.get("snippet"):  # a compact hit (--token-budget): its first lines
+        if h.get("snippet"):  # a compact hit (--token-budget): its snippet's lines
             return lines + ["   " + line[:200] for line in h["snippet"].split("\n")[:12]]
         return lines + ["   " + (h.get("signature") or h.get("text", "")).replace("\n", " ")[:200]]
     if "evidence" not in h:  # a compact hit (--token-budget): what, where, a snippet

@@ -57,8 +57,9 @@ class Hit(CodeFields):
     """One ranked hit."""
     id: Annotated[int, D("node id: get(id) / expand(id) return the whole record")]
     kind: Annotated[str, D("passage, memory, symbol or commit")]
-    text: Annotated[str, D("the hit's text; when truncated, the 400 characters of it that hold "
-                           "most of the question's words (… marks a cut)")]
+    text: Annotated[str, D("the hit's text; when truncated, at most 400 characters of it: a "
+                           "passage's part that holds most of the question's words, else its "
+                           "opening (… marks a cut)")]
     truncated: NotRequired[bool]
     score: float
     confidence: Annotated[float | None, D("calibrated: among hits this sure, about this share were right")]

@@ -668,17 +668,20 @@ _PYDANTIC_ERROR = re.compile(r"^(\S[^\n]*)\n  ([^\n]*?)(?: \[type=[^\n]*)?$", re
 
 
 def compact_text(result: Any) -> None:
-    """A tool reply's text block, the JSON of its structured content for clients that read
-    text (most hand it to the model as it is), without the SDK's two-space indentation: a
+    """A tool reply's text block (the JSON of what the tool returned, for clients that read
+    text: most hand it to the model as it is) without the SDK's two-space indentation: a
     5-hit search at 10k passages is 15,874 characters indented and 8,549 without, the same
-    JSON (bench_scale.py, "search reply text characters")."""
-    if not isinstance(result, dict) or result.get("isError"):
+    JSON (bench_scale.py, "search reply text characters"). A text that is not JSON is left."""
+    if not isinstance(result, dict) or result.get("isError") or "structuredContent" not in result:
         return
-    structured, content = result.get("structuredContent"), result.get("content")
-    if (isinstance(structured, dict) and isinstance(content, list) and len(content) == 1
-            and isinstance(content[0], dict) and content[0].get("type") == "text"):
-        content[0] = {**content[0], "text": json.dumps(structured, ensure_ascii=False,
-                                                       separators=(",", ":"))}
+    content = result.get("content")
+    if (isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict)
+            and content[0].get("type") == "text" and isinstance(content[0].get("text"), str)):
+        try:
+            value = json.loads(content[0]["text"])
+        except ValueError:
+            return
+        content[0] = {**content[0], "text": json.dumps(value, ensure_ascii=False, separators=(",", ":"))}
 
 
 async def argument_guard(ctx: Any, call_next: Any) -> Any:

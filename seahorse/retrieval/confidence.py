@@ -25,7 +25,8 @@ from .hits import Hit
 # embedder=e5-enpt --docs-dir ...` (1,143 hits of MuSiQue, HotpotQA, the agent memories and
 # git's manual, gold share 0.301). Before the span, fitted on MuSiQue and HotpotQA alone
 # (-9.273, -0.235, -2.738, 12.903), its hits on git's manual read 0.403 on average for a gold
-# share of 0.145 (log-loss 0.745; now 0.494), and LoCoMo's, outside the fit, 0.354 for 0.186.
+# share of 0.145 (log-loss 0.745; now 0.494), and LoCoMo's, outside the fit, 0.355 for 0.176
+# (now 0.278; `fit_trust.py --locomo 5`).
 BY_MODEL: dict[str, tuple[float, float, float, float]] = {
     "all-MiniLM-L6-v2-int8": (-0.025, 0.153, -1.475, 2.319),
     "multilingual-e5-small-enpt-int8": (-9.812, 0.487, -1.757, 9.234),

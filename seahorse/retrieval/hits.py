@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.runtime import check_int
 from ..errors import InvalidInput
-from ..text import estimate_tokens, query_window
+from ..text import estimate_tokens, query_focus, query_window
 
 
 @dataclass
@@ -119,11 +119,18 @@ def compact_view(result: dict, *, snippet_chars: int | None = None,
 
 def compact_hit(hit: dict, snippet_lines: int = 6, query: str | None = None) -> dict:
     """What an agent needs to decide whether to expand: what, where, a few lines (given the
-    ``query``, a passage's lines from where most of the question's words are: :func:`focus`)."""
-    text = hit.get("text", "")
-    if query is not None and text and not hit.get("symbol"):
-        start, _end = focus(hit, query, COMPACT_CHARS)
-        text = text[start:]
+    ``query``, a passage's lines from the one before the first of the question's words in the
+    part that holds most of them, text.query_focus, or from that part's start; ``…`` marks a
+    cut before them)."""
+    text = hit.get("text") or ""
+    cut = ""
+    if query is not None and text and not hit.get("symbol") and hit.get("kind") != "commit":
+        window, _end, first = query_focus(text, query, COMPACT_CHARS)
+        if first is not None:  # from the line before the one the question's words begin on,
+            # or from the window's start where that line began before it (prose: one line)
+            line = text.rfind("\n", 0, first)
+            start = max(window, text.rfind("\n", 0, line) + 1 if line > 0 else 0)
+            text, cut = text[start:], "…" if start else ""
     keys = ("id", "kind", "score", "confidence", "source", "title", "path", "symbol", "symbol_kind",
             "start_line", "end_line", "signature", "dirty", "commit", "subject")
     out = {k: hit.get(k) for k in keys if hit.get(k) is not None}
@@ -135,7 +142,7 @@ def compact_hit(hit: dict, snippet_lines: int = 6, query: str | None = None) -> 
     if hit.get("symbol") and hit.get("signature"):  # the signature is its own field
         for _ in range(2):  # the text's signature line, then the body's own `def ...:` lines
             lines = _drop_signature(lines, hit["signature"])
-    out["snippet"] = "\n".join(lines[:snippet_lines])[:COMPACT_CHARS]
+    out["snippet"] = cut + "\n".join(lines[:snippet_lines])[:COMPACT_CHARS]
     out["expand"] = {"tool": "expand", "id": hit["id"]}
     return out
 

@@ -146,7 +146,7 @@ def seed(index: RetrievalIndex, store: Store, query: Query, extractor: Extractor
     span = dense_span(dense, query.model)
     lex = store.fts_search(query.fts, LEXICAL_CANDIDATES)
     if lex:
-        prior = settings.lexical_prior if code else boosted(span, settings.lexical_prior)
+        prior = settings.lexical_prior if code else lexical_weight(span, settings.lexical_prior)
         lex_scores = scale_lexical(np.array([s for _i, s in lex]), FLAT)
         at = g.index.lookup([node_id for node_id, _s in lex]).tolist()  # one search, not one each
         for (_node_id, raw), norm, v in zip(lex, lex_scores, at):
@@ -180,16 +180,11 @@ def dense_span(dense: np.ndarray, model: str) -> float | None:
     return float(on_reference(float(best.max()), model) - on_reference(float(best.min()), model))
 
 
-def lexical_weight(dense: np.ndarray, model: str, prior: float) -> float:
+def lexical_weight(span: float | None, prior: float) -> float:
     """The lexical seed's weight for one question: ``prior``, raised towards LEXICAL_BOOST as
-    the span of the best SPREAD_ROWS dense cosines (:func:`dense_span`) narrows from
-    SPREAD[1] to SPREAD[0]. A repository's search keeps ``prior`` (its ranking has a
-    lexical channel of its own, code.rank)."""
-    return boosted(dense_span(dense, model), prior)
-
-
-def boosted(span: float | None, prior: float) -> float:
-    """:func:`lexical_weight` from the span already read."""
+    the span of its best SPREAD_ROWS dense cosines (:func:`dense_span`; None: under two rows)
+    narrows from SPREAD[1] to SPREAD[0]. A repository's search keeps ``prior`` (its ranking
+    has a lexical channel of its own, code.rank)."""
     if span is None or prior >= LEXICAL_BOOST:
         return prior
     lo, hi = SPREAD
