@@ -238,3 +238,20 @@ def test_chunk_joins_a_long_paragraphs_lines_as_they_stood() -> None:
     assert "<39>\n\tan indented note. Two sentences here." in body
     for p in pieces:  # each passage is the text's own (a blank line only between paragraphs)
         assert all(part in text for part in p.split("\n\n"))
+
+
+def test_the_window_puts_the_answer_in_its_middle_and_compact_lines_start_near_it() -> None:
+    """Of the windows holding the question's words, the one whose words sit nearest its middle
+    (the earliest put the answer at its cut end); a compact hit's lines start from the line
+    before the first of them (a manual's short lines showed only preamble)."""
+    from seahorse.retrieval.hits import compact_hit
+
+    filler = "The manual opens with a preamble about conventions and history of the project. "
+    text = filler * 20 + ANSWER + " " + filler * 10
+    start, end = query_window(text, "How do I rename a branch?", 400)
+    at = text.index(ANSWER) - start
+    assert ANSWER in text[start:end] and 50 < at < 400 - len(ANSWER) - 50
+    lines = "Intro line.\n" * 80 + "To rename the branch run git branch -m.\n" + "Tail line.\n" * 50
+    hit = {"id": 1, "kind": "passage", "text": lines}
+    snippet = compact_hit(hit, query="how do I rename a branch")["snippet"]
+    assert snippet.startswith("…Intro line.\nTo rename the branch"), snippet
