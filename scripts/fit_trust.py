@@ -326,12 +326,22 @@ def fit(rows: list[tuple]) -> dict:
                       "mean_fitted": round(float(p[sel].mean()), 3)}
         print(f"{c:<10} {r['hits']:>5} {r['gold']:>6.3f} {r['logloss_now']:>13.3f} "
               f"{r['logloss_fitted']:>7.3f} {r['mean_now']:>14.3f} {r['mean_fitted']:>7.3f}")
+    # SPAN_CLIP's choice: the same fit with the span read to other clips, log-loss per corpus
+    clips = {}
+    for clip in (0.2, 0.25, 0.3):
+        raw = np.array([r[4] if r[4] is not None else clip for r in rows])
+        xc = np.hstack([base, dense[:, None], np.minimum(raw, clip)[:, None]])
+        wc = fit_logistic(xc[with_dense], y[with_dense])
+        pc = 1.0 / (1.0 + np.exp(-(np.hstack([np.ones((len(rows), 1)), xc]) @ wc)))
+        clips[clip] = {c: round(loss(pc, corpus == c), 3) for c in sorted(set(corpus))}
+        print(f"span read to {clip}: log-loss " + ", ".join(f"{c} {v:.3f}" for c, v in clips[clip].items()))
     print(f"{'confidence':<11} {'hits':>5} {'mean conf':>10} {'gold share':>11}")
     table = reliability(p, y)
     for b, n, m, g in table:
         print(f"{b:<11} {n:>5d} {m:>10.3f} {g:>11.3f}")
     return {"by_model": [round(float(v), 3) for v in w_model],
-            "generic": [round(float(v), 3) for v in w_generic], "per_corpus": per, "reliability": table}
+            "generic": [round(float(v), 3) for v in w_generic], "per_corpus": per, "clips": clips,
+            "reliability": table}
 
 if __name__ == "__main__":
     main()

@@ -76,7 +76,8 @@ def chunk(text: str, max_chars: int) -> list[str]:
     Paragraphs in one passage are joined by a blank line; the sentences (or lines) of a long
     paragraph, cut apart to fit, are joined again by the whitespace that stood between them,
     so a passage reads as the text did. (A join is counted as at least two characters, as
-    the blank line between paragraphs is: where the cuts fall does not move with it.)"""
+    the blank line between paragraphs is, so the cuts fall where they fell when every join was
+    a blank line, except before a join of more whitespace, an indented line's: it may come sooner.)"""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
     pieces: list[tuple[str, str]] = []  # (piece, what joins it to the piece before it)
     for para in paragraphs:
@@ -234,14 +235,30 @@ def _cut(title: str) -> str:
     return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS - 1].rstrip() + "…"
 
 
-def word_stem(word: str) -> str:
-    """A word's rough stem for matching a question's words in a passage (lower-cased, a
-    plural, past or -ing ending dropped): ``resolving`` and ``resolved`` meet at ``resolv``."""
-    w = word.casefold().replace("’", "'").removesuffix("'s")
-    for end in ("ing", "ed", "es", "s"):
-        if w.endswith(end) and len(w) - len(end) >= 3 and not w.endswith("ss"):
-            return w[:-len(end)]
+def stem(word: str) -> str:
+    """A light English suffix stripper for plural and tense, so that "routes", "routing",
+    "routed" and "route" meet, as do "queries" and "query"; words of four letters or fewer stay."""
+    w = word
+    if len(w) <= 4:
+        return w
+    if w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suf in ("ing", "ed"):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            w = w[: -len(suf)]
+            break
+    if len(w) > 4 and w[-1] in "ey":
+        w = w[:-1] + ("i" if w[-1] == "y" else "")
     return w
+
+
+def _word_key(word: str) -> str:
+    """A word as query_window matches it: lower-cased, a possessive dropped, :func:`stem`."""
+    return stem(word.casefold().replace("’", "'").removesuffix("'s"))
 
 
 WINDOW_SCAN = 20_000  # characters of a text query_window reads (a 200 kB memory: 150 ms whole)
@@ -253,8 +270,8 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
     content words (distinct words first, then occurrences; of such spans, the one whose
     matched words sit nearest its middle), starting at a sentence or line start and ending at
     a word bound; the text's opening unless a later start holds more distinct words than it.
-    A word matches when the stems are equal, or one stem of five letters or more begins
-    the other (``normaliz`` / ``normalization``)."""
+    A word matches when the stems (:func:`stem`) are equal, or one stem of five letters or
+    more begins the other (``normaliz`` / ``normalization``)."""
     return query_focus(text, query, chars)[:2]
 
 
@@ -263,11 +280,11 @@ def query_focus(text: str, query: str, chars: int) -> tuple[int, int, int | None
     opening, kept)."""
     if len(text) <= chars:
         return 0, len(text), None
-    terms = {word_stem(t) for t in query_terms(query)[:WINDOW_TERMS]}
+    terms = {_word_key(t) for t in query_terms(query)[:WINDOW_TERMS]}
     long_terms = [t for t in terms if len(t) >= 5]
 
     def term_of(word: str) -> str | None:
-        w = word_stem(word)
+        w = _word_key(word)
         if w in terms:
             return w
         for t in long_terms:

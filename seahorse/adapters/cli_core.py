@@ -240,14 +240,11 @@ HUMAN_CHARS = 300  # of a hit's text a human reading the terminal sees
 
 
 def _shown(h: dict, query: str | None) -> str:
-    """A hit's text as a terminal line: the HUMAN_CHARS of it that hold most of the
-    question's words (hits.focus, as MCP's snippets), on one line, … marking each cut."""
-    from ..retrieval.hits import focus
+    """A hit's text as a terminal line: cut to HUMAN_CHARS as MCP's snippets are
+    (hits.snippet_hit: the part that holds most of the question's words), on one line."""
+    from ..retrieval.hits import snippet_hit
 
-    text = h["text"]
-    start, end = focus(h, query, HUMAN_CHARS) if len(text) > HUMAN_CHARS else (0, len(text))
-    shown = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
-    return shown.replace("\n", " ")
+    return snippet_hit(h, HUMAN_CHARS, query)["text"].replace("\n", " ")
 
 
 def _hit_lines(rank: int, h: dict, query: str | None = None) -> list[str]:

@@ -19,7 +19,7 @@ from collections import Counter
 from typing import Protocol
 
 from ..store.base import SymbolWrites
-from ..text import STOPWORDS, split_identifier
+from ..text import STOPWORDS, split_identifier, stem
 
 # Field weights and BM25 parameters (chosen on the dev halves of the code rulers; see README).
 FIELDS = {"name": 3.0, "path": 1.0, "signature": 1.0, "doc": 2.0, "text": 1.0}
@@ -28,27 +28,6 @@ K1 = 1.2
 LEXICAL_WEIGHT = 0.5  # beside the seeds and the walk's lift, each min-max scaled to [0, 1]
 _CODE_NOISE = frozenset({"self", "cls", "this", "return", "def", "func", "function", "const", "let",
                          "var", "none", "null", "nil", "true", "false", "err", "if", "else", "for"})
-
-
-def stem(word: str) -> str:
-    """A light English suffix stripper for plural and tense, so that "routes", "routing",
-    "routed" and "route" meet, as do "queries" and "query"; words of four letters or fewer stay."""
-    w = word
-    if len(w) <= 4:
-        return w
-    if w.endswith("ies"):
-        w = w[:-2]
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suf in ("ing", "ed"):
-        if w.endswith(suf) and len(w) - len(suf) >= 3:
-            w = w[: -len(suf)]
-            break
-    if len(w) > 4 and w[-1] in "ey":
-        w = w[:-1] + ("i" if w[-1] == "y" else "")
-    return w
 
 
 def tokens(text: str) -> list[str]:

@@ -39,9 +39,9 @@ GENERIC = (1.368, 0.342, -1.543, 0.0)  # the same fit without the cosine
 RATIO_FLOOR = 0.01
 # The question's dense span (seed.dense_span: how far apart the best 50 cosines lie, on the
 # reference scale) is read no higher than this: a narrow span says the cosine cannot tell the
-# passages apart (a tool's manual: 0.11 at the median, LoCoMo 0.21), a wide one says nothing
-# more past it (MuSiQue 0.33, HotpotQA 0.48). Chosen on the fit's dev hits, 0.2 / 0.25 / 0.3:
-# log-loss within 0.005 on each corpus; 0.2 the least on every one.
+# passages apart (a tool's manual: 0.11 at the median, LoCoMo 0.21; read ad hoc), a wide one
+# says nothing more past it (MuSiQue 0.33, HotpotQA 0.48). Chosen on the fit's dev hits among
+# 0.2 / 0.25 / 0.3 (`fit_trust.py` prints each corpus's log-loss at each).
 SPAN_CLIP = 0.2
 # The span's coefficient per model (those fitted with it: BY_MODEL's fifth number's place).
 SPAN_BY_MODEL: dict[str, float] = {"multilingual-e5-small-enpt-int8": 17.105}

@@ -89,9 +89,14 @@ def snippet_hit(hit: dict, chars: int = SNIPPET_CHARS, query: str | None = None)
 def focus(hit: dict, query: str | None, chars: int) -> tuple[int, int]:
     """The span of a hit's text a compact view shows (see :func:`snippet_hit`)."""
     text = hit["text"]
-    if query is None or hit.get("symbol") or hit.get("kind") == "commit":
+    if query is None or _opening_first(hit):
         return 0, min(chars, len(text))
     return query_window(text, query, chars)
+
+
+def _opening_first(hit: dict) -> bool:
+    """A symbol's or a commit's compact view opens as it does (the signature, the subject)."""
+    return bool(hit.get("symbol")) or hit.get("kind") == "commit"
 
 
 def check_token_budget(token_budget) -> int:
@@ -124,7 +129,7 @@ def compact_hit(hit: dict, snippet_lines: int = 6, query: str | None = None) -> 
     cut before them)."""
     text = hit.get("text") or ""
     cut = ""
-    if query is not None and text and not hit.get("symbol") and hit.get("kind") != "commit":
+    if query is not None and text and not _opening_first(hit):
         window, _end, first = query_focus(text, query, COMPACT_CHARS)
         if first is not None:  # from the line before the one the question's words begin on,
             # or from the window's start where that line began before it (prose: one line)
