@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import re
@@ -256,6 +257,7 @@ def stem(word: str) -> str:
     return w
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a store's words recur from hit to hit and call to call
 def _word_key(word: str) -> str:
     """A word as query_window matches it: lower-cased, a possessive dropped, :func:`stem`."""
     return stem(word.casefold().replace("’", "'").removesuffix("'s"))
@@ -275,6 +277,7 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
     return query_focus(text, query, chars)[:2]
 
 
+@functools.lru_cache(maxsize=64)  # one reply's hits are cut again for its usage record
 def query_focus(text: str, query: str, chars: int) -> tuple[int, int, int | None]:
     """:func:`query_window`'s span and where its first matched word starts (None: the
     opening, kept)."""
