@@ -26,6 +26,17 @@ STOPWORDS = frozenset(
     let lets get gets got getting make makes made like known called named first also""".split()
 )
 
+# The full-text search still reads these function words: in a question they are half of a
+# phrasal verb or a comparison ("check out", "over and over", "the same conflict", "only my
+# clone", "before each commit"), and BM25's IDF already weighs the common ones low. Pronouns,
+# auxiliaries, question words and the rest of STOPWORDS stay out (query_terms / lexical_terms).
+LEXICAL_KEEP = frozenset(
+    """after again against all before below between both down during each few first further
+    more most off once one ones only other out over own same through under until up very
+    within without another every many much above""".split()
+)
+LEXICAL_STOPWORDS = STOPWORDS - LEXICAL_KEEP
+
 _SENT_END = re.compile(r"(?<=[.!?])([\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|No|Inc|Ltd|Co|U\.S)\.|\b[A-Z]\.)$")
 _WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*", re.UNICODE)
@@ -125,14 +136,20 @@ def normalise_phrase(phrase: str) -> str:
     return " ".join(toks)
 
 
-def query_terms(text: str) -> list[str]:
+def query_terms(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
     """Distinct content words of a query, lower-cased, in order."""
     seen: dict[str, None] = {}
     for w in words(text.casefold()):
         w = w.strip(".-'")
-        if len(w) > 1 and w not in STOPWORDS:
+        if len(w) > 1 and w not in stopwords:
             seen.setdefault(w, None)
     return list(seen)
+
+
+def lexical_terms(text: str) -> list[str]:
+    """The words of a query the full-text search looks for: :func:`query_terms` with the
+    function words of LEXICAL_KEEP kept."""
+    return query_terms(text, LEXICAL_STOPWORDS)
 
 
 def fts_match(terms: list[str]) -> str:

@@ -16,7 +16,7 @@ from seahorse.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore, open_store
 from seahorse.store.codec import _from_blobs, _to_blobs
 from seahorse.store.dialect import numbered
 from seahorse.store.postgres import PostgresStore
-from seahorse.text import fts_match, query_terms
+from seahorse.text import fts_match, lexical_terms, query_terms
 
 
 @pytest.fixture
@@ -372,6 +372,22 @@ def test_fts_search(store: SQLiteStore) -> None:
     # User text is quoted, so FTS operators in a query are plain words.
     assert store.fts_search(fts_match(query_terms('zram" OR NEAR(* boards')), 10)[0][0] == b
     assert len(store.fts_search(fts_match(["memory"]), 1)) == 1
+
+
+def test_fts_reads_the_function_words_of_phrasal_verbs(sqlite_store: SQLiteStore) -> None:
+    """"check out" and "over and over" say what is asked: a passage that shares them beats one
+    that shares only the nouns (the query's lexical_terms keep them; query_terms does not).
+    SQLite's alone: PostgreSQL's 'english' text search drops them when it indexes."""
+    store = sqlite_store
+    _doc, (a, b, _c) = _doc_with_passages(store, "a", [
+        "Branch names are checked every time a branch is created.",
+        "Check out the same branch in two directories.",
+        "Tags name commits.",
+    ])
+    q = "Can I have branches checked out at the same time?"
+    assert "out" in lexical_terms(q) and "out" not in query_terms(q)
+    assert [i for i, _s in store.fts_search(fts_match(query_terms(q)), 10)][0] == a  # without them
+    assert [i for i, _s in store.fts_search(fts_match(lexical_terms(q)), 10)][0] == b
 
 
 def test_delete_document_removes_everything_it_contributed(store: SQLiteStore) -> None:

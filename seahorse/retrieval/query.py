@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.timeline import dates_in
 from ..mechanisms.models.embed import Embedder, query_vector
-from ..text import STOPWORDS, fts_match, query_terms, words
+from ..text import STOPWORDS, fts_match, lexical_terms, query_terms, words
 from .refusal import names_in, refusal_terms
 
 ORDINAL = re.compile(r"\d+(st|nd|rd|th)")
@@ -36,8 +36,9 @@ class Query:
 
     @cached_property
     def fts(self) -> str:
-        """The full-text match expression of :attr:`terms` (never FTS syntax from the user)."""
-        return fts_match(self.terms)
+        """The full-text match expression of its words (text.lexical_terms: :attr:`terms` and
+        the function words that make phrasal verbs; never FTS syntax from the user)."""
+        return fts_match(lexical_terms(self.text))
 
     @cached_property
     def refusal_terms(self) -> list[str]:
