@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from seahorse import Engine, load_settings
 from seahorse.version import __version__
 
 TOOLS = {"add_document", "search", "upsert_memory", "delete_memory", "delete_document", "get",
@@ -169,9 +170,9 @@ def test_tools_resource_and_one_call_of_each(tmp_path: Path) -> None:
             top = hits[0]
             assert top["source"] == "doc:babbage" and top["kind"] == "passage"
             assert top["doc_id"] == doc["doc_id"]
-            # Compact hit: the long passage is cut to a snippet and says so.
-            assert top["truncated"] is True and top["text"].endswith("…")
-            assert len(top["text"]) < len(BABBAGE) and BABBAGE.startswith(top["text"][:-1])
+            # A passage of the default chunk size comes whole (a longer text is cut and says
+            # so: test_search_snippet_holds_the_answer).
+            assert len(BABBAGE) > 400 and top["truncated"] is False and top["text"] == BABBAGE
             assert out["session"]["id"] == "t1"
 
             full = await srv.ok("expand", {"id": top["id"]})
@@ -615,9 +616,11 @@ def test_add_document_takes_a_title_and_a_question_naming_it_finds_its_page(tmp_
     asyncio.run(main())
 
 
-def test_a_long_passage_snippet_shows_the_part_that_answers(tmp_path: Path) -> None:
-    """MCP `search` cuts a hit's text at 400 characters: where the question's words lie past
-    the opening, the snippet is that part (… marks both cuts), and `expand` gives the whole."""
+def test_a_long_passage_comes_whole_and_a_cut_shows_the_part_that_answers(tmp_path: Path) -> None:
+    """MCP `search` gives a passage of the default chunk size whole, the answer past its
+    first 400 characters included (at a 400-character cut an agent saw it only through
+    `expand`); a shorter cut (the library's ``snippet_chars``) is the part that holds the
+    question's words (… marks both cuts)."""
     preamble = ("This chapter opens with conventions, typography and a short history of the "
                 "project, which the reader may skip on a first pass through the guide. ") * 3
     answer = "To rename a branch, run git branch -m with the old name and the new name."
@@ -629,10 +632,10 @@ def test_a_long_passage_snippet_shows_the_part_that_answers(tmp_path: Path) -> N
             await srv.ok("add_document", {"text": text, "source": "guide"})
             out = await srv.ok("search", {"query": "How do I rename a branch?", "refuse": False})
             top = out["hits"][0]
-            assert top["source"] == "guide" and top["truncated"] is True
-            assert top["text"].startswith("…") and answer in top["text"], top["text"]
-            assert len(top["text"].strip("…")) <= 400
-            full = await srv.ok("expand", {"id": top["id"]})
-            assert full["text"] == text
+            assert top["source"] == "guide" and top["truncated"] is False and top["text"] == text
 
     asyncio.run(main())
+    with Engine(load_settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:
+        top = eng.search("How do I rename a branch?", refuse=False, snippet_chars=400).as_dict()["hits"][0]
+        assert top["truncated"] is True and top["text"].startswith("…") and answer in top["text"]
+        assert len(top["text"].strip("…")) <= 400

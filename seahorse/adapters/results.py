@@ -57,7 +57,7 @@ class Hit(CodeFields):
     """One ranked hit."""
     id: Annotated[int, D("node id: get(id) / expand(id) return the whole record")]
     kind: Annotated[str, D("passage, memory, symbol or commit")]
-    text: Annotated[str, D("the hit's text; when truncated, at most 400 characters of it: a "
+    text: Annotated[str, D("the hit's text; when truncated, at most 900 characters of it: a "
                            "passage's part that holds most of the question's words, else its "
                            "opening (… marks a cut)")]
     truncated: NotRequired[bool]

@@ -168,7 +168,7 @@ class _Runtime:
                 raise ToolError(unexpected_message(exc)) from None
 
 
-# The most hits one search reply carries: the CLI's limit too (each text cut at 400 characters).
+# The most hits one search reply carries: the CLI's limit too (each text cut at 900 characters).
 MCP_TOP_K_MAX = TOP_K_MAX
 EXPAND_CHARS = 20_000  # of a document's whole text in one expand reply (~5k tokens)
 
