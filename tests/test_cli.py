@@ -186,6 +186,21 @@ def test_index_dir_skips_a_bad_file_and_keeps_the_good_ones(cli, tmp_path: Path)
     assert human.returncode == 0 and "skipped 1" in human.stdout and "bad.txt" in human.stdout
 
 
+def test_index_dir_where_every_file_is_skipped_is_an_error(cli, tmp_path: Path) -> None:
+    """Each skip's reason is said and the exit is non-zero (it was 0, "indexed 0 files"), so
+    an agent or a script does not go on as if the folder were in the store."""
+    root = tmp_path / "bins"
+    root.mkdir()
+    for name in ("a.txt", "b.md", "c.txt", "d.txt"):
+        (root / name).write_bytes(b"x\x00y")
+    proc = cli.run("index", "--dir", str(root))
+    assert proc.returncode == 2 and proc.stdout == ""
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith("seahorse: error: none of the 4 files under") and "binary" in last
+    assert last.endswith("; 1 more")
+    assert "Traceback" not in proc.stderr
+
+
 def test_stats_json(backend_cli) -> None:
     cli = backend_cli  # on both backends
     cli.json("delete", str(cli.json("index", "--text", "temporary note")["doc_id"]))
@@ -309,6 +324,9 @@ MORE_BAD_INPUTS = {
     "dir-as-file": (lambda d: ["--file", str(d)], "directory", 2),
     "file-as-dir": (lambda d: ((d / "f.txt").write_text("x"), ["--dir", str(d / "f.txt")])[1],
                     "not a directory", 2),
+    # A folder that gives nothing to index is an error, not "indexed 0 files" and exit 0.
+    "dir-of-no-text": (lambda d: ((d / "pics").mkdir(), (d / "pics" / "a.png").write_bytes(b"\x89PNG"),
+                                  ["--dir", str(d / "pics")])[2], "no .txt, .md, .markdown", 2),
 }
 
 

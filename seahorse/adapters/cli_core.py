@@ -59,6 +59,16 @@ def _skipped(out: dict) -> str:
         f"  {s['path']}: {s['reason']}" for s in out["skipped"][:50])
 
 
+def _nothing_indexed(folder: str, skipped: list[dict]) -> str:
+    """Why ``index --dir`` indexed no file: none of the text kinds was there, or each was skipped."""
+    if not skipped:
+        return (f"no .txt, .md, .markdown, .rst or .text file under {folder} (hidden folders, .git, "
+                ".venv, node_modules and build output are not read); nothing was indexed")
+    shown = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped[:3])
+    more = f"; {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"none of the {len(skipped)} files under {folder} could be indexed: {shown}{more}"
+
+
 def _stdin_text() -> str:
     """`--text -`: the text is standard input (UTF-8)."""
     try:
@@ -82,7 +92,8 @@ class Index(Command):
         what.add_argument("--text", help="a text to index (- reads it from standard input)")
         what.add_argument("--file", help="a .txt/.md/.rst file to index")
         what.add_argument("--dir", help="a directory to index recursively (.txt, .md, .markdown, .rst, "
-                          ".text); skips .git, .venv, node_modules, build output and hidden folders")
+                          ".text); skips .git, .venv, node_modules, build output and hidden folders; "
+                          "an error when no file could be indexed")
         what.add_argument("--repo", help="a code checkout: symbols, docs and git history (incremental)")
         what.add_argument("--conversation", help="a JSONL file of turns {text, speaker, time, id, session}")
         p.add_argument("--source", help="name of the source for --text (default text:<hash>)")
@@ -103,6 +114,8 @@ class Index(Command):
                     return eng.index_file(args.file, title=args.title, progress=show).as_dict()
             with _progress(args, "files", every=100) as show:
                 results, skipped = eng.index_dir(args.dir, progress=show, exclude=args.exclude)
+            if not results:  # asked to index a folder, nothing came of it: say why, exit non-zero
+                raise InvalidInput(_nothing_indexed(args.dir, skipped), field="dir", code="nothing_indexed")
             counts: dict[str, int] = {}
             for r in results:
                 counts[r.status] = counts.get(r.status, 0) + 1
@@ -124,8 +137,6 @@ class Index(Command):
             n = len(out["documents"])
             parts = [f"{out.get(k, 0)} {k}" for k in ("added", "updated", "unchanged")]
             text = f"indexed {n} file{'s' if n != 1 else ''}: " + ", ".join(parts)
-            if n == 0:
-                text += " (looked for .txt, .md, .markdown, .rst, .text)"
             if out["skipped"]:
                 text += _skipped(out)
                 if len(out["skipped"]) > 50:
