@@ -41,7 +41,7 @@ Rulers (``--rulers``, comma-separated; default all that have data here):
   asked scripts/rulers/docs_git.json: single-passage R@5, multi-passage all@5 and R@5 per gold
   quote (a hit is gold when it comes from the named file and holds the quote), absent questions
   refused and answerable ones refused, p50 ms, and (``s/mcp``, ``mq/mcp``) single R@5 and per-quote
-  R@5 graded on the hits' text as MCP ``search`` returns it, cut to 400 characters; the baselines
+  R@5 graded on the hits' text as MCP ``search`` returns it (cut to hits.SNIPPET_CHARS); the baselines
   over the same passages. A missing
   corpus stops the run with how to fetch it;
 * ``code``: scripts/bench_code.py (Flask, cobra, requests, mux, semver: hit@1, hit@5, MRR) in a

@@ -294,10 +294,24 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
     return query_focus(text, query, chars)[:2]
 
 
-@functools.lru_cache(maxsize=64)  # one reply's hits are cut again for its usage record
 def query_focus(text: str, query: str, chars: int) -> tuple[int, int, int | None]:
     """:func:`query_window`'s span and where its first matched word starts (None: the
-    opening, kept)."""
+    opening, kept). Remembered for the last FOCUS_KEPT texts up to WINDOW_SCAN characters
+    (one reply's hits are cut again for its usage record); a longer text is worked out anew."""
+    if len(text) <= WINDOW_SCAN:
+        return _focus_kept(text, query, chars)
+    return _focus(text, query, chars)
+
+
+FOCUS_KEPT = 64  # texts of at most WINDOW_SCAN characters: ~1.3 MB held at the most
+
+
+@functools.lru_cache(maxsize=FOCUS_KEPT)
+def _focus_kept(text: str, query: str, chars: int) -> tuple[int, int, int | None]:
+    return _focus(text, query, chars)
+
+
+def _focus(text: str, query: str, chars: int) -> tuple[int, int, int | None]:
     if len(text) <= chars:
         return 0, len(text), None
     terms = {_word_key(t) for t in query_terms(query)[:WINDOW_TERMS]}
@@ -338,6 +352,11 @@ def query_focus(text: str, query: str, chars: int) -> tuple[int, int, int | None
         return (*head, None)
     best, top = head, score(*head)
     opening = top[0]
+    # The opening's words all in its last quarter (a heading at its cut end, what follows it
+    # cut off): a later part holding as many distinct words shows them with what follows.
+    edge = top[0] > 0 and min(a for a, _b, _t in found if a < head[1]) >= head[1] - (head[1] - head[0]) // 4
+    if edge:
+        top = (0, 0, 0.0)
     starts = sorted({a for a, _b in split_sentences(scan)} | {m.end() for m in re.finditer("\n", scan)})
     for start in starts:
         if 0 < start < len(scan) and not text[start].isspace():
@@ -345,8 +364,8 @@ def query_focus(text: str, query: str, chars: int) -> tuple[int, int, int | None
             got = score(start, end)
             if got > top:
                 best, top = (start, end), got
-    if top[0] <= opening:  # more of the question's words, not more repeats
-        return (*head, None)
+    if top[0] < opening or (top[0] == opening and not edge):  # more of the question's words,
+        return (*head, None)  # not more repeats (or as many, past an opening's cut end)
     return (*best, at[bisect.bisect_left(at, best[0])])
 
 

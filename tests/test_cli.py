@@ -196,9 +196,11 @@ def test_index_dir_where_every_file_is_skipped_is_an_error(cli, tmp_path: Path) 
     proc = cli.run("index", "--dir", str(root))
     assert proc.returncode == 2 and proc.stdout == ""
     last = proc.stderr.splitlines()[-1]
-    assert last.startswith("seahorse: error: none of the 4 files under") and "binary" in last
-    assert last.endswith("; 1 more")
+    assert last.startswith("seahorse: error: nothing under") and "4 skipped" in last and "binary" in last
+    assert last.endswith("; 1 more (-v lists each)")
     assert "Traceback" not in proc.stderr
+    loud = cli.run("index", "--dir", str(root), "-v")
+    assert loud.returncode == 2 and loud.stderr.count("skipped ") == 4
 
 
 def test_stats_json(backend_cli) -> None:

@@ -20,6 +20,7 @@ from test_server import BABBAGE, EDITOR_V1, TOOLS, serve
 
 from seahorse import Engine, Settings
 from seahorse.errors import SeahorseError
+from seahorse.retrieval.hits import SNIPPET_CHARS
 
 CODE_QUERY = "signed cookie session dictionary"
 TURNS = [{"text": "I adopted a puppy named Biscuit.", "speaker": "Ann", "id": "D1:1", "time": "2023-05-08"},
@@ -64,8 +65,9 @@ def _calls(repo: Path) -> list[tuple[str, Any, list[str], dict]]:
          ["add-document", BABBAGE, "--source", "doc:babbage"],
          {"text": BABBAGE, "source": "doc:babbage"}),
         ("search", lambda e, i: e.search("Who designed the Analytical Engine?", top_k=3,
-                                         snippet_chars=900),
-         ["search", "Who designed the Analytical Engine?", "--top-k", "3", "--snippet-chars", "900"],
+                                         snippet_chars=SNIPPET_CHARS),
+         ["search", "Who designed the Analytical Engine?", "--top-k", "3", "--snippet-chars",
+          str(SNIPPET_CHARS)],
          {"query": "Who designed the Analytical Engine?", "top_k": 3}),
         ("get", lambda e, i: e.get(i), ["get", "{id}"], {"id": "{id}"}),
         ("expand", lambda e, i: e.expand(i), ["expand", "{id}"], {"id": "{id}"}),

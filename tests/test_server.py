@@ -171,7 +171,7 @@ def test_tools_resource_and_one_call_of_each(tmp_path: Path) -> None:
             assert top["source"] == "doc:babbage" and top["kind"] == "passage"
             assert top["doc_id"] == doc["doc_id"]
             # A passage of the default chunk size comes whole (a longer text is cut and says
-            # so: test_search_snippet_holds_the_answer).
+            # so: test_a_long_passage_comes_whole_and_a_cut_shows_the_part_that_answers).
             assert len(BABBAGE) > 400 and top["truncated"] is False and top["text"] == BABBAGE
             assert out["session"]["id"] == "t1"
 
@@ -633,6 +633,17 @@ def test_a_long_passage_comes_whole_and_a_cut_shows_the_part_that_answers(tmp_pa
             out = await srv.ok("search", {"query": "How do I rename a branch?", "refuse": False})
             top = out["hits"][0]
             assert top["source"] == "guide" and top["truncated"] is False and top["text"] == text
+            # A text over the cut (a long declaration) is cut at 900 and says so.
+            repo = tmp_path / "repo"
+            repo.mkdir()
+            body = "".join(f"    step_{i} = compute_step({i})  # one of many steps\n" for i in range(40))
+            (repo / "pipeline.py").write_text(f"def run_every_step():\n{body}    return True\n")
+            await srv.ok("index_repo", {"path": str(repo)})
+            out = await srv.ok("search", {"query": "run every step", "kinds": ["symbol"], "refuse": False})
+            long = next(h for h in out["hits"] if h.get("symbol") == "run_every_step")
+            assert long["truncated"] is True and long["text"].endswith("…")
+            assert long["text"].startswith("function run_every_step") and len(long["text"]) == 901
+            assert "def run_every_step():" in long["text"]  # a symbol's cut: its opening
 
     asyncio.run(main())
     with Engine(load_settings(db_path=tmp_path / "kg.db", embedder="hash")) as eng:

@@ -189,6 +189,23 @@ def test_query_window_keeps_the_opening_unless_a_later_part_holds_more_distinct_
     assert query_window("short text", "anything", 400) == (0, len("short text"))
 
 
+def test_an_opening_whose_words_sit_at_its_cut_end_gives_way() -> None:
+    """A heading that matches at the opening's cut end showed nothing under it (a new user's
+    trial: "## Builds are slow..." and then the cut); a later part holding as many of the
+    question's words shows the heading with what follows it."""
+    text = ("# Troubleshooting\n\n## Error QM-112: the converter is not found\n\nThis error "
+            "means the tool could not run the converter binary. Install it and put it on the "
+            "PATH, or set the variable that names the full path of the binary, as the install "
+            "guide says.\n\n## Builds are slow on large "
+            "notebooks\n\nRendering is single-threaded by default. Pass --jobs 4 to render "
+            "chapters in parallel, and enable the cache so unchanged chapters are skipped.\n")
+    start, end = query_window(text, "How can I make builds faster?", 300)
+    assert text.index("## Builds") > 300 * 3 // 4 and start > 0
+    assert "## Builds are slow" in text[start:end] and "--jobs 4" in text[start:end]
+    # words well inside the opening keep it
+    assert query_window(text, "What does error QM-112 mean?", 300)[0] == 0
+
+
 def test_a_windows_words_meet_across_endings() -> None:
     assert stem("resolving") == stem("resolved") == stem("resolves") == "resolv"
     assert stem("class") == "class" and stem("renamed") == stem("rename")

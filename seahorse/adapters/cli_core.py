@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import Any
 
@@ -65,8 +66,8 @@ def _nothing_indexed(folder: str, skipped: list[dict]) -> str:
         return (f"no .txt, .md, .markdown, .rst or .text file under {folder} (hidden folders, .git, "
                 ".venv, node_modules and build output are not read); nothing was indexed")
     shown = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped[:3])
-    more = f"; {len(skipped) - 3} more" if len(skipped) > 3 else ""
-    return f"none of the {len(skipped)} files under {folder} could be indexed: {shown}{more}"
+    more = f"; {len(skipped) - 3} more (-v lists each)" if len(skipped) > 3 else ""
+    return f"nothing under {folder} could be indexed, {len(skipped)} skipped: {shown}{more}"
 
 
 def _stdin_text() -> str:
@@ -115,6 +116,8 @@ class Index(Command):
             with _progress(args, "files", every=100) as show:
                 results, skipped = eng.index_dir(args.dir, progress=show, exclude=args.exclude)
             if not results:  # asked to index a folder, nothing came of it: say why, exit non-zero
+                for s in skipped:
+                    logging.getLogger("seahorse").info("skipped %s: %s", s["path"], s["reason"])
                 raise InvalidInput(_nothing_indexed(args.dir, skipped), field="dir", code="nothing_indexed")
             counts: dict[str, int] = {}
             for r in results:
