@@ -214,11 +214,10 @@ class CSR:
         long = counts > LONG_ROW
         short = np.flatnonzero(~long)
         sc = counts[short]
-        ends = np.cumsum(sc)
         pos = ranges(lo[short], sc)
         cols = self.indices[pos]
         hit = np.flatnonzero(mask[cols] > 0)
-        at = [short[np.searchsorted(ends, hit, side="right")]]
+        at = [np.repeat(short, sc)[hit]]  # each entry's row (a search over the row ends: 2.5x slower)
         col, weight = [cols[hit]], [self.data[pos[hit]]]
         for i in np.flatnonzero(long).tolist():
             a, b = int(lo[i]), int(lo[i] + counts[i])
