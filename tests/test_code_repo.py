@@ -683,3 +683,28 @@ def test_compact_snippets_do_not_repeat_the_signature(path, language, source, qu
     snippet = " ".join(compact_hit(hit)["snippet"].split())
     assert " ".join(sym.signature.split()) not in snippet, (sym.signature, snippet)
     assert snippet, hit["text"]  # the body is still there
+
+
+def test_a_repository_has_no_head_until_its_files_are_in(tmp_path: Path) -> None:
+    """Read from another connection while the index runs: a new repository has no head, and a
+    re-index keeps the old one, until the files and the commit's links are in (a hook's first
+    run was read at HEAD with none of its symbols, and a test waiting on the head saw none)."""
+    root = new_repo(tmp_path / "r")
+    first = commit(root, "one", {"a.py": "def first():\n    return 1\n"})
+    db = tmp_path / "kg.db"
+    seen: list = []
+
+    def head_now(_n: int, _total: int, _what: str) -> None:
+        with sqlite3.connect(db) as other:
+            seen.append(other.execute("SELECT head FROM repos").fetchone()[0])
+
+    with Engine(Settings(db_path=db, embedder="hash")) as eng:
+        eng.index_repo(root, progress=head_now)
+        assert seen and set(seen) == {None}
+        assert eng.store.code.repo_rows()[0][4] == first and eng.find_symbol("first")
+        both = "def first():\n    return 1\n\n\ndef second():\n    return 2\n"
+        second = commit(root, "two", {"a.py": both})
+        seen.clear()
+        eng.index_repo(root, progress=head_now)
+        assert seen and set(seen) == {first}
+        assert eng.store.code.repo_rows()[0][4] == second and eng.find_symbol("second")

@@ -100,8 +100,7 @@ class CodeIndex:
         t0 = time.perf_counter()
         repo = Repo(root, max_file_mb=self.rt.settings.max_file_mb, exclude=exclude)
         listing = repo.list_files(worktree=worktree, paths=paths)
-        repo_id, history_doc = self.store.code.ensure_repo(str(repo.root), repo.root.name, repo.is_git,
-                                                         listing.head)
+        repo_id, history_doc = self.store.code.ensure_repo(str(repo.root), repo.root.name, repo.is_git)
         known = self.store.code.repo_files(repo_id)
         present = {f.path for f in listing.files}
         # A file is redone when its blob changed, its parse is stale, or only its dirty mark

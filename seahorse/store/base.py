@@ -551,7 +551,7 @@ class RepoFiles(Protocol):
     def repo_summaries(self) -> list[dict]:
         ...
 
-    def ensure_repo(self, root: str, name: str, is_git: bool, head: str | None) -> tuple[int, int]:
+    def ensure_repo(self, root: str, name: str, is_git: bool) -> tuple[int, int]:
         ...
 
     def set_repo_head(self, repo_id: int, head: str | None) -> None:

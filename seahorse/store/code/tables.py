@@ -50,15 +50,17 @@ class CodeTables:
         return [{"id": r[0], "root": r[1], "name": r[2], "git": bool(r[3]), "head": r[4],
                  "indexed_at": r[5], "files": r[6], "symbols": r[7], "commits": r[8]} for r in rows]
 
-    def ensure_repo(self, root: str, name: str, is_git: bool, head: str | None) -> tuple[int, int]:
+    def ensure_repo(self, root: str, name: str, is_git: bool) -> tuple[int, int]:
         """The repository's id and the id of the document its commits belong to (both made on
-        first sight), in one transaction."""
+        first sight), in one transaction. A new repository has no head until its first index
+        is done (set_repo_head): a reader never takes it for indexed at a commit whose files
+        are not in yet (a hook's first run was seen at HEAD with none of its symbols)."""
         with self.store.atomic():
             row = self.db.execute("SELECT id, history_doc FROM repos WHERE root=?", (root,)).fetchone()
             if row is None:
                 row = (inserted_id(self.db.execute(
-                    "INSERT INTO repos(root, name, is_git, head, indexed_at) VALUES (?, ?, ?, ?, ?) "
-                    "RETURNING id", (root, name, int(is_git), head, time.time()))), None)
+                    "INSERT INTO repos(root, name, is_git, head, indexed_at) VALUES (?, ?, ?, NULL, ?) "
+                    "RETURNING id", (root, name, int(is_git), time.time()))), None)
             repo_id, history_doc = row
             if history_doc is None:
                 history_doc = self.store.insert_document(f"{root}#history", f"{name} history", "history",
