@@ -68,8 +68,9 @@ class SearchResult:
 
 # ----- compact hits: snippets, or a token budget (written once, for every face) ---------------
 # MCP `search` cuts each hit's text here (and says so: `truncated`): a passage of the default
-# chunk size (900) whole; a long memory, a turn or a passage of a larger chunk size is cut to
-# the part that holds the question's words. At 400 an agent saw the answer of 13 of the git
+# chunk size (900) whole (memories and turns are cut into such passages too); a declaration's
+# or a commit's text is cut to its opening, a passage of a larger chunk size to the part that
+# holds the question's words. At 400 an agent saw the answer of 13 of the git
 # manual's 30 dev questions where the top 5 passages held 18; the reply of a 5-hit search at
 # 10k passages grows by 7 % (its evidence is most of it): docs/benchmarks.md.
 SNIPPET_CHARS = 900
