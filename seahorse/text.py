@@ -288,9 +288,11 @@ def query_window(text: str, query: str, chars: int) -> tuple[int, int]:
     """The span of ``text``, at most ``chars`` characters, that holds the most of ``query``'s
     content words (distinct words first, then occurrences; of such spans, the one whose
     matched words sit nearest its middle), starting at a sentence or line start and ending at
-    a word bound; the text's opening unless a later start holds more distinct words than it.
-    A word matches when the stems (:func:`stem`) are equal, or one stem of five letters or
-    more begins the other (``normaliz`` / ``normalization``)."""
+    a word bound; the text's opening unless a later start holds more distinct words than it,
+    or as many where the opening holds them only in its last quarter (a heading at its cut
+    end: the later part shows what follows it). A word matches when the stems (:func:`stem`)
+    are equal, or one stem of five letters or more begins the other (``normaliz`` /
+    ``normalization``)."""
     return query_focus(text, query, chars)[:2]
 
 

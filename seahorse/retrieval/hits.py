@@ -81,8 +81,8 @@ def snippet_hit(hit: dict, chars: int = SNIPPET_CHARS, query: str | None = None)
     """A plain hit with its text cut to at most ``chars`` characters (``…`` marks each cut)
     and ``truncated`` saying whether it was; ``expand`` returns the whole text. Given the
     ``query``, a passage's cut is the part that holds most of the question's words
-    (text.query_window: its opening unless a later part holds more of them); a symbol's or
-    a commit's is its opening (the signature, the subject)."""
+    (text.query_window); a symbol's or a commit's is its opening (the signature, the
+    subject)."""
     text = hit["text"]
     out = dict(hit)
     out["truncated"] = len(text) > chars
