@@ -83,41 +83,57 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+# What parts two paragraphs: a run of whitespace holding a blank line (one of whitespace only).
+_PARAGRAPH_GAP = re.compile(r"(\s*\n[^\S\n]*\n\s*)")
+
+
 def chunk(text: str, max_chars: int) -> list[str]:
-    """Passages of at most ~max_chars, cut at paragraph, then sentence, then word bounds.
-    Paragraphs in one passage are joined by a blank line; the sentences (or lines) of a long
-    paragraph, cut apart to fit, are joined again by the whitespace that stood between them,
-    so a passage reads as the text did. (A join is counted as at least two characters, as
-    the blank line between paragraphs is, so the cuts fall where they fell when every join was
-    a blank line, except before a join of more whitespace, an indented line's: it may come sooner.)"""
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    """Passages of at most ~max_chars, cut at paragraph, then sentence, then word bounds
+    (:func:`tile`'s passages, without the gaps between them)."""
+    return [passage for _gap, passage in tile(text, max_chars)]
+
+
+def tile(text: str, max_chars: int) -> list[tuple[str, str]]:
+    """``text`` as passages of at most ~max_chars, each with the text that stands before it
+    (its gap): the passages tile the text, so ``"".join(gap + passage)`` is ``text`` again,
+    whitespace at its very end aside. A passage is cut at a paragraph bound (a blank line), then
+    a sentence's, then a word's; it neither opens nor closes with whitespace, and inside it every
+    paragraph, sentence and line is joined as the text joined it (an indented line keeps its
+    indent). A join is counted as at least two characters, a blank line's, when a passage is
+    filled."""
     pieces: list[tuple[str, str]] = []  # (piece, what joins it to the piece before it)
-    for para in paragraphs:
-        if len(para) <= max_chars:
-            pieces.append((para, "\n\n"))
+    parts = _PARAGRAPH_GAP.split(text)  # paragraph, gap, paragraph, ...: the text, cut
+    lead = parts[0][:len(parts[0]) - len(parts[0].lstrip())]
+    parts[0] = parts[0].lstrip()
+    for k in range(0, len(parts), 2):
+        para, gap = parts[k].rstrip(), (parts[k - 1] if k else lead)
+        if not para:  # whitespace before the first blank line, or after the last
             continue
-        gap, last = "\n\n", None
+        if len(para) <= max_chars:
+            pieces.append((para, gap))
+            continue
+        end = None
         for s, e in split_sentences(para):
-            if last is not None:
-                gap = para[last:s]
+            if end is not None:
+                gap = para[end:s]
             sentence = para[s:e]
             while len(sentence) > max_chars:
                 cut = sentence.rfind(" ", 0, max_chars)
                 cut = cut if cut > max_chars // 2 else max_chars
                 head, tail = sentence[:cut], sentence[cut:]
-                pieces.append((head.strip(), gap))
-                sentence = tail.strip()
-                gap = head[len(head.rstrip()):] + tail[:len(tail) - len(tail.lstrip())]
+                pieces.append((head.rstrip(), gap))
+                sentence = tail.lstrip()
+                gap = head[len(head.rstrip()):] + tail[:len(tail) - len(sentence)]
             if sentence:
                 pieces.append((sentence, gap))
-            last = e
-    out: list[str] = []
+            end = e
+    out: list[list[str]] = []
     for piece, gap in pieces:
-        if out and len(out[-1]) + max(2, len(gap)) + len(piece) <= max_chars:
-            out[-1] = out[-1] + gap + piece
+        if out and len(out[-1][1]) + max(2, len(gap)) + len(piece) <= max_chars:
+            out[-1][1] += gap + piece
         else:
-            out.append(piece)
-    return out
+            out.append([gap, piece])
+    return [(gap, passage) for gap, passage in out]
 
 
 def words(text: str) -> list[str]:

@@ -157,6 +157,30 @@ def test_reindexing_a_changed_file_replaces_it(backend_engine: Engine, tmp_path:
     assert_consistent(engine)
 
 
+def test_a_text_cut_into_passages_reads_back_as_it_was_written(backend_engine: Engine) -> None:
+    """A memory's value, a document's text, ``expand`` and ``export`` give the text as it was
+    written: a paragraph cut at a sentence stays one paragraph, a single line break stays one,
+    and an indented block keeps its indent (they read as a blank line before migration 0018)."""
+    engine = backend_engine  # on both backends
+    engine.rt.settings = engine.settings.with_overrides(chunk_chars=120)
+    para = " ".join(f"Step {i} deploys service {i} on a weekday." for i in range(12))
+    text = f"Runbook:\n{para}\nThen check:\n\n\n    $ make status\n\tok\n\nDone."
+    doc = engine.add_document(text, source="doc:runbook")
+    assert doc.passages > 3
+    assert engine.get_document(doc.doc_id)["text"] == text
+    hit = engine.search("deploys service 7", top_k=1).hits[0]
+    assert engine.expand(hit.id)["document_text"] == text
+    engine.upsert_memory("runbook", text)
+    assert engine.show_memory("runbook")["value"] == text
+    engine.upsert_memory("runbook", "Replaced.")
+    assert engine.memory_history("runbook")["history"][0]["value"] == text
+    exported = {r.get("source") or r.get("key"): r for r in engine.export()}
+    assert exported["doc:runbook"]["text"] == text
+    gaps = [g for (g,) in _q(engine, "SELECT n.gap FROM nodes n JOIN documents d ON n.doc_id=d.id"
+                                     " WHERE d.source=? ORDER BY n.ordinal", "doc:runbook")]
+    assert gaps[0] is None and " " in gaps  # a blank line is stored as NULL, like every join before
+
+
 def test_delete_removes_only_what_the_document_owned(backend_engine: Engine) -> None:
     engine = backend_engine  # on both backends
     a = engine.add_document("Raspberry Pi 5 users enable zram. Zram keeps compressed pages.",

@@ -266,6 +266,38 @@ def test_migration_0017_stores_edge_kinds_as_codes_and_reads_the_words_back(
         store.close()
 
 
+def test_migration_0018_keeps_old_passages_joined_by_a_blank_line_and_new_ones_as_written(
+        backend: str) -> None:
+    """A store from before passage gaps: read-only, its documents read as they did (passages
+    joined by a blank line); opened to write, the column is added, the old passages still join
+    so, and a document written after reads back as written."""
+    store = open_store(backend)
+    try:
+        with store.atomic():
+            doc = store.insert_document("old.md", "Old", "h", None)
+            store.add_passage(doc, 0, "First part.")
+            store.add_passage(doc, 1, "Second part.", gap=" ")  # the gap is what 0018 drops
+            store.db.execute("ALTER TABLE nodes DROP COLUMN gap")
+            store.db.execute("DELETE FROM migrations WHERE name = '0018_passage_gaps'")
+    finally:
+        store.close()
+    store = open_store(backend, read_only=True)
+    try:
+        assert store.document_text(doc) == "First part.\n\nSecond part."
+    finally:
+        store.close()
+    store = open_store(backend)
+    try:
+        assert store.document_text(doc) == "First part.\n\nSecond part."
+        with store.atomic():
+            new = store.insert_document("new.md", "New", "h2", None)
+            for k, (gap, part) in enumerate(text.tile("One line.\nTwo lines, cut here. Three.", 20)):
+                store.add_passage(new, k, part, gap=gap)
+        assert store.document_text(new) == "One line.\nTwo lines, cut here. Three."
+    finally:
+        store.close()
+
+
 def test_a_store_from_before_0017_opened_read_only_reads_its_edge_kinds(backend: str) -> None:
     """A reader never migrates: on a store whose edges still hold their kinds' words, the
     edges, their counts and the kinds between nodes read as they did."""

@@ -19,6 +19,7 @@ from seahorse.text import (
     query_window,
     split_sentences,
     stem,
+    tile,
 )
 
 
@@ -117,8 +118,11 @@ def test_split_sentences_loses_nothing_but_whitespace(text: str) -> None:
 # ----- chunking --------------------------------------------------------------------------
 def test_chunk_keeps_short_paragraphs_and_merges_small_ones() -> None:
     text = "First paragraph.\n\nSecond paragraph.\n\n\n   \nThird."
-    assert chunk(text, 900) == ["First paragraph.\n\nSecond paragraph.\n\nThird."]
+    # A passage joins its paragraphs as the text did (two blank lines, one of spaces, stay).
+    assert chunk(text, 900) == [text]
     assert chunk(text, 20) == ["First paragraph.", "Second paragraph.", "Third."]
+    assert tile(text, 20) == [("", "First paragraph."), ("\n\n", "Second paragraph."),
+                              ("\n\n\n   \n", "Third.")]
     assert chunk("", 100) == [] and chunk("\n\n  \n", 100) == []
     # Merging counts the "\n\n" separator against the limit.
     assert chunk("aaaa\n\nbbbb", 9) == ["aaaa", "bbbb"]
@@ -145,6 +149,22 @@ def test_chunk_bounds_and_loses_nothing(text: str, max_chars: int) -> None:
     assert all(0 < len(p) <= max_chars for p in pieces)
     assert all(p == p.strip() for p in pieces)
     assert "".join(_no_space(p) for p in pieces) == _no_space(text)
+    # The passages tile the text: joined by their gaps they are the text, its whitespace
+    # included (but for what trails it), and each gap is what stood between two of them.
+    tiles = tile(text, max_chars)
+    assert [p for _g, p in tiles] == pieces
+    assert "".join(g + p for g, p in tiles) == text.rstrip()
+
+
+def test_tile_keeps_indents_and_blank_lines_inside_and_between_passages() -> None:
+    """Code in a note (an indented block, tabs) and a paragraph cut at a sentence come back
+    as written: what joins two passages is stored with the second (store.document_text)."""
+    para = " ".join(f"Step {i} runs the deploy of service {i}." for i in range(30))
+    text = "Notes:\n\n    $ make deploy\n\tdone\n\n\n" + para + "\nLast line."
+    tiles = tile(text, 300)
+    assert "".join(g + p for g, p in tiles) == text
+    assert "\n\n    $ make deploy\n\tdone" in tiles[0][1]  # the indent of a paragraph's first line
+    assert [g for g, _p in tiles][:1] == [""] and " " in [g for g, _p in tiles]  # cut at a sentence
 
 
 # ----- cleaning, hashing, query terms -----------------------------------------------------

@@ -29,7 +29,7 @@ from ..mechanisms.budget import release_free_memory
 from ..mechanisms.extract import Phrase
 from ..mechanisms.repo import Refused, read_inside
 from ..store.base import DocumentMarks, GraphWrites, MemoryRows, Transactions
-from ..text import chunk, clean, content_hash, file_title, split_sentences
+from ..text import chunk, clean, content_hash, file_title, split_sentences, tile
 from .embedding import _embed_once, embed_input, fact_spans, in_context
 from .lifecycle import DuplicateReads, check_metadata, event_time_of, near_duplicate, norm_hash, tags_of
 from .synonyms import Synonyms
@@ -69,6 +69,7 @@ class Part:
     facts: list[Fact]
     vector: np.ndarray
     fact_vectors: np.ndarray
+    gap: str | None = None  # the text between it and the passage before (None: a blank line)
 
 
 class Spool:
@@ -197,6 +198,9 @@ class Prepared:
     digest: str
     metadata: dict | None
     passages: list[str] = field(default_factory=list)
+    # Per passage, the text between it and the passage before (text.tile): the document's text
+    # is its passages joined by these (none: by a blank line; code's declarations have none)
+    gaps: list[str] = field(default_factory=list)
     # Per passage analysed and not yet embedded (code fills these itself); emptied once the
     # passage is in ``parts``.
     phrases: list[list[Phrase]] = field(default_factory=list)
@@ -217,6 +221,11 @@ class Prepared:
     context: str | None = None
     _title_phrases: list[Phrase] = field(default_factory=list, repr=False)
     _failures: int = 0
+
+    def gap(self, k: int) -> str | None:
+        """What stands between passage ``k`` and the one before it in the text (None: unknown,
+        as for code's declarations)."""
+        return self.gaps[k] if k < len(self.gaps) else None
 
 
 @dataclass
@@ -500,7 +509,8 @@ class Ingest:
         passages before ``stop`` (all by default) not analysed yet; the document's extractor
         is known once its last passage is."""
         if not prep.passages:
-            prep.passages = chunk(prep.text, self.rt.settings.chunk_chars)
+            tiles = tile(prep.text, self.rt.settings.chunk_chars)
+            prep.passages, prep.gaps = [p for _g, p in tiles], [g for g, _p in tiles]
         n = len(prep.passages)
         stop = n if stop is None else min(stop, n)
         start = len(prep.phrases)
@@ -581,7 +591,7 @@ class Ingest:
             passage, facts = prep.passages[k], prep.facts[k]
             reused = _reuse(known.get(node) if node is not None else None, facts)
             if reused is not None:
-                parts.append(Part(passage, prep.phrases[k], facts, *reused))
+                parts.append(Part(passage, prep.phrases[k], facts, *reused, gap=prep.gap(k)))
                 continue
             text, shift = embed_input(prep.title, passage, prep.embed_tokens)
             texts.append(text)
@@ -594,7 +604,7 @@ class Ingest:
             for at, v, f in zip(owners, vecs, pooled):
                 prep, k, _r = batch[at]
                 parts[at] = Part(prep.passages[k], prep.phrases[k], prep.facts[k], v,
-                                 np.asarray(f, dtype=np.float32).reshape(-1, embedder.dim))
+                                 np.asarray(f, dtype=np.float32).reshape(-1, embedder.dim), prep.gap(k))
         for (prep, k, _r), part in zip(batch, parts):
             assert part is not None and prep.parts is not None
             prep.parts.append(part)
@@ -647,7 +657,7 @@ class Ingest:
                 store.set_tags(doc_id, prep.tags)
             new_phrases: list[int] = []
             for k, part in enumerate(prep.parts):
-                pid = store.add_passage(doc_id, k, part.text, prep.node_kind)
+                pid = store.add_passage(doc_id, k, part.text, prep.node_kind, part.gap)
                 surfaces = {p.key: p.text for p in part.phrases}
                 ids, created = store.upsert_phrases(surfaces)
                 new_phrases += [ids[p.key] for p in part.phrases

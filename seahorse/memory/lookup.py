@@ -65,7 +65,7 @@ class Lookup:
                 out["body"] = self.code.body(node_id)
                 return out
             if out.get("doc_id") is not None:
-                out["document_text"] = "\n\n".join(t for _i, t in self.store.document_nodes(out["doc_id"]))
+                out["document_text"] = self.store.document_text(out["doc_id"])
                 turns = neighbours(self.store, out["doc_id"])  # a conversation turn: the ones around it
                 if turns is not None:
                     out["conversation"] = turns

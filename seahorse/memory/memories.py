@@ -94,7 +94,7 @@ class Memories:
 
             if old is not None:
                 # A long value is chunked into several nodes; history keeps all of them, in order.
-                old_value = "\n\n".join(text for _i, text in store.document_nodes(old[1]))
+                old_value = store.document_text(old[1])
                 valid_from = store.doc_times([old[1]])[old[1]][0]
                 store.close_document(old[1], start, None, source=f"{source}@{old[1]}")
                 store.add_memory_history(scope, key, old_value, *old[2:6], doc_id=old[1],
@@ -147,7 +147,7 @@ class Memories:
             if row is None:
                 raise NotFound(f"no memory {scope}/{key}", field="key", code="no_memory")
             doc_id = row[1]
-            value = "\n\n".join(text for _i, text in store.document_nodes(doc_id))
+            value = store.document_text(doc_id)
             t, valid_to, _by, _ev = store.doc_times([doc_id])[doc_id]
             return {"key": key, "scope": scope, "value": value, "id": self._first_node(doc_id),
                     "doc_id": doc_id, **store.memory_by_doc(doc_id),
@@ -168,7 +168,7 @@ class Memories:
             if row is not None:
                 doc_id = row[1]
                 t = store.doc_times([doc_id])[doc_id][0]
-                current = {"value": "\n\n".join(text for _i, text in store.document_nodes(doc_id)),
+                current = {"value": store.document_text(doc_id),
                            "id": self._first_node(doc_id), "doc_id": doc_id, "kind": row[2],
                            "trust": row[3], "strength": row[4], "provenance": row[5], "time": iso(t)}
         return {"key": key, "scope": scope, "current": current, "history": history}

@@ -84,7 +84,7 @@ class Records:
             items = []
             for (_id, scope_, key, kind_, trust, strength, prov, created, updated, doc_id, t,
                  valid_to) in rows:
-                value, cut = _cut("\n\n".join(x for _i, x in store.document_nodes(doc_id)), value_chars)
+                value, cut = _cut(store.document_text(doc_id), value_chars)
                 item = {"key": key, "scope": scope_, "value": value, "kind": kind_, "trust": trust,
                         "strength": strength, "provenance": prov, "tags": tags.get(doc_id, []),
                         "time": iso(t), "valid_to": iso(valid_to), "created_at": iso(created),
@@ -123,7 +123,7 @@ class Records:
                    "metadata": stored_metadata(doc[4]), "time": iso(t),
                    "valid_to": iso(valid_to), "superseded_by": by,
                    "tags": store.tags_of([doc[0]]).get(doc[0], []),
-                   "nodes": [i for i, _t in nodes], "text": "\n\n".join(x for _i, x in nodes)}
+                   "nodes": [i for i, _t in nodes], "text": store.document_text(doc[0])}
             turn = neighbours(store, doc[0], 0)
             if turn is not None:
                 out["conversation"] = turn["conversation"]
@@ -177,7 +177,7 @@ def document_record(store: RecordReads, r: tuple) -> dict:
     """The export record of a document, from a ``Store.list_documents`` row."""
     turn = store.turn(r[0])
     return {"type": "document", "source": r[1], "title": r[2],
-            "text": "\n\n".join(x for _i, x in store.document_nodes(r[0])),
+            "text": store.document_text(r[0]),
             "metadata": stored_metadata(r[7]), "created_at": stored_time(r[3]),
             "updated_at": stored_time(r[4]), "event_time": stored_time(r[8]),
             "valid_to": stored_time(r[6]), "tags": store.tags_of([r[0]]).get(r[0], []),
@@ -195,7 +195,7 @@ def memory_record(store: RecordReads, row: tuple) -> dict:
                         "replaced_at": stored_time(h["replaced_at"])})
     ev = store.doc_times([doc_id])[doc_id]
     return {"type": "memory", "scope": scope, "key": key,
-            "value": "\n\n".join(x for _i, x in store.document_nodes(doc_id)),
+            "value": store.document_text(doc_id),
             "kind": kind, "trust": trust, "strength": strength, "provenance": prov,
             "created_at": stored_time(created), "updated_at": stored_time(updated),
             "event_time": stored_time(ev[3]), "valid_to": stored_time(valid_to),

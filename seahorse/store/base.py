@@ -107,13 +107,17 @@ class Documents(Protocol):
     def document_nodes(self, doc_id: int) -> list[tuple[int, str]]:
         ...
 
+    def document_text(self, doc_id: int) -> str:
+        ...
+
 
 @runtime_checkable
 class GraphWrites(Protocol):
     """What indexing a document writes into the graph: passages, phrases, edges, vectors,
     facts (and the vectors of unchanged passages, to reuse)."""
 
-    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
+    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage",
+                    gap: str | None = None) -> int:
         ...
 
     def upsert_phrases(self, phrases: dict[str, str]) -> tuple[dict[str, int], list[int]]:

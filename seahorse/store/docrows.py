@@ -17,6 +17,9 @@ from .inlists import select_in
 # A fact's sentence: its span of its passage's text (``facts f JOIN nodes n``; empty when the
 # span was not found in the passage by the migration that introduced spans).
 FACT_TEXT = "coalesce(substr(n.text, f.text_start + 1, f.text_len), '')"
+# What joins two passages of a document when the store has no gap for the second (``nodes.gap``
+# NULL): a blank line.
+PASSAGE_JOIN = "\n\n"
 
 
 class DocumentRows:
@@ -84,6 +87,20 @@ class DocumentRows:
         """(node id, text) of a document's nodes, in order."""
         return self.db.execute("SELECT id, text FROM nodes WHERE doc_id=? ORDER BY ordinal",
                                (doc_id,)).fetchall()
+
+    def document_text(self, doc_id: int) -> str:
+        """A document's text: its passages joined by what stood between them when it was
+        written (migration 0018; a passage written before it, or a declaration of code, is
+        joined by a blank line). "" for a document without nodes."""
+        gaps = self.__dict__.get("_has_gaps")
+        if gaps is None:  # asked once: a store opened to write has migrated before this
+            gaps = self.__dict__["_has_gaps"] = "gap" in self._sql.columns(self.db, "nodes")
+        if not gaps:  # read-only, from before 0018
+            return PASSAGE_JOIN.join(text for _i, text in self.document_nodes(doc_id))
+        rows = self.db.execute("SELECT text, gap FROM nodes WHERE doc_id=? ORDER BY ordinal",
+                               (doc_id,)).fetchall()
+        return "".join((PASSAGE_JOIN if gap is None else gap) + text if k else text
+                       for k, (text, gap) in enumerate(rows))
 
     def update_document(self, doc_id: int, title: str | None, content_hash: str,
                         metadata: dict | None, extractor: str | None = None) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from .codec import _to_blobs, pack_ids
 from .dialect import SQLiteSQL, inserted_id
+from .docrows import PASSAGE_JOIN
 from .inlists import _chunks, select_in
 from .migrations import EDGE_KINDS
 
@@ -23,11 +24,15 @@ class GraphWriteRows:
     db: sqlite3.Connection
     _sql: type[SQLiteSQL]
 
-    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage") -> int:
-        """A retrievable text node (``passage`` of a document, or a ``memory``)."""
+    def add_passage(self, doc_id: int, ordinal: int, text: str, kind: str = "passage",
+                    gap: str | None = None) -> int:
+        """A retrievable text node (``passage`` of a document, or a ``memory``); ``gap``: what
+        stood between it and the passage before in the document's text (None, or a blank line,
+        is kept as NULL: the join :meth:`document_text` assumes)."""
+        gap = None if ordinal == 0 or gap == PASSAGE_JOIN else gap
         node_id = inserted_id(self.db.execute(
-            "INSERT INTO nodes(kind, key, text, doc_id, ordinal) VALUES (?, ?, ?, ?, ?) RETURNING id",
-            (kind, f"{doc_id}:{ordinal}", text, doc_id, ordinal)))
+            "INSERT INTO nodes(kind, key, text, doc_id, ordinal, gap) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+            (kind, f"{doc_id}:{ordinal}", text, doc_id, ordinal, gap)))
         self._sql.index_texts(self.db, [(node_id, text)])
         return node_id
 

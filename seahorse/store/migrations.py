@@ -597,6 +597,14 @@ def _m0017_edge_kinds(db: sqlite3.Connection) -> None:
     _run_script(db, _EDGES_0017_AFTER)
 
 
+def _m0018_passage_gaps(db: sqlite3.Connection) -> None:
+    """A document's text as it was written (issue 38): each passage keeps what stood between
+    it and the passage before (``nodes.gap``; NULL: a blank line, what every passage written
+    before this migration is joined by, and a declaration of code). ``get``, ``expand``, a
+    memory's value and ``export`` gave a paragraph cut at a sentence as two paragraphs."""
+    db.execute("ALTER TABLE nodes ADD COLUMN gap TEXT")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _m0001_initial),
     ("0002_memories_sessions", _m0002_memories_sessions),
@@ -615,6 +623,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0015_upsert_in_place", _m0015_upsert_in_place),
     ("0016_graph_snapshots", _m0016_graph_snapshots),
     ("0017_edge_kinds", _m0017_edge_kinds),
+    ("0018_passage_gaps", _m0018_passage_gaps),
 ]
 
 

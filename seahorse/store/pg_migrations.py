@@ -434,6 +434,10 @@ DROP INDEX nodes_doc;
 CREATE INDEX nodes_doc ON nodes(doc_id) WHERE doc_id IS NOT NULL;
 """
 
+_M0018 = """
+ALTER TABLE nodes ADD COLUMN gap TEXT;
+"""
+
 PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0001_initial", _M0001),
     ("0002_memories_sessions", _M0002),
@@ -452,4 +456,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0015_upsert_in_place", _M0015),
     ("0016_graph_snapshots", _M0016),
     ("0017_edge_kinds", _M0017),
+    ("0018_passage_gaps", _M0018),
 ]
