@@ -211,6 +211,13 @@ def test_tools_resource_and_one_call_of_each(tmp_path: Path) -> None:
             out = await srv.ok("search", {"query": "Analytical Engine"})
             assert out["hits"] == []
 
+            # A value cut into passages reads back as written (a paragraph cut at a sentence,
+            # an indented line): expand joins the passages by what stood between them.
+            runbook = " ".join(f"Step {i} restarts worker {i}." for i in range(60)) + "\n  $ make check"
+            long_mem = await srv.ok("upsert_memory", {"key": "runbook", "value": runbook})
+            whole = await srv.ok("expand", {"id": long_mem["id"]})
+            assert whole["passages"] > 1 and whole["document_text"] == runbook
+
     asyncio.run(main())
 
 
