@@ -15,11 +15,20 @@ from ..mechanisms.graph import analyse
 from ..mechanisms.repo import Repo
 from ..retrieval import snapshot
 from ..store import Store
-from ..store.base import Documents, HistoryReads, MemoryHistory, MemoryRows, NodeTexts, Transactions
+from ..store.base import (
+    Documents,
+    DocumentTexts,
+    HistoryReads,
+    MemoryHistory,
+    MemoryRows,
+    NodeTexts,
+    Transactions,
+)
 from .conversation import NeighbourReads, neighbours
 
 
-class LookupStore(NeighbourReads, Transactions, Documents, NodeTexts, MemoryRows, MemoryHistory, Protocol):
+class LookupStore(NeighbourReads, Transactions, Documents, DocumentTexts, NodeTexts, MemoryRows,
+                  MemoryHistory, Protocol):
     """What reading a record back asks of the store (``stats`` reads the whole store)."""
 
     code: HistoryReads

@@ -20,7 +20,16 @@ from ..core.timeline import iso, parse_time
 from ..errors import InvalidInput, NotFound
 from ..ingest.lifecycle import check_tags
 from ..ingest.pipeline import Ingest
-from ..store.base import Documents, Listings, MemoryHistory, MemoryRows, Supersession, TimeReads, Transactions
+from ..store.base import (
+    Documents,
+    DocumentTexts,
+    Listings,
+    MemoryHistory,
+    MemoryRows,
+    Supersession,
+    TimeReads,
+    Transactions,
+)
 
 MEMORY_KINDS = ("fact", "preference", "event", "instruction", "note", "decision")
 
@@ -35,8 +44,8 @@ def check_fields(kind, trust, strength, provenance) -> str:
     return check_name("provenance", provenance)
 
 
-class MemoryStore(Transactions, Documents, MemoryRows, MemoryHistory, Supersession, TimeReads, Listings,
-                  Protocol):
+class MemoryStore(Transactions, Documents, DocumentTexts, MemoryRows, MemoryHistory, Supersession, TimeReads,
+                  Listings, Protocol):
     """What keeping memories asks of the store: their rows, history, versions and tags."""
 
 

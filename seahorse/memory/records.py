@@ -19,7 +19,16 @@ from ..core.timeline import iso, parse_time, stored_time
 from ..errors import InvalidInput
 from ..ingest.lifecycle import check_tags
 from ..ingest.pipeline import Ingest
-from ..store.base import Documents, Handle, Listings, Maintenance, MemoryHistory, MetaStore, Transactions
+from ..store.base import (
+    Documents,
+    DocumentTexts,
+    Handle,
+    Listings,
+    Maintenance,
+    MemoryHistory,
+    MetaStore,
+    Transactions,
+)
 from ..version import __version__
 from .conversation import NeighbourReads
 from .memories import Memories
@@ -45,7 +54,7 @@ def _cut(text: str, chars: int | None) -> tuple[str, bool]:
     return text[:chars].rstrip() + "…", True
 
 
-class RecordReads(NeighbourReads, Documents, Listings, MemoryHistory, Protocol):
+class RecordReads(NeighbourReads, Documents, DocumentTexts, Listings, MemoryHistory, Protocol):
     """What a record of a document or a memory reads (:func:`document_record`,
     :func:`memory_record`)."""
 

@@ -107,9 +107,6 @@ class Documents(Protocol):
     def document_nodes(self, doc_id: int) -> list[tuple[int, str]]:
         ...
 
-    def document_text(self, doc_id: int) -> str:
-        ...
-
 
 @runtime_checkable
 class GraphWrites(Protocol):
@@ -137,6 +134,14 @@ class GraphWrites(Protocol):
 
     def passage_embeddings(self, node_ids: Sequence[int], dim: int
                            ) -> dict[int, tuple[np.ndarray, list[tuple[str, np.ndarray]]]]:
+        ...
+
+
+@runtime_checkable
+class DocumentTexts(Protocol):
+    """A document's text as written: its passages joined by what stood between them."""
+
+    def document_text(self, doc_id: int) -> str:
         ...
 
 
@@ -760,10 +765,10 @@ class CodeVersions(Protocol):
 
 
 @runtime_checkable
-class Store(Handle, Transactions, MetaStore, ChangeLog, Documents, GraphWrites, DocumentMarks, PhraseIndex,
-            GraphLoad, NodeTexts, SearchWeights, VectorReads, FactRows, TextSearch, ManyRows, Spellings,
-            MemoryRows, MemoryHistory, Supersession, TimeReads, Listings, Turns, Sessions, Maintenance,
-            Reembedding, UsageStore, RepoReads, CodeFacet, Protocol):
+class Store(Handle, Transactions, MetaStore, ChangeLog, Documents, DocumentTexts, GraphWrites, DocumentMarks,
+            PhraseIndex, GraphLoad, NodeTexts, SearchWeights, VectorReads, FactRows, TextSearch, ManyRows,
+            Spellings, MemoryRows, MemoryHistory, Supersession, TimeReads, Listings, Turns, Sessions,
+            Maintenance, Reembedding, UsageStore, RepoReads, CodeFacet, Protocol):
     """Everything a store does: the union of the slices above. The engine holds one; a
     feature declares (and is given) only the slices it uses, so a second backend implements
     these and a feature's needs are read off its annotation (tests/test_store_slices.py)."""
