@@ -340,6 +340,34 @@ def test_search_pages_with_a_cursor(cli) -> None:
     assert bad.returncode != 0 and "cursor belongs to another question" in bad.stderr
 
 
+def test_a_question_asked_again_is_not_run_through_the_model_again(engine) -> None:
+    """A second page (or an agent's retry) asks its question again: its vector comes from the
+    last questions', each model run counted at the embedder itself; another question, or the
+    same one under another embedder, runs the model."""
+    runs: list[str] = []
+    real = engine.embedder.embed
+
+    def counted(texts):
+        runs.extend(texts)
+        return real(texts)
+
+    engine.embedder.embed = counted  # the real model runs; this only counts its calls
+    for i in range(6):
+        engine.add_document(f"Herons {i} wade in the shallow lake hunting fish number {i}.", source=f"h{i}")
+    runs.clear()
+    first = engine.search("herons wading in the lake", top_k=2, refuse=False)
+    second = engine.search("herons wading in the lake", top_k=2, refuse=False,
+                           cursor=first.info["next_cursor"])
+    assert runs == ["herons wading in the lake"] and second.hits
+    engine.search("otters in the river", top_k=2, refuse=False)
+    assert runs == ["herons wading in the lake", "otters in the river"]
+    from seahorse.mechanisms.models.embed import HashEmbedder
+    from seahorse.retrieval.query import query_vector_of
+    other = HashEmbedder(dim=engine.embedder.dim)
+    assert query_vector_of(other, "herons wading in the lake") is not query_vector_of(
+        engine.embedder, "herons wading in the lake")
+
+
 def test_the_walks_paths_are_traced_for_the_page_alone(cli, monkeypatch) -> None:
     """The rank stage hands over more hits than a page shows (recency and paging re-order a
     pool); the paths, most of the explain stage's time, are traced for the page's hits only,

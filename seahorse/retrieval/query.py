@@ -5,6 +5,9 @@ explain, refusal) reads these fields instead of tokenising the string again."""
 from __future__ import annotations
 
 import re
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -17,6 +20,32 @@ from .refusal import names_in, refusal_terms
 
 ORDINAL = re.compile(r"\d+(st|nd|rd|th)")
 EXACT_TOKENS = 4  # at most this many id-like words of one query are looked up
+# The last questions' vectors, per embedder: a page past the first asks its question again, and
+# so does an agent that retries; each would run the model again (~10 ms with e5).
+QUERY_VECTORS = 32
+_vectors: "weakref.WeakKeyDictionary[Embedder, OrderedDict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+_vectors_lock = threading.Lock()
+
+
+def query_vector_of(embedder: Embedder, text: str) -> np.ndarray:
+    """``text``'s query vector under ``embedder`` (read only), from the last QUERY_VECTORS
+    questions when it is one of them."""
+    with _vectors_lock:
+        try:
+            held = _vectors.setdefault(embedder, OrderedDict())
+        except TypeError:  # an embedder that cannot be weakly referenced (or hashed): no cache
+            return query_vector(embedder, text)
+        vec = held.get(text)
+        if vec is not None:
+            held.move_to_end(text)
+            return vec
+    vec = query_vector(embedder, text)
+    vec.flags.writeable = False  # shared by every search of the question
+    with _vectors_lock:
+        held[text] = vec
+        while len(held) > QUERY_VECTORS:
+            held.popitem(last=False)
+    return vec
 
 
 @dataclass
@@ -27,7 +56,7 @@ class Query:
 
     @classmethod
     def embed(cls, text: str, embedder: Embedder) -> "Query":
-        return cls(text, query_vector(embedder, text), embedder.name)
+        return cls(text, query_vector_of(embedder, text), embedder.name)
 
     @cached_property
     def terms(self) -> list[str]:
