@@ -298,6 +298,31 @@ def test_migration_0018_keeps_old_passages_joined_by_a_blank_line_and_new_ones_a
         store.close()
 
 
+def test_a_document_from_before_0018_is_written_again_when_its_text_comes_again(backend: str) -> None:
+    """A document written before passage gaps (several passages, joined by a blank line) is
+    marked by the migration: the same text indexed again is written again and then reads as
+    written (its passages keep their vectors); indexed once more, it is unchanged. A one-passage
+    document of one paragraph, and a memory, are left as they are."""
+    para = " ".join(f"Step {i} restarts worker {i}." for i in range(60))
+    with Engine(Settings(db_path=backend, embedder="hash")) as eng:
+        long = eng.add_document(para, source="doc:long")
+        eng.add_document("One short paragraph.", source="doc:short")
+        eng.upsert_memory("runbook", para)
+        assert long.passages > 1
+        with eng.store.atomic():
+            eng.store.db.execute("ALTER TABLE nodes DROP COLUMN gap")
+            eng.store.db.execute("DELETE FROM migrations WHERE name = '0018_passage_gaps'")
+    with Engine(Settings(db_path=backend, embedder="hash")) as eng:
+        assert eng.get_document(long.doc_id)["text"] != para  # joined by a blank line
+        digests = dict(eng.store.db.execute("SELECT source, content_hash FROM documents").fetchall())
+        assert digests["doc:long"].startswith("legacy:") and not digests["doc:short"].startswith("legacy:")
+        assert not digests["memory:global:runbook"].startswith("legacy:")
+        again = eng.add_document(para, source="doc:long")
+        assert again.status == "updated" and eng.get_document(long.doc_id)["text"] == para
+        assert eng.add_document(para, source="doc:long").status == "unchanged"
+        assert eng.add_document("One short paragraph.", source="doc:short").status == "unchanged"
+
+
 def test_a_store_from_before_0017_opened_read_only_reads_its_edge_kinds(backend: str) -> None:
     """A reader never migrates: on a store whose edges still hold their kinds' words, the
     edges, their counts and the kinds between nodes read as they did."""

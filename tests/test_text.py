@@ -156,6 +156,18 @@ def test_chunk_bounds_and_loses_nothing(text: str, max_chars: int) -> None:
     assert "".join(g + p for g, p in tiles) == text.rstrip()
 
 
+def test_tile_reads_a_long_run_of_whitespace_once() -> None:
+    """A paragraph break is looked for where a run of whitespace begins, not at each of its
+    characters: tried at each, 40,000 spaces took 4 s (quadratic); 400,000 would take minutes."""
+    import time
+
+    text = "a" + " " * 400_000 + "b\n" + "\t" * 400_000 + "\n\nc"
+    started = time.perf_counter()
+    tiles = tile(text, 900)
+    assert time.perf_counter() - started < 10  # linear: ~0.05 s here
+    assert "".join(g + p for g, p in tiles) == text and tiles[-1] == ("\n" + "\t" * 400_000 + "\n\n", "c")
+
+
 def test_tile_keeps_indents_and_blank_lines_inside_and_between_passages() -> None:
     """Code in a note (an indented block, tabs) and a paragraph cut at a sentence come back
     as written: what joins two passages is stored with the second (store.document_text)."""

@@ -138,7 +138,7 @@ def export_server_memory(records: Iterable[dict], lost_out: list[dict] | None = 
         else:
             name = unique(rec["title"] or rec["source"], rec["source"])
             yield {"type": "entity", "name": name, "entityType": "document",
-                   "observations": [p for p in rec["text"].split("\n\n") if p.strip()]}
+                   "observations": [p.strip() for p in re.split(r"\n\s*\n", rec["text"]) if p.strip()]}
         if not isinstance(sm, dict) and name != rec["source"] \
                 and not name.endswith(f" ({rec['source']})"):
             lost.insert(0, "source")  # the name is the title

@@ -92,10 +92,10 @@ class DocumentRows:
         """A document's text: its passages joined by what stood between them when it was
         written (migration 0018; a passage written before it, or a declaration of code, is
         joined by a blank line). "" for a document without nodes."""
-        gaps = self.__dict__.get("_has_gaps")
-        if gaps is None:  # asked once: a store opened to write has migrated before this
-            gaps = self.__dict__["_has_gaps"] = "gap" in self._sql.columns(self.db, "nodes")
-        if not gaps:  # read-only, from before 0018
+        if not self.__dict__.get("_has_gaps"):  # once there, the column stays: asked until then
+            self.__dict__["_has_gaps"] = "gap" in self._sql.columns(self.db, "nodes")
+        if not self.__dict__["_has_gaps"]:  # read-only, from before 0018 (another process
+            # may migrate it while this one reads: then its new documents read as written)
             return PASSAGE_JOIN.join(text for _i, text in self.document_nodes(doc_id))
         rows = self.db.execute("SELECT text, gap FROM nodes WHERE doc_id=? ORDER BY ordinal",
                                (doc_id,)).fetchall()

@@ -597,12 +597,24 @@ def _m0017_edge_kinds(db: sqlite3.Connection) -> None:
     _run_script(db, _EDGES_0017_AFTER)
 
 
+# A document written before 0018 whose passages may not give back its text (more than one
+# passage, or paragraphs joined inside one) has this before its digest: the next write of the
+# same text is no longer "unchanged" and writes it again, gaps and all (its passages keep their
+# vectors where their text is the same). A memory is not marked: the same value again would
+# record a version; its passages join by a blank line until its value changes.
+LEGACY_DIGEST = "legacy:"
+
+
 def _m0018_passage_gaps(db: sqlite3.Connection) -> None:
     """A document's text as it was written (issue 38): each passage keeps what stood between
     it and the passage before (``nodes.gap``; NULL: a blank line, what every passage written
     before this migration is joined by, and a declaration of code). ``get``, ``expand``, a
-    memory's value and ``export`` gave a paragraph cut at a sentence as two paragraphs."""
+    memory's value and ``export`` gave a paragraph cut at a sentence as two paragraphs. The
+    documents whose text may have been changed so are marked (``LEGACY_DIGEST``)."""
     db.execute("ALTER TABLE nodes ADD COLUMN gap TEXT")
+    db.execute("UPDATE documents SET content_hash = ? || content_hash WHERE id IN (SELECT doc_id FROM"
+               " nodes WHERE kind = 'passage' AND doc_id IS NOT NULL AND (ordinal > 0"
+               " OR instr(text, char(10) || char(10)) > 0))", (LEGACY_DIGEST,))
 
 
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [

@@ -12,7 +12,7 @@ processes ask before each search).
 
 from __future__ import annotations
 
-from .migrations import EDGE_KINDS_0017
+from .migrations import EDGE_KINDS_0017, LEGACY_DIGEST
 
 CHANNEL = "seahorse_changes"
 
@@ -436,6 +436,9 @@ CREATE INDEX nodes_doc ON nodes(doc_id) WHERE doc_id IS NOT NULL;
 
 _M0018 = """
 ALTER TABLE nodes ADD COLUMN gap TEXT;
+UPDATE documents SET content_hash = '""" + LEGACY_DIGEST + """' || content_hash WHERE id IN (
+    SELECT doc_id FROM nodes WHERE kind = 'passage' AND doc_id IS NOT NULL
+    AND (ordinal > 0 OR strpos(text, E'\\n\\n') > 0));
 """
 
 PG_MIGRATIONS: list[tuple[str, str]] = [
