@@ -122,3 +122,30 @@ def test_a_note_links_only_to_the_note_written_right_before_it(engine: Engine) -
     assert _turn_edges(engine) == set()  # another document came between them
     engine.add_document("Ann: Nice, did you make a bowl?", source="chat#3")
     assert _turn_edges(engine) == {("chat#2", "chat#3")}
+
+
+def test_notes_that_read_as_turns_survive_export_and_import(engine: Engine, hash_settings) -> None:
+    """A note-turn keeps its own source (not a conversation's): its export record names its
+    turn, and import writes it as add_document does, so the text makes it that turn again. The
+    import gives back the same export (a conversation's turns too), and a second import of the
+    same lines changes nothing. (An import once refused every note-turn, so nothing of a store
+    holding one could be restored.)"""
+    import json
+
+    engine.add_document("Runbook:\nRestart the worker, then check its health.", source="doc:runbook")
+    engine.index_many([("Caroline: I went to the support group yesterday.", "notes/c#1", None, None),
+                       ("Melanie: That sounds great, how was it?", "notes/c#2", None, None)])
+    engine.add_conversation([{"text": "hi", "speaker": "Jo", "id": "t1"},
+                             {"text": "hello", "speaker": "Al", "id": "t2"}], conversation="cv")
+    lines = [json.dumps(r) for r in engine.export()]
+    assert sum(1 for r in map(json.loads, lines) if r.get("turn")) == 5
+
+    def records(eng: Engine) -> list[dict]:
+        kept = [{k: v for k, v in r.items() if k not in ("created_at", "updated_at")} for r in eng.export()]
+        return kept[1:]  # past the header
+
+    with Engine(hash_settings.with_overrides(db_path=hash_settings.db_path.with_name("copy.db"))) as copy:
+        assert copy.import_records(lines)["documents"] == 5
+        assert records(copy) == records(engine)
+        assert _turn_edges(copy) == _turn_edges(engine)
+        assert copy.import_records(lines)["documents"] == 0

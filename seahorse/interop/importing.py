@@ -24,6 +24,7 @@ from ..core.timeline import parse_time
 from ..errors import InvalidInput
 from ..ingest.lifecycle import check_tags
 from ..ingest.pipeline import PASSAGE_BATCH, Ingest, Progress
+from ..memory import notes
 from ..memory.conversation import add_conversation, turn_contexts
 from ..memory.memories import MEMORY_KINDS, Memories, check_fields
 from ..memory.records import document_record, memory_record
@@ -67,7 +68,7 @@ class Importer:
         context = self._turn_contexts(records)
         for done, (_n, rec) in enumerate(records, 1):
             if rec["type"] == "document":
-                turn = rec["turn"]
+                turn = None if rec["_note"] else rec["turn"]
                 if not _same(self._stored_by_source(rec["source"]), rec):
                     prep = ingest.normalise(rec["text"], rec["source"], None if turn else rec["title"], None)
                     prep.context = context.get(rec["source"])  # a turn: after the turn before it, as written
@@ -96,7 +97,7 @@ class Importer:
         store, rows, sources = self.store, [], []
         next_seq: dict[str, int] = {}
         for _n, rec in records:
-            turn = rec["type"] == "document" and rec["turn"]
+            turn = rec["type"] == "document" and not rec["_note"] and rec["turn"]
             if not turn:
                 continue
             conversation = turn["conversation"]
@@ -199,8 +200,12 @@ class Importer:
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput("metadata must be an object or null")
         turn = rec.get("turn")
+        # A note that reads as a turn (memory/notes.py) keeps its own source: written as
+        # add_document writes it, its text makes it that turn again.
+        note = turn is not None and not source.startswith("conversation:")
         if turn is not None:
             turn = _check_turn(turn, text)
+        if turn is not None and not note:
             at = f"conversation:{turn['conversation']}#"
             if turn["id"] is None and source.startswith(at) and len(source) > len(at):
                 turn["id"] = source[len(at):]
@@ -211,7 +216,7 @@ class Importer:
         return {"type": "document", "source": source, "title": title, "text": text,
                 "metadata": metadata, **_times(rec, "created_at", "updated_at", "event_time",
                                                "valid_to"),
-                "tags": check_tags(rec.get("tags")), "turn": turn, "_digest": prep.digest}
+                "tags": check_tags(rec.get("tags")), "turn": turn, "_digest": prep.digest, "_note": note}
 
     def _check_memory(self, rec: dict) -> dict:
         scope, key = check_name("scope", rec.get("scope")), check_name("key", rec.get("key"))
@@ -241,14 +246,16 @@ class Importer:
         old = store.document_by_source(rec["source"])
         if old is not None and _same(self._stored_document(old[0]), rec):
             return False
-        turn = rec["turn"]
+        turn = None if rec["_note"] else rec["turn"]
         if turn is not None:
             add_conversation(self.ingest, store, turn["conversation"],
                              [{"text": turn["words"], "speaker": turn["speaker"], "id": turn["id"],
                                "session": turn["session"], "time": rec["event_time"]}])
             doc = store.document_by_source(rec["source"])
-        else:
-            res = self.ingest.add_many([(rec["text"], rec["source"], rec["title"], rec["metadata"])])[0]
+        else:  # as add_document writes it: a note that reads as a turn is one again
+            items, after, contexts = notes.prepare(
+                store, [(rec["text"], rec["source"], rec["title"], rec["metadata"])], self.ingest.context_of)
+            res = self.ingest.add_many(items, after=after, contexts=contexts)[0]
             doc = store.document(res.doc_id)
         if doc is None:  # a turn stored under another source than its record names
             raise InvalidInput(f"document {rec['source'][:60]!r} was not stored under that source; "
