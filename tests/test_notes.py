@@ -135,17 +135,22 @@ def test_notes_that_read_as_turns_survive_export_and_import(engine: Engine, hash
     engine.add_document("Runbook:\nRestart the worker, then check its health.", source="doc:runbook")
     engine.index_many([("Caroline: I went to the support group yesterday.", "notes/c#1", None, None),
                        ("Melanie: That sounds great, how was it?", "notes/c#2", None, None)])
+    engine.add_document("Ann: the standup moves to ten.", source="conversation:standup#1")
+    # Kept as no turn where it was written (among many with no turn of its own beside it):
+    # it stays none on import, though alone it would read as one.
+    engine.index_many([("In My Time: A Personal and Political Memoir is a book.", "wiki/1", None, None),
+                       ("The Eiffel Tower is in Paris.", "wiki/2", None, None)])
     engine.add_conversation([{"text": "hi", "speaker": "Jo", "id": "t1"},
                              {"text": "hello", "speaker": "Al", "id": "t2"}], conversation="cv")
     lines = [json.dumps(r) for r in engine.export()]
-    assert sum(1 for r in map(json.loads, lines) if r.get("turn")) == 5
+    assert sum(1 for r in map(json.loads, lines) if r.get("turn")) == 6
 
     def records(eng: Engine) -> list[dict]:
         kept = [{k: v for k, v in r.items() if k not in ("created_at", "updated_at")} for r in eng.export()]
         return kept[1:]  # past the header
 
     with Engine(hash_settings.with_overrides(db_path=hash_settings.db_path.with_name("copy.db"))) as copy:
-        assert copy.import_records(lines)["documents"] == 5
+        assert copy.import_records(lines)["documents"] == 8
         assert records(copy) == records(engine)
         assert _turn_edges(copy) == _turn_edges(engine)
         assert copy.import_records(lines)["documents"] == 0

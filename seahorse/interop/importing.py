@@ -68,7 +68,7 @@ class Importer:
         context = self._turn_contexts(records)
         for done, (_n, rec) in enumerate(records, 1):
             if rec["type"] == "document":
-                turn = None if rec["_note"] else rec["turn"]
+                turn = None if rec["_note"] else rec["turn"]  # a note keeps its title
                 if not _same(self._stored_by_source(rec["source"]), rec):
                     prep = ingest.normalise(rec["text"], rec["source"], None if turn else rec["title"], None)
                     prep.context = context.get(rec["source"])  # a turn: after the turn before it, as written
@@ -97,7 +97,7 @@ class Importer:
         store, rows, sources = self.store, [], []
         next_seq: dict[str, int] = {}
         for _n, rec in records:
-            turn = rec["type"] == "document" and not rec["_note"] and rec["turn"]
+            turn = rec["type"] == "document" and rec["turn"]  # a note-turn's context is found so too
             if not turn:
                 continue
             conversation = turn["conversation"]
@@ -200,11 +200,12 @@ class Importer:
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput("metadata must be an object or null")
         turn = rec.get("turn")
-        # A note that reads as a turn (memory/notes.py) keeps its own source: written as
-        # add_document writes it, its text makes it that turn again.
-        note = turn is not None and not source.startswith("conversation:")
+        note = False
         if turn is not None:
             turn = _check_turn(turn, text)
+            # A note that reads as a turn (memory/notes.py) keeps its own source, not its
+            # conversation's: written as add_document writes it, its text makes it that turn again.
+            note = not source.startswith(f"conversation:{turn['conversation']}#")
         if turn is not None and not note:
             at = f"conversation:{turn['conversation']}#"
             if turn["id"] is None and source.startswith(at) and len(source) > len(at):
@@ -252,10 +253,13 @@ class Importer:
                              [{"text": turn["words"], "speaker": turn["speaker"], "id": turn["id"],
                                "session": turn["session"], "time": rec["event_time"]}])
             doc = store.document_by_source(rec["source"])
-        else:  # as add_document writes it: a note that reads as a turn is one again
+        elif rec["_note"]:  # as add_document writes it: its text makes it that turn again
             items, after, contexts = notes.prepare(
                 store, [(rec["text"], rec["source"], rec["title"], rec["metadata"])], self.ingest.context_of)
             res = self.ingest.add_many(items, after=after, contexts=contexts)[0]
+            doc = store.document(res.doc_id)
+        else:  # a document the store that exported it kept as no turn stays none
+            res = self.ingest.add_many([(rec["text"], rec["source"], rec["title"], rec["metadata"])])[0]
             doc = store.document(res.doc_id)
         if doc is None:  # a turn stored under another source than its record names
             raise InvalidInput(f"document {rec['source'][:60]!r} was not stored under that source; "
