@@ -204,8 +204,12 @@ class Importer:
         if turn is not None:
             turn = _check_turn(turn, text)
             # A note that reads as a turn (memory/notes.py) keeps its own source, not its
-            # conversation's: written as add_document writes it, its text makes it that turn again.
-            note = not source.startswith(f"conversation:{turn['conversation']}#")
+            # conversation's: written as add_document writes it, its text makes it that turn
+            # again. Any other turn record must have its conversation's source.
+            again = notes.as_turn(text, source, metadata)
+            note = (again is not None and (again["conversation"], again["speaker"])
+                    == (turn["conversation"], turn["speaker"])
+                    and not source.startswith(f"conversation:{turn['conversation']}#"))
         if turn is not None and not note:
             at = f"conversation:{turn['conversation']}#"
             if turn["id"] is None and source.startswith(at) and len(source) > len(at):
