@@ -46,7 +46,9 @@ def test_which_notes_read_as_turns() -> None:
                   "Ticket OPS-4471: the nightly export job times out", "Build 7: green",
                   # a parenthesis that names no day is a qualifier of a title, not a date
                   "Python (programming language): a language", "Bo (draft): hey",
-                  "8 May 2023 - deployed the new build", "**Bold** words: no"):
+                  "8 May 2023 - deployed the new build", "**Bold** words: no",
+                  # a name, a colon and a line break is a heading over what follows
+                  "Runbook:\nRestart the worker.", "Attendees:\n- Ann\n- Bo"):
         assert as_turn(plain, None, None) is None, plain
     # a conversation's own turn, or a record that says what it is, is left to its caller
     assert as_turn("Ann: hi", None, {"conversation": "x"}) is None
@@ -132,7 +134,7 @@ def test_notes_that_read_as_turns_survive_export_and_import(engine: Engine, hash
     holding one could be restored.)"""
     import json
 
-    engine.add_document("Runbook:\nRestart the worker, then check its health.", source="doc:runbook")
+    engine.add_document("Runbook: restart the worker, then check its health.", source="doc:runbook")
     engine.index_many([("Caroline: I went to the support group yesterday.", "notes/c#1", None, None),
                        ("Melanie: That sounds great, how was it?", "notes/c#2", None, None)])
     engine.add_document("Ann: the standup moves to ten.", source="conversation:standup#1")

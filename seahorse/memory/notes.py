@@ -35,7 +35,9 @@ _NAME = r"[A-Z](?:[^\W\d_]|['\u2019.-]){0,30}(?: [A-Z](?:[^\W\d_]|['\u2019.-]){0
 # The ways a note may say when, before the name: "[1:56 pm on 8 May, 2023]", "(8 May 2023)",
 # "2023-05-08 14:00", or a day written out ("8 May 2023", "May 8, 2023", after a time of day:
 # "1:56 pm on 8 May, 2023") followed by a dash, colon, comma or bar. A dash or quote marker
-# ("- ", "> ") may open the note, and markdown may bold the name ("**Ann**:", "**Ann:**").
+# ("- ", "> ") may open the note, and markdown may bold the name ("**Ann**:", "**Ann:**"). The
+# words follow on the name's line: a name, a colon and a line break ("Runbook:", "Attendees:")
+# is a heading over what follows, not who spoke.
 _DAY_WORDS = (r"(?:\d{1,2}:\d{2}\s*(?:[ap]\.?m\.?)?\s*(?:on\s+)?)?"
               r"(?:\d{1,2}(?:st|nd|rd|th)? [A-Za-z]{3,9}\.?,? \d{4}"
               r"|[A-Za-z]{3,9}\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4})")
@@ -47,7 +49,7 @@ _HEAD = re.compile(
     r"\s*[-\u2013\u2014:,|]?\s*"
     rf"(?P<bold>\*\*)?(?P<speaker>{_NAME})"
     r"(?:\s*[\[(](?P<after>[^\])\n]{1,60})[\])])?"
-    r"(?(bold)(?::\*\*|\*\*:)|:)\s+\S")
+    r"(?(bold)(?::\*\*|\*\*:)|:)[^\S\n]+\S")
 # Words that open a note as a label, not as the name of who spoke.
 LABELS = frozenset(
     "note notes todo to-do update summary question answer q a fix bug error warning info tip example "
