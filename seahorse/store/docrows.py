@@ -92,10 +92,11 @@ class DocumentRows:
         """A document's text: its passages joined by what stood between them when it was
         written (migration 0018; a passage written before it, or a declaration of code, is
         joined by a blank line). "" for a document without nodes."""
-        if not self.__dict__.get("_has_gaps"):  # once there, the column stays: asked until then
-            self.__dict__["_has_gaps"] = "gap" in self._sql.columns(self.db, "nodes")
-        if not self.__dict__["_has_gaps"]:  # read-only, from before 0018 (another process
-            # may migrate it while this one reads: then its new documents read as written)
+        # Asked until the column is there (once there it stays): a read-only store from before
+        # 0018 may be migrated by another process while this one reads it.
+        if not getattr(self, "_has_gaps", False):
+            self._has_gaps = "gap" in self._sql.columns(self.db, "nodes")
+        if not self._has_gaps:
             return PASSAGE_JOIN.join(text for _i, text in self.document_nodes(doc_id))
         rows = self.db.execute("SELECT text, gap FROM nodes WHERE doc_id=? ORDER BY ordinal",
                                (doc_id,)).fetchall()
